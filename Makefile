@@ -1,0 +1,38 @@
+# Two entry points: `make demo` (the main job on the embedded defaults) and `make test`.
+# Both create .venv when missing and install the project with exact pins; torch (CPU build)
+# goes in first so that no other dependency can pull a CUDA build of it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test lint constraints clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -c constraints.txt torch==2.13.0
+	$(PIP) install -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/panoramia-audit
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Re-pin after changing dependencies in pyproject.toml (run in a fresh .venv).
+constraints: $(STAMP)
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable \
+	  | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+clean:
+	rm -rf $(VENV) outputs multirun .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The helper model h (trained on synthetic data only, never sees the target) and the baseline."""

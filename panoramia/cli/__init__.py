@@ -1,0 +1,151 @@
+"""The ``panoramia`` command line (typer). Bad input exits with status 2 and one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import typer
+
+from panoramia.errors import InputError
+
+app = typer.Typer(
+    name="panoramia",
+    help="Post-hoc privacy measurement of trained models (PANORAMIA).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def exits_on_input_error(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn :class:`InputError` into ``panoramia: error: …`` on stderr and exit status 2."""
+
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except InputError as error:
+            typer.echo(f"panoramia: error: {error}", err=True)
+            raise typer.Exit(code=2) from None
+
+    return wrapper
+
+
+ScoresArg = Annotated[
+    Path, typer.Argument(help="Scores file: .csv (optionally .gz), .parquet or .npz.")
+]
+MemberCol = Annotated[str, typer.Option("--member-col", help="0/1 membership column (1 = member).")]
+Confidence = Annotated[float, typer.Option(help="Confidence 1 − β of the whole audit.")]
+Delta = Annotated[float, typer.Option(help="δ of (ε, δ)-DP: relaxed test of SPEC §2.3.")]
+Seed = Annotated[int, typer.Option(help="Seed (split partition, tie-breaking).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _print_json(document: object) -> None:
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+@app.command()
+@exits_on_input_error
+def measure(
+    scores: ScoresArg,
+    baseline_col: Annotated[
+        str, typer.Option("--baseline-col", help="Baseline scores (higher = member).")
+    ],
+    mia_col: Annotated[
+        list[str],
+        typer.Option("--mia-col", help="Attack scores; repeat for one result per attack."),
+    ],
+    member_col: MemberCol = "member",
+    thresholds: Annotated[
+        str, typer.Option(help="Threshold strategy: grid:K, all or split:F.")
+    ] = "grid:100",
+    confidence: Confidence = 0.95,
+    gamma: Annotated[float, typer.Option(help="γ of (c, γ)-closeness (SPEC §2.3).")] = 0.0,
+    delta: Delta = 0.0,
+    seed: Seed = 0,
+    as_json: AsJson = False,
+    table: Annotated[
+        bool, typer.Option("--table", help="Add every threshold's row to the JSON.")
+    ] = False,
+) -> None:
+    """c_lb, {c+ε}_lb and ε̃ from baseline and attack scores on a PANORAMIA audit set."""
+    from panoramia.measure import measure as run_measure
+    from panoramia.scores_file import read_columns
+
+    columns = read_columns(scores, [member_col, baseline_col, *mia_col])
+    results = {
+        name: run_measure(
+            columns[member_col],
+            baseline_scores=columns[baseline_col],
+            attack_scores=columns[name],
+            thresholds=thresholds,
+            confidence=confidence,
+            gamma=gamma,
+            delta=delta,
+            seed=seed,
+        )
+        for name in dict.fromkeys(mia_col)
+    }
+    if as_json:
+        documents = [
+            {"attack_column": name, "baseline_column": baseline_col}
+            | result.to_dict(include_table=table)
+            for name, result in results.items()
+        ]
+        _print_json(documents[0] if len(documents) == 1 else documents)
+        return
+    from rich.console import Console
+
+    from panoramia.cli.render import measurement_view
+
+    console = Console()
+    for name, result in results.items():
+        console.print(measurement_view(name, result))
+
+
+@app.command()
+@exits_on_input_error
+def o1(
+    scores: ScoresArg,
+    loss_col: Annotated[
+        str, typer.Option("--loss-col", help="Per-example loss under the target (lower = member).")
+    ],
+    member_col: MemberCol = "member",
+    confidence: Confidence = 0.95,
+    delta: Delta = 0.0,
+    seed: Seed = 0,
+    as_json: AsJson = False,
+) -> None:
+    """O(1) audit (Steinke et al. 2023) on real members and real non-members; score = −loss."""
+    from panoramia.measure import o1_audit
+    from panoramia.measure.validation import check_scores
+    from panoramia.scores_file import read_columns
+
+    columns = read_columns(scores, [member_col, loss_col])
+    losses = check_scores(
+        columns[loss_col], name=f"column {loss_col!r}", n=columns[member_col].size
+    )
+    result = o1_audit(columns[member_col], -losses, confidence=confidence, delta=delta, seed=seed)
+    if as_json:
+        _print_json({"loss_column": loss_col} | result.to_dict())
+        return
+    from rich.console import Console
+
+    from panoramia.cli.render import o1_view
+
+    Console().print(o1_view(result))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

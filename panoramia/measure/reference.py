@@ -1,0 +1,190 @@
+"""Reference audits with real non-members (SPEC §2.4): the O(1) audit and RM;RN.
+
+Both are lower bounds on ε only when membership was randomised (each candidate included in
+training with probability 1/2, independently). A post-hoc audit with a held-out split (e.g.
+Adult's test set) approximates that game; reports label the result accordingly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.jsonable import number
+from panoramia.measure.relaxed import relaxed_theta_lb
+from panoramia.measure.sweep import SweepResult, argmax_theta_lb, sweep
+from panoramia.measure.thresholds import ThresholdStrategy
+from panoramia.measure.validation import (
+    check_confidence,
+    check_membership,
+    check_scores,
+    check_slack,
+)
+
+DEFAULT_GUESS_FRACTIONS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+"""Fractions of the n examples guessed "member" (k₊) and, separately, "non-member" (k₋)."""
+
+
+@dataclass(frozen=True)
+class O1Result:
+    """The O(1) audit's best guess counts and its lower bound on ε."""
+
+    eps_lb: float
+    """Lower bound on ε (nats) at the given confidence (and δ), Bonferroni over the grid."""
+    k_plus: int
+    """Examples guessed "member" (the k₊ highest scores)."""
+    k_minus: int
+    """Examples guessed "non-member" (the k₋ lowest scores)."""
+    r: int
+    """Guesses, k₊ + k₋ (the others abstain)."""
+    v: int
+    """Correct guesses of both kinds."""
+    n: int
+    """Examples audited (members + non-members)."""
+    n_grid: int
+    """(k₊, k₋) pairs examined: the Bonferroni factor."""
+    alpha: float
+    confidence: float
+    delta: float
+
+    @property
+    def ceiling(self) -> float:
+        return float(saturation_ceiling(self.r, self.alpha))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "eps_lb": number(self.eps_lb),
+            "k_plus": self.k_plus,
+            "k_minus": self.k_minus,
+            "r": self.r,
+            "v": self.v,
+            "precision": number(self.v / self.r),
+            "ceiling": number(self.ceiling),
+            "saturated": self.v == self.r,
+            "n": self.n,
+            "n_grid": self.n_grid,
+            "alpha": number(self.alpha),
+            "confidence": self.confidence,
+            "delta": self.delta,
+        }
+
+
+def o1_audit(
+    membership: object,
+    scores: object,
+    *,
+    confidence: float = 0.95,
+    delta: float = 0.0,
+    guess_fractions: tuple[float, ...] = DEFAULT_GUESS_FRACTIONS,
+    seed: int = 0,
+) -> O1Result:
+    """O(1) audit (Steinke, Nasr, Jagielski 2023) with abstention, on real (non-)members.
+
+    Args:
+        membership: 0/1 per example, 1 = member of the target's training set.
+        scores: higher = more member-like (pass ``-loss`` for the loss attack); shape (n,).
+        confidence: 1 − β for the whole grid (Bonferroni over the (k₊, k₋) pairs).
+        delta: δ > 0 uses the relaxed p-value of SPEC §2.3 with slack δ and m = n.
+        guess_fractions: k₊ and k₋ each range over ``round(f · n)`` for these fractions.
+        seed: breaks ties between equal scores at random, so that the rows' order cannot
+            leak into the guesses.
+    """
+    labels = check_membership(membership)
+    n = labels.size
+    values = check_scores(scores, name="scores", n=n)
+    confidence = check_confidence(confidence)
+    delta = check_slack(delta, name="delta")
+
+    tie_break = np.random.default_rng(seed).random(n)
+    descending = labels[np.lexsort((tie_break, -values))]
+    members_in_top = np.concatenate(([0], np.cumsum(descending, dtype=np.int64)))
+    nonmembers_in_bottom = np.concatenate(([0], np.cumsum(1 - descending[::-1], dtype=np.int64)))
+
+    ks = np.unique(np.round(np.asarray(guess_fractions) * n).astype(np.int64))
+    k_plus, k_minus = (grid.ravel() for grid in np.meshgrid(ks, ks, indexing="ij"))
+    keep = (k_plus + k_minus >= 1) & (k_plus + k_minus <= n)
+    k_plus, k_minus = k_plus[keep], k_minus[keep]
+    r = k_plus + k_minus
+    v = members_in_top[k_plus] + nonmembers_in_bottom[k_minus]
+    alpha = (1.0 - confidence) / r.size
+
+    if delta > 0:
+        bounds = np.array(
+            [
+                relaxed_theta_lb(int(ri), int(vi), alpha, m=n, slack=delta)
+                for ri, vi in zip(r, v, strict=True)
+            ]
+        )
+        index = int(np.argmax(bounds))
+        value = float(bounds[index])
+    else:
+        index, value = argmax_theta_lb(r, v, alpha)
+    return O1Result(
+        eps_lb=value,
+        k_plus=int(k_plus[index]),
+        k_minus=int(k_minus[index]),
+        r=int(r[index]),
+        v=int(v[index]),
+        n=n,
+        n_grid=int(r.size),
+        alpha=alpha,
+        confidence=confidence,
+        delta=delta,
+    )
+
+
+@dataclass(frozen=True)
+class RmRnResult:
+    """RM;RN: the attack against real non-members; c = 0 by construction, ε_lb = {c+ε}_lb."""
+
+    eps_lb: float
+    n_thresholds: int
+    alpha: float
+    confidence: float
+    delta: float
+    attack: SweepResult
+
+    def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
+        return {
+            "eps_lb": number(self.eps_lb),
+            "thresholds": str(self.attack.strategy),
+            "n_thresholds": self.n_thresholds,
+            "alpha": number(self.alpha),
+            "confidence": self.confidence,
+            "delta": self.delta,
+            "attack": self.attack.to_dict(include_table=include_table),
+        }
+
+
+def rmrn(
+    membership: object,
+    attack_scores: object,
+    *,
+    thresholds: str | ThresholdStrategy = "grid:100",
+    confidence: float = 0.95,
+    delta: float = 0.0,
+    seed: int = 0,
+) -> RmRnResult:
+    """RM;RN measurement: one attack test (no baseline, c = 0) at level β / K.
+
+    ``membership`` is 1 for real members and 0 for *real* non-members; ``attack_scores`` are
+    the attack's scores on them (higher = member). Thresholds as in :func:`measure`.
+    """
+    labels = check_membership(membership)
+    values = check_scores(attack_scores, name="attack scores", n=labels.size)
+    confidence = check_confidence(confidence)
+    delta = check_slack(delta, name="delta")
+    strategy = ThresholdStrategy.parse(thresholds)
+    n_thresholds = strategy.n_tests(labels.size)
+    alpha = (1.0 - confidence) / n_thresholds
+    result = sweep(values, labels, strategy=strategy, alpha=alpha, slack=delta, seed=seed)
+    return RmRnResult(
+        eps_lb=result.best.theta_lb,
+        n_thresholds=n_thresholds,
+        alpha=alpha,
+        confidence=confidence,
+        delta=delta,
+        attack=result,
+    )

@@ -1,0 +1,1 @@
+"""The audit pipeline run by ``panoramia-audit`` (a Hydra application)."""

@@ -1,0 +1,50 @@
+"""Shared fixtures; tests never reach the network."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from scipy.stats import binom
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+DATA = Path(__file__).parent / "data"
+OFFICIAL_SCORES = DATA / "panoramia_official_adult_scores.csv"
+
+
+@pytest.fixture
+def official_scores_path() -> Path:
+    return OFFICIAL_SCORES
+
+
+def bisection_theta_lb(r: int, v: int, alpha: float) -> float:
+    """Independent oracle: sup{θ >= 0 : P[Bin(r, sigmoid θ) >= v] <= alpha} by bisection."""
+    if v == 0:
+        return 0.0
+
+    def tail(theta: float) -> float:
+        return float(binom.sf(v - 1, r, expit(theta)))
+
+    if tail(0.0) > alpha:
+        return 0.0
+    low, high = 0.0, 60.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if tail(middle) <= alpha:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def simulated_scores(
+    rng: np.random.Generator, m: int, *, shift: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Membership ~ Bernoulli(1/2) and probability scores sigmoid(N(shift · s, 1))."""
+    membership = rng.integers(0, 2, m)
+    return membership, expit(rng.normal(size=m) + shift * membership)
