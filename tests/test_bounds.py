@@ -78,7 +78,9 @@ def test_rejects_agrees_with_closed_form(seed: int) -> None:
     exact = theta_lb(r, v, alpha)
     for theta in (0.0, 0.5, 2.0):
         far = np.abs(exact - theta) > 1e-7  # away from exact ties, the verdicts must agree
-        np.testing.assert_array_equal(rejects(r, v, theta, alpha)[far], (exact > theta)[far])
+        np.testing.assert_array_equal(
+            rejects(r, v, theta=theta, alpha=alpha)[far], (exact > theta)[far]
+        )
 
 
 def test_max_precision_allowed_brackets_the_bound() -> None:
@@ -86,8 +88,8 @@ def test_max_precision_allowed_brackets_the_bound() -> None:
         bound = float(theta_lb(r, v, alpha))
         if bound == 0.0:
             continue
-        assert v / r <= float(max_precision_allowed(r, bound + 1e-6, alpha))
-        assert v / r > float(max_precision_allowed(r, bound - 1e-6, alpha))
+        assert v / r <= float(max_precision_allowed(r, theta=bound + 1e-6, alpha=alpha))
+        assert v / r > float(max_precision_allowed(r, theta=bound - 1e-6, alpha=alpha))
 
 
 def test_invalid_counts_and_alpha_raise() -> None:

@@ -52,7 +52,7 @@ def theta_lb(r: object, v: object, alpha: float) -> np.ndarray:
     return out
 
 
-def rejects(r: object, v: object, theta: float, alpha: float) -> np.ndarray:
+def rejects(r: object, v: object, *, theta: float, alpha: float) -> np.ndarray:
     """Whether the test at level ``alpha`` rejects H(θ), i.e. θ_lb(r, v, alpha) > θ.
 
     Exact: rejected iff P[Bin(r, q) ≥ v] = I_q(v, r − v + 1) < alpha with q = sigmoid(θ).
@@ -95,7 +95,7 @@ def saturation_ceiling(r: object, alpha: float) -> np.ndarray:
     return out
 
 
-def max_precision_allowed(r: object, theta: float, alpha: float) -> np.ndarray:
+def max_precision_allowed(r: object, *, theta: float, alpha: float) -> np.ndarray:
     """Largest precision v/r that the level-``alpha`` test does not reject under H(θ).
 
     ``BinomInvSF(alpha, r, sigmoid(θ)) / r`` (SPEC §3): the curve of maximal precision allowed

@@ -175,7 +175,7 @@ def argmax_theta_lb(r: np.ndarray, v: np.ndarray, alpha: float) -> tuple[int, fl
         pending = np.flatnonzero(open_)
         # θ_lb > bar needs precision v / r > sigmoid(bar): a free filter before the exact test.
         pending = pending[v[pending] > r[pending] * expit(bar)]
-        contenders = pending[rejects(r[pending], v[pending], bar, alpha)]
+        contenders = pending[rejects(r[pending], v[pending], theta=bar, alpha=alpha)]
         if contenders.size == 0:
             if best == 0.0:
                 return 0, 0.0  # every bound is 0; ties go to the first threshold
