@@ -1,15 +1,14 @@
 """``panoramia-audit``: the Hydra job (single run or ``-m`` multirun).
 
-At this stage the job measures a scores file (the embedded official PANORAMIA Adult scores by
-default) and writes ``measurement.json`` in the run's output directory; the staged pipeline
-(generator, helper, baseline, attack, game) feeds it in later versions.
+One run = one audit of one target with one seed: the stages of
+:class:`panoramia.pipeline.tabular.TabularPipeline`, then ``report.json`` and ``report.html``
+in the run directory. A multirun ends with a summary per target (see
+:mod:`panoramia.pipeline.summary`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import JobConfig, config_dir, register_schemas
@@ -24,72 +24,54 @@ from panoramia.pipeline.config import JobConfig, config_dir, register_schemas
 log = logging.getLogger("panoramia.audit")
 
 
-def _write_json_atomic(path: Path, document: object) -> None:
-    """Write JSON so that a reader never sees a half-written file (rename is atomic)."""
-    partial = path.with_suffix(path.suffix + ".partial")
-    partial.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
+def _pin_threads(threads: int | None) -> None:
+    if threads is None:
+        return
+    import torch
+
+    torch.set_num_threads(threads)
 
 
-def run_job(cfg: DictConfig) -> dict[str, float]:
-    """Measure every attack column; return ``{attack column: ε̃}`` (the multirun summary)."""
-    from panoramia.datasets import OFFICIAL_ADULT_SCORES, path_of
-    from panoramia.measure import measure
-    from panoramia.scores_file import read_columns
+def run_job(cfg: DictConfig) -> dict[str, object]:
+    """Run the audit described by ``cfg``; returns the headline numbers."""
+    from panoramia.pipeline.reporting import build_report
+    from panoramia.pipeline.stages import StageRunner
+    from panoramia.pipeline.store import ArtifactStore
+    from panoramia.pipeline.tabular import STAGE_COUNT, TabularPipeline
 
     job: JobConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    output_dir = Path(HydraConfig.get().runtime.output_dir)
-    scores_path = Path(job.scores.path) if job.scores.path else path_of(OFFICIAL_ADULT_SCORES)
+    if job.modality != "tabular":
+        raise InputError(f"modality: {job.modality!r} is not available yet (tabular is)")
+    _pin_threads(job.threads)
+    if job.threads is not None:
+        job.distinguisher.n_jobs = job.threads
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    console = Console(stderr=True)
     started = time.perf_counter()
-    columns = read_columns(
-        scores_path, [job.scores.member_col, job.scores.baseline_col, *job.scores.mia_cols]
+    runner = StageRunner(ArtifactStore(job.artifacts_dir), total=STAGE_COUNT, console=console)
+    stages = TabularPipeline(job, runner).run()
+    document = build_report(job, stages, runner, run_dir)
+    elapsed = time.perf_counter() - started
+    reference = document["reference_audits"]
+    headline = {
+        "target": job.target.name,
+        "seed": job.seed,
+        "c_lb": document["c_lb"],
+        "c_plus_eps_lb": document["c_plus_eps_lb"],
+        "eps_tilde": document["eps_tilde"],
+        "o1_eps_lb": reference["o1"]["eps_lb"] if reference["o1"] else None,
+        "rmrn_eps_lb": reference["rmrn"]["eps_lb"] if reference["rmrn"] else None,
+    }
+    log.info("audit done in %.1f s: %s", elapsed, headline)
+    console.print(
+        f"[bold]{job.target.name}[/] seed {job.seed}: c_lb = {document['c_lb']:.3f}, "
+        f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
+        f"[/]  ({elapsed:.0f} s)\nreport: {run_dir / 'report.html'}"
     )
-    log.info(
-        "read %s (%d rows) in %.2f s",
-        scores_path,
-        columns[job.scores.member_col].size,
-        time.perf_counter() - started,
-    )
-    documents = []
-    summary: dict[str, float] = {}
-    for attack_col in job.scores.mia_cols:
-        started = time.perf_counter()
-        result = measure(
-            columns[job.scores.member_col],
-            baseline_scores=columns[job.scores.baseline_col],
-            attack_scores=columns[attack_col],
-            thresholds=job.audit.thresholds,
-            confidence=job.audit.confidence,
-            gamma=job.audit.gamma,
-            delta=job.audit.delta,
-            seed=job.seed,
-        )
-        elapsed = time.perf_counter() - started
-        log.info(
-            "%s: c_lb = %.3f, {c+ε}_lb = %.3f, ε̃ = %.3f (%s, %.2f s)",
-            attack_col,
-            result.c_lb,
-            result.c_plus_eps_lb,
-            result.eps_tilde,
-            result.strategy,
-            elapsed,
-        )
-        documents.append(
-            {
-                "attack_column": attack_col,
-                "baseline_column": job.scores.baseline_col,
-                "scores_file": str(scores_path),
-                "seconds": elapsed,
-            }
-            | result.to_dict(include_table=result.strategy.kind == "grid")
-        )
-        summary[attack_col] = result.eps_tilde
-    _write_json_atomic(output_dir / "measurement.json", documents)
-    log.info("wrote %s", output_dir / "measurement.json")
-    return summary
+    return headline
 
 
-def _task(cfg: DictConfig) -> dict[str, float]:
+def _task(cfg: DictConfig) -> dict[str, object]:
     try:
         return run_job(cfg)
     except InputError as error:
@@ -99,5 +81,14 @@ def _task(cfg: DictConfig) -> dict[str, float]:
 
 def main() -> None:
     """Console-script entry point: Hydra parses the command line (overrides, ``-m``)."""
+    from panoramia.pipeline.preflight import check_command_line
+
     register_schemas()
-    hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(_task)()
+    directory = config_dir()
+    if not any(flag in sys.argv[1:] for flag in ("--help", "-h", "--hydra-help", "--info")):
+        try:
+            check_command_line(directory, sys.argv[1:])
+        except InputError as error:
+            print(f"panoramia-audit: error: {error}", file=sys.stderr)
+            sys.exit(2)
+    hydra.main(version_base="1.3", config_path=str(directory), config_name="config")(_task)()

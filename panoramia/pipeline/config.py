@@ -1,4 +1,8 @@
-"""Structured (typed) configuration of ``panoramia-audit``; YAML in ``conf/`` fills it in."""
+"""Structured (typed) configuration of ``panoramia-audit``; the YAML groups in ``conf/`` fill it.
+
+Every number that changes a result lives here and is copied into the report. Hydra rejects
+unknown keys and values of the wrong type against these dataclasses.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,93 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
+from mia.tabular import XGBoostDistinguisherConfig
+from panoramia.models.tabular_training import MlpConfig
+
 CONF_DIR_ENV = "PANORAMIA_CONF_DIR"
 
 
 @dataclass
-class ScoresConfig:
-    """A scores file with one row per audit example."""
+class SplitConfig:
+    """Fractions of the known members (they must sum to at most 1)."""
 
+    generator: float = 0.4
+    """D_G: trains the generator."""
+    attack_train: float = 0.25
+    """D_in^tr: trains the baseline and the attack."""
+    attack_val: float = 0.1
+    """D_in^val: model selection."""
+    audit: float = 0.25
+    """D_in^te: the members of the audit (the game's m)."""
+
+
+@dataclass
+class DataConfig:
+    source: str = "adult"
+    """``adult`` (embedded) or ``csv`` (members_path, optional nonmembers_path, schema)."""
+    members_path: str | None = None
+    nonmembers_path: str | None = None
+    label: str | None = None
+    categorical: list[str] = field(default_factory=list)
+    continuous: list[str] = field(default_factory=list)
+    pool_seed: int = 0
+    """adult: fixed shuffle of adult.data into the target's pool and the control's pool."""
+    pool_size: int = 15000
+    """adult: rows in each pool (the target's training set)."""
+    max_members: int | None = None
+    """Use at most this many known members (small test configs)."""
+    split: SplitConfig = field(default_factory=SplitConfig)
+
+
+@dataclass
+class TargetConfig(MlpConfig):
+    """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
+
+    kind: str = "mlp"
+    name: str = "mlp"
+    members: str = "same"
+    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
+    train_seed: int = 0
     path: str | None = None
-    """CSV/Parquet/NPZ file; None = the embedded official PANORAMIA Adult scores."""
-    member_col: str = "member"
-    baseline_col: str = "baseline_pred"
-    mia_cols: list[str] = field(default_factory=lambda: ["mia_mlp10_pred", "mia_mlp100_pred"])
+    """kind=path: a target directory with target.json (see panoramia.targets)."""
+    n_estimators: int = 300
+    max_depth: int = 6
+    xgb_learning_rate: float = 0.1
+
+
+@dataclass
+class QualityFilterConfig:
+    enabled: bool = True
+    real_quantile: float = 0.05
+    """Drop synthetic rows that look less real than this fraction's complement of real rows."""
+    max_drop: float = 0.5
+    """Never drop more than this fraction of the candidates."""
+    extra_fraction: float = 1.0
+    """Extra synthetic rows to train the filter, as a fraction of |D_G|."""
+
+
+@dataclass
+class GeneratorConfig:
+    synthesizer: str = "gaussian_copula"
+    epochs: int = 300
+    options: dict = field(default_factory=dict)
+    point_mass: float = 0.3
+    oversample: float = 2.0
+    filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
+
+
+@dataclass
+class HelperConfig(MlpConfig):
+    """h: the target's architecture, trained on this many synthetic rows."""
+
+    n_rows: int = 6000
+    validation_fraction: float = 0.2
+
+
+@dataclass
+class ReferenceConfig:
+    o1: bool = True
+    rmrn: bool = True
 
 
 @dataclass
@@ -30,13 +109,22 @@ class AuditConfig:
     confidence: float = 0.95
     gamma: float = 0.0
     delta: float = 0.0
+    reference: ReferenceConfig = field(default_factory=ReferenceConfig)
 
 
 @dataclass
 class JobConfig:
-    scores: ScoresConfig = field(default_factory=ScoresConfig)
-    audit: AuditConfig = field(default_factory=AuditConfig)
+    modality: str = "tabular"
     seed: int = 0
+    artifacts_dir: str = ".panoramia/artifacts"
+    threads: int | None = None
+    """Pin torch/xgboost threads (1 when jobs run in parallel on few cores)."""
+    data: DataConfig = field(default_factory=DataConfig)
+    target: TargetConfig = field(default_factory=TargetConfig)
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    helper: HelperConfig = field(default_factory=HelperConfig)
+    distinguisher: XGBoostDistinguisherConfig = field(default_factory=XGBoostDistinguisherConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
 
 def register_schemas() -> None:

@@ -1,0 +1,28 @@
+"""Seeding libraries that draw from global random state (sdv draws from numpy and torch)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+
+@contextmanager
+def global_seed(seed: int) -> Iterator[None]:
+    """Seed python, numpy and torch global generators inside the block, then restore them."""
+    import torch
+
+    # sdv samples from the legacy global generators, so they are the ones to seed.
+    python_state, numpy_state = random.getstate(), np.random.get_state()  # noqa: NPY002
+    torch_state = torch.random.get_rng_state()
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)  # noqa: NPY002
+        torch.random.set_rng_state(torch_state)

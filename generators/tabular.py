@@ -1,0 +1,162 @@
+"""Tabular generators (sdv): fit on D_G only, sample synthetic non-members with a seed.
+
+``TabularGenerator.fit(members, seed=...)`` / ``.sample(n, seed=...)`` / ``.save(dir)`` /
+``.load(dir)``. The synthesizer is one of sdv's single-table models: ``gaussian_copula``
+(default, fast), ``ctgan`` or ``tvae``. Sampled rows carry the label column, so the synthetic
+data is labelled for the helper model without a separate labeler.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from generators.seeding import global_seed
+from panoramia.data.tabular import TabularSchema, conform
+from panoramia.errors import InputError
+
+log = logging.getLogger(__name__)
+TABLE = "rows"
+SYNTHESIZERS = ("gaussian_copula", "ctgan", "tvae")
+
+
+@dataclass
+class TabularGeneratorConfig:
+    synthesizer: str = "gaussian_copula"
+    epochs: int = 300
+    """Training epochs of ctgan/tvae (unused by gaussian_copula)."""
+    options: dict = field(default_factory=dict)
+    """Extra keyword arguments of the sdv synthesizer."""
+    point_mass: float = 0.3
+    """A continuous column whose most frequent value covers at least this fraction of rows is
+    modelled as an indicator ("at that value") plus the other values (zero-inflated columns
+    such as capital gains, which copulas and GANs otherwise smear out); 1 disables it."""
+
+
+@dataclass(frozen=True)
+class PointMass:
+    """A continuous column's atom: ``value`` on ``indicator == "1"`` rows."""
+
+    column: str
+    value: float
+
+    @property
+    def indicator(self) -> str:
+        return f"{self.column}__at_mass"
+
+
+def find_point_masses(rows: pd.DataFrame, schema: TabularSchema, share: float) -> list[PointMass]:
+    masses = []
+    for column in schema.continuous:
+        counts = rows[column].value_counts(normalize=True)
+        if len(counts) > 1 and counts.iloc[0] >= share:
+            masses.append(PointMass(column, float(counts.index[0])))
+    return masses
+
+
+def split_point_masses(
+    rows: pd.DataFrame, masses: list[PointMass], rng: np.random.Generator
+) -> pd.DataFrame:
+    """Add indicator columns; atom rows get a random non-atom value (masked back on sampling)."""
+    out = rows.copy()
+    for mass in masses:
+        at = out[mass.column].to_numpy() == mass.value
+        others = out.loc[~at, mass.column].to_numpy()
+        out.loc[at, mass.column] = rng.choice(others, size=int(at.sum()))
+        out[mass.indicator] = np.where(at, "1", "0")
+    return out
+
+
+def merge_point_masses(rows: pd.DataFrame, masses: list[PointMass]) -> pd.DataFrame:
+    out = rows.copy()
+    for mass in masses:
+        at = out.pop(mass.indicator).astype(str).to_numpy() == "1"
+        out.loc[at, mass.column] = mass.value
+    return out
+
+
+class TabularGenerator:
+    """An sdv synthesizer over the columns of a :class:`TabularSchema`."""
+
+    def __init__(self, schema: TabularSchema, config: TabularGeneratorConfig) -> None:
+        if config.synthesizer not in SYNTHESIZERS:
+            raise InputError(
+                f"generator.synthesizer: {config.synthesizer!r} is not one of {SYNTHESIZERS}"
+            )
+        self.schema = schema
+        self.config = config
+        self._synthesizer = None
+        self.point_masses: list[PointMass] = []
+
+    def _metadata(self, members: pd.DataFrame):
+        from sdv.metadata import Metadata
+
+        metadata = Metadata.detect_from_dataframes({TABLE: members})
+        indicators = [mass.indicator for mass in self.point_masses]
+        for column in (*self.schema.categorical, self.schema.label, *indicators):
+            metadata.update_column(column_name=column, sdtype="categorical", table_name=TABLE)
+        for column in self.schema.continuous:
+            metadata.update_column(column_name=column, sdtype="numerical", table_name=TABLE)
+        return metadata
+
+    def _new_synthesizer(self, members: pd.DataFrame):
+        from sdv.single_table import (
+            CTGANSynthesizer,
+            GaussianCopulaSynthesizer,
+            TVAESynthesizer,
+        )
+
+        metadata = self._metadata(members)
+        options = dict(self.config.options)
+        if self.config.synthesizer == "gaussian_copula":
+            return GaussianCopulaSynthesizer(metadata, **options)
+        cls = CTGANSynthesizer if self.config.synthesizer == "ctgan" else TVAESynthesizer
+        return cls(metadata, epochs=self.config.epochs, **options)
+
+    def fit(self, members: pd.DataFrame, *, seed: int) -> TabularGenerator:
+        """Fit on the generator's training members D_G (conformed rows)."""
+        self.point_masses = find_point_masses(members, self.schema, self.config.point_mass)
+        prepared = split_point_masses(members, self.point_masses, np.random.default_rng(seed))
+        with global_seed(seed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._synthesizer = self._new_synthesizer(prepared)
+            self._synthesizer.fit({TABLE: prepared})
+        return self
+
+    def sample(self, n: int, *, seed: int) -> pd.DataFrame:
+        """``n`` synthetic rows, reproducible for a given seed."""
+        if self._synthesizer is None:
+            raise RuntimeError("fit or load the generator before sampling")
+        with global_seed(seed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._synthesizer.reset_sampling()
+            rows = self._synthesizer.sample(n)
+        rows = rows[TABLE] if isinstance(rows, dict) else rows
+        return conform(
+            merge_point_masses(rows, self.point_masses), self.schema, source="generated rows"
+        )
+
+    def save(self, directory: Path) -> None:
+        """Write the fitted synthesizer (sdv's own format) and the point masses."""
+        self._synthesizer.save(str(Path(directory) / "synthesizer.pkl"))
+        masses = [{"column": m.column, "value": m.value} for m in self.point_masses]
+        (Path(directory) / "point_masses.json").write_text(json.dumps(masses))
+
+    @classmethod
+    def load(
+        cls, directory: Path, schema: TabularSchema, config: TabularGeneratorConfig
+    ) -> TabularGenerator:
+        """Load a synthesizer this project saved (pickle-based: only from its own cache)."""
+        from sdv.utils import load_synthesizer
+
+        generator = cls(schema, config)
+        generator._synthesizer = load_synthesizer(str(Path(directory) / "synthesizer.pkl"))
+        masses = json.loads((Path(directory) / "point_masses.json").read_text())
+        generator.point_masses = [PointMass(m["column"], m["value"]) for m in masses]
+        return generator

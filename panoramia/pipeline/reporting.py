@@ -1,0 +1,106 @@
+"""From finished stages to the measurement and the report files of one run."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from panoramia.measure import measure, o1_audit, rmrn
+from panoramia.pipeline.config import JobConfig
+from panoramia.pipeline.seeds import child_seed
+from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.report.document import report_document
+from panoramia.report.html import render_html
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so that a reader never sees a half-written file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def _scores(stage: StageResult) -> dict[str, np.ndarray]:
+    return dict(np.load(stage.directory / "scores.npz"))
+
+
+def build_report(
+    job: JobConfig, stages: dict[str, StageResult], runner: StageRunner, run_dir: Path
+) -> dict:
+    """Measure, run the reference audits, write report.json and report.html into run_dir."""
+    baseline, attack = _scores(stages["baseline"]), _scores(stages["attack"])
+    membership = attack["membership"]
+    audit = job.audit
+    result = measure(
+        membership, baseline_scores=baseline["scores"], attack_scores=attack["scores"],
+        thresholds=audit.thresholds, confidence=audit.confidence, gamma=audit.gamma,
+        delta=audit.delta, seed=child_seed(job.seed, "measure/split"),
+    )  # fmt: skip
+    losses_f = dict(np.load(stages["losses_target"].directory / "losses.npz"))
+    losses_h = dict(np.load(stages["losses_helper"].directory / "losses.npz"))
+    game = dict(np.load(stages["game"].directory / "game.npz"))
+    o1 = None
+    if audit.reference.o1 and "reference_coins" in game:
+        coins = game["reference_coins"]
+        m_ref = coins.size
+        loss = np.where(
+            coins == 1, losses_f["member_audit"][:m_ref], losses_f["nonmember_audit"][:m_ref]
+        )
+        o1 = o1_audit(
+            coins,
+            -loss,
+            confidence=audit.confidence,
+            delta=audit.delta,
+            seed=child_seed(job.seed, "o1"),
+        )
+    rmrn_result = None
+    if "attack_rmrn" in stages:
+        reference = _scores(stages["attack_rmrn"])
+        rmrn_result = rmrn(
+            reference["membership"],
+            reference["scores"],
+            thresholds=audit.thresholds,
+            confidence=audit.confidence,
+            delta=audit.delta,
+            seed=child_seed(job.seed, "measure/split"),
+        )
+    target_info = {
+        "name": job.target.name,
+        "kind": job.target.kind,
+        "key": stages["target"].key,
+        **stages["target"].info,
+    }
+    if job.target.kind != "path":
+        from panoramia.targets import load_target
+
+        target_info["identity"] = load_target(stages["target"].directory).identity()
+    data_info = {
+        "source": job.data.source,
+        "key": stages["data"].key,
+        "split": stages["split"].info,
+        "synthetic": stages["synthetic"].info,
+        "game": stages["game"].info,
+        **stages["data"].info,
+    }
+    distinguishers = {side: stages[side].info for side in ("baseline", "attack")}
+    document = report_document(
+        modality=job.modality, measurement=result, o1=o1, rmrn=rmrn_result, seed=job.seed,
+        config=asdict(job), timings=runner.timings(), target=target_info, data=data_info,
+        distinguishers=distinguishers,
+    )  # fmt: skip
+    roc_curves = {
+        "baseline": (baseline["scores"], membership),
+        "attack": (attack["scores"], membership),
+    }
+    loss_groups = {
+        model: {"members": table["member_audit"], "synthetic": table["synthetic_audit"],
+                "real non-members": table.get("nonmember_audit", np.zeros(0))}
+        for model, table in (("f (target)", losses_f), ("h (helper)", losses_h))
+    }  # fmt: skip
+    write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
+    write_atomic(run_dir / "report.html", render_html(document, result, roc_curves, loss_groups))
+    return document

@@ -1,0 +1,105 @@
+"""Running stages with reuse: a stage's key hashes its name, version, config and input keys."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from panoramia.pipeline.store import ArtifactStore
+
+log = logging.getLogger("panoramia.pipeline")
+
+
+@dataclass(frozen=True)
+class StageResult:
+    name: str
+    key: str
+    directory: Path
+    seconds: float
+    """Time spent building it (as recorded when it was built)."""
+    reused: bool
+    info: dict = field(default_factory=dict)
+    """What the stage's build function returned (metrics, sizes), from its record."""
+
+
+def stage_key(name: str, version: int, config: object, inputs: list[StageResult]) -> str:
+    payload = json.dumps(
+        {"stage": name, "version": version, "config": config,
+         "inputs": {i.name: i.key for i in inputs}},
+        sort_keys=True, default=str,
+    )  # fmt: skip
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+class StageRunner:
+    """Runs stages in order, reusing finished ones; records timings for the report."""
+
+    def __init__(self, store: ArtifactStore, *, total: int, console: Console | None = None):
+        self.store = store
+        self.total = total
+        self.console = console or Console(stderr=True)
+        self.results: list[StageResult] = []
+
+    def run(
+        self,
+        name: str,
+        build: Callable[[Path], dict | None],
+        *,
+        config: object,
+        inputs: list[StageResult],
+        version: int = 1,
+        label: str | None = None,
+    ) -> StageResult:
+        """Reuse ``name``'s artifact for this key, or ``build(directory)`` it now."""
+        key = stage_key(name, version, config, inputs)
+        shown = label or name
+        step = f"[{len(self.results) + 1}/{self.total}]"
+        if self.store.is_done(name, key):
+            record = self.store.record(name, key)
+            result = StageResult(
+                name,
+                key,
+                self.store.path(name, key),
+                float(record["seconds"]),
+                True,
+                record.get("info") or {},
+            )
+            self.console.print(f"{step} {shown}: reused ({key})", style="dim")
+        else:
+            self.console.print(f"{step} {shown}: running …")
+            started = time.perf_counter()
+            info: dict = {}
+            record = {
+                "stage": name,
+                "key": key,
+                "config": config,
+                "inputs": {i.name: i.key for i in inputs},
+            }
+
+            def build_and_time(directory: Path) -> None:
+                info.update(build(directory) or {})
+                record["seconds"] = time.perf_counter() - started
+                record["info"] = info
+
+            with self.store.writing(name, key, record) as directory:
+                build_and_time(directory)
+            seconds = float(record["seconds"])
+            result = StageResult(name, key, self.store.path(name, key), seconds, False, info)
+            self.console.print(f"{step} {shown}: done in {seconds:.1f} s", style="green")
+        log.info("stage %s key=%s reused=%s seconds=%.2f", name, key, result.reused, result.seconds)
+        self.results.append(result)
+        return result
+
+    def timings(self) -> dict[str, dict[str, object]]:
+        return {
+            r.name + (f"/{r.key[:6]}" if sum(x.name == r.name for x in self.results) > 1 else ""):
+            {"seconds": round(r.seconds, 3), "reused": r.reused, "key": r.key}
+            for r in self.results
+        }  # fmt: skip

@@ -1,0 +1,417 @@
+"""The tabular audit as stages: data → target → split → generator → synthetic → helper →
+losses → game → baseline / attack (/ RM;RN attack) → measurement and report.
+
+Every stage writes a content-addressed artifact (see :mod:`panoramia.pipeline.store`), so a
+rerun reuses finished stages and a killed run loses at most the stage that was running.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from panoramia.errors import InputError
+from panoramia.pipeline.config import JobConfig
+from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.tabular_data import (
+    CONTROL_POOL,
+    MEMBERS,
+    NONMEMBERS,
+    build_data,
+    data_identity,
+    load_schema,
+)
+
+MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
+SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
+STAGE_COUNT = 12
+
+
+def _frames(directory: Path, names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
+    return {name: pd.read_parquet(directory / f"{name}.parquet") for name in names}
+
+
+def _split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+    if sum(fractions.values()) > 1 + 1e-9:
+        raise InputError("data.split: the fractions add up to more than 1")
+    sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
+    if min(sizes.values()) < 10:
+        raise InputError(f"data.split: {n} known members leave a part under 10 rows: {sizes}")
+    return sizes
+
+
+class TabularPipeline:
+    """Builds (or reuses) every stage for one job config; exposes what the report needs."""
+
+    def __init__(self, job: JobConfig, runner: StageRunner) -> None:
+        self.job = job
+        self.runner = runner
+        self.seed = job.seed
+
+    # -- stages -------------------------------------------------------------------------
+    def data(self) -> StageResult:
+        identity = data_identity(self.job.data)
+        return self.runner.run(
+            "data", lambda d: build_data(self.job.data, d), config=identity, inputs=[]
+        )
+
+    def target(self, data: StageResult) -> StageResult:
+        config = asdict(self.job.target)
+        if self.job.target.kind == "path":
+            return self._external_target(config)
+        config.pop("name")
+        config.pop("path")
+
+        def build(directory: Path) -> dict:
+            from panoramia.models.tabular_training import (
+                XGBoostTargetConfig,
+                train_mlp_directory,
+                train_xgboost_directory,
+            )
+
+            pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
+            rows = pd.read_parquet(data.directory / pool)
+            schema = load_schema(data.directory)
+            if self.job.target.kind == "xgboost":
+                xgb_config = XGBoostTargetConfig(
+                    self.job.target.n_estimators, self.job.target.max_depth,
+                    self.job.target.xgb_learning_rate,
+                )  # fmt: skip
+                return train_xgboost_directory(
+                    rows, schema, xgb_config, directory, seed=self.job.target.train_seed
+                )
+            return train_mlp_directory(
+                rows, schema, self.job.target, directory, seed=self.job.target.train_seed
+            )
+
+        return self.runner.run(
+            "target", build, config=config, inputs=[data], label=f"target {self.job.target.name}"
+        )
+
+    def _external_target(self, config: dict) -> StageResult:
+        from panoramia.targets import load_target
+
+        identity = load_target(self.job.target.path).identity()
+
+        def build(directory: Path) -> dict:
+            (directory / "external.json").write_text(
+                json.dumps({"path": str(Path(self.job.target.path).resolve())})
+            )
+            return {"identity": identity}
+
+        return self.runner.run(
+            "target",
+            build,
+            config={**config, "identity": identity},
+            inputs=[],
+            label=f"target {self.job.target.name}",
+        )
+
+    def split(self, data: StageResult) -> StageResult:
+        fractions = asdict(self.job.data.split)
+
+        def build(directory: Path) -> dict:
+            members = pd.read_parquet(data.directory / MEMBERS)
+            sizes = _split_sizes(len(members), fractions)
+            order = child_rng(self.seed, "split/members").permutation(len(members))
+            start, parts = 0, {}
+            for name in MEMBER_SETS:
+                parts[name] = order[start : start + sizes[name]]
+                start += sizes[name]
+                members.iloc[parts[name]].reset_index(drop=True).to_parquet(
+                    directory / f"member_{name}.parquet"
+                )
+            info: dict = {"members": {k: int(v.size) for k, v in parts.items()}}
+            if (data.directory / NONMEMBERS).exists():
+                nonmembers = pd.read_parquet(data.directory / NONMEMBERS)
+                order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
+                start = 0
+                info["nonmembers"] = {}
+                for name in ("attack_train", "attack_val", "audit"):
+                    size = min(sizes[name], max(0, len(nonmembers) - start))
+                    nonmembers.iloc[order[start : start + size]].reset_index(drop=True).to_parquet(
+                        directory / f"nonmember_{name}.parquet"
+                    )
+                    info["nonmembers"][name] = size
+                    start += size
+            np.savez(directory / "indices.npz", **{f"member_{k}": v for k, v in parts.items()})
+            return info
+
+        return self.runner.run(
+            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
+        )
+
+    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+        from generators.tabular import TabularGenerator, TabularGeneratorConfig
+
+        config = self.job.generator
+
+        def build(directory: Path) -> dict:
+            schema = load_schema(data.directory)
+            members = pd.read_parquet(split.directory / "member_generator.parquet")
+            generator = TabularGenerator(
+                schema, TabularGeneratorConfig(config.synthesizer, config.epochs,
+                                               dict(config.options), config.point_mass),
+            )  # fmt: skip
+            generator.fit(members, seed=child_seed(self.seed, "generator"))
+            generator.save(directory)
+            return {"trained_on": len(members)}
+
+        fit_config = {
+            "synthesizer": config.synthesizer,
+            "epochs": config.epochs,
+            "options": dict(config.options),
+            "seed": self.seed,
+        }
+        return self.runner.run(
+            "generator",
+            build,
+            config=fit_config,
+            inputs=[data, split],
+            label=f"generator ({config.synthesizer})",
+        )
+
+    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+        from generators.quality_filter import filter_synthetic
+        from generators.tabular import TabularGenerator, TabularGeneratorConfig
+
+        config = self.job.generator
+        sizes = dict(split.info["members"])
+        needed = {name: sizes[name] for name in ("attack_train", "attack_val", "audit")}
+        needed["helper"] = self.job.helper.n_rows
+
+        def build(directory: Path) -> dict:
+            schema = load_schema(data.directory)
+            generator = TabularGenerator.load(
+                gen.directory, schema, TabularGeneratorConfig(config.synthesizer)
+            )
+            total = sum(needed.values())
+            real = pd.read_parquet(split.directory / "member_generator.parquet")
+            kept_parts, drawn, rounds = [], 0, 0
+            extra = None
+            if config.filter.enabled:
+                n_extra = max(100, round(config.filter.extra_fraction * len(real)))
+                extra = generator.sample(n_extra, seed=child_seed(self.seed, "synthetic/extra"))
+            while sum(map(len, kept_parts)) < total:
+                if rounds == 5:
+                    raise InputError(
+                        "generator.filter: the quality filter keeps too few synthetic rows; "
+                        "lower generator.filter.real_quantile"
+                    )
+                batch = generator.sample(
+                    math.ceil((total - sum(map(len, kept_parts))) * config.oversample),
+                    seed=child_seed(self.seed, f"synthetic/candidates/{rounds}"),
+                )
+                drawn += len(batch)
+                if extra is not None:
+                    batch = filter_synthetic(
+                        real, extra, batch, schema,
+                        real_quantile=config.filter.real_quantile,
+                        max_drop=config.filter.max_drop,
+                        seed=child_seed(self.seed, "synthetic/filter"),
+                    ).kept  # fmt: skip
+                kept_parts.append(batch)
+                rounds += 1
+            kept = pd.concat(kept_parts, ignore_index=True)
+            start = 0
+            for name in SYNTHETIC_SETS:  # disjoint: the helper's rows are never audited
+                kept.iloc[start : start + needed[name]].reset_index(drop=True).to_parquet(
+                    directory / f"synthetic_{name}.parquet"
+                )
+                start += needed[name]
+            return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+
+        filter_config = {
+            **asdict(config.filter),
+            "oversample": config.oversample,
+            "needed": needed,
+            "seed": self.seed,
+        }
+        return self.runner.run("synthetic", build, config=filter_config, inputs=[gen, split])
+
+    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+        from baselines.helper import train_helper
+
+        def build(directory: Path) -> dict:
+            rows = pd.read_parquet(synthetic.directory / "synthetic_helper.parquet")
+            return train_helper(
+                rows, load_schema(data.directory), self.job.helper, directory,
+                seed=child_seed(self.seed, "helper"),
+                validation_fraction=self.job.helper.validation_fraction,
+            )  # fmt: skip
+
+        return self.runner.run(
+            "helper",
+            build,
+            config=asdict(self.job.helper),
+            inputs=[data, synthetic],
+            label="helper h",
+        )
+
+    def losses(
+        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
+    ) -> StageResult:
+        """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
+        from panoramia.targets import load_target
+
+        def build(directory: Path) -> dict:
+            path = model.directory
+            if (path / "external.json").exists():
+                path = Path(json.loads((path / "external.json").read_text())["path"])
+            adapter = load_target(path)
+            losses = {}
+            for file in sorted(
+                [*split.directory.glob("*.parquet"), *synthetic.directory.glob("*.parquet")]
+            ):
+                losses[file.stem] = adapter.per_example_loss(pd.read_parquet(file))
+            np.savez(directory / "losses.npz", **losses)
+            return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
+
+        return self.runner.run(
+            f"losses_{which}",
+            build,
+            config={"which": which},
+            inputs=[model, split, synthetic],
+            label=f"losses under {which}",
+        )
+
+    def game(self, split: StageResult, synthetic: StageResult) -> StageResult:
+        """The Bernoulli game: coins s and which member/synthetic row fills each audit slot."""
+
+        def build(directory: Path) -> dict:
+            m = int(split.info["members"]["audit"])
+            rng = child_rng(self.seed, "game")
+            coins = rng.integers(0, 2, m).astype(np.int8)
+            arrays = {
+                "coins": coins,
+                "member_index": np.arange(m),
+                "synthetic_index": np.arange(m),
+                "seed": np.array(self.seed),
+            }
+            n_real = int(split.info.get("nonmembers", {}).get("audit", 0))
+            if n_real:
+                m_ref = min(m, n_real)
+                arrays["reference_coins"] = (
+                    child_rng(self.seed, "game/reference").integers(0, 2, m_ref).astype(np.int8)
+                )
+            np.savez(directory / "game.npz", **arrays)
+            return {
+                "m": m,
+                "members_in_audit": int(coins.sum()),
+                "m_reference": int(arrays.get("reference_coins", np.zeros(0)).size),
+            }
+
+        return self.runner.run("game", build, config={"seed": self.seed}, inputs=[split, synthetic])
+
+    def distinguisher(
+        self,
+        name: str,
+        data: StageResult,
+        split: StageResult,
+        synthetic: StageResult,
+        losses: StageResult,
+        game: StageResult,
+        *,
+        real_nonmembers: bool = False,
+    ) -> StageResult:
+        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
+        from mia.tabular import XGBoostDistinguisher
+
+        prefix = "nonmember" if real_nonmembers else "synthetic"
+
+        def build(directory: Path) -> dict:
+            schema = load_schema(data.directory)
+            loss = dict(np.load(losses.directory / "losses.npz"))
+            sets = {}
+            for part in ("attack_train", "attack_val", "audit"):
+                members = pd.read_parquet(split.directory / f"member_{part}.parquet")
+                others = pd.read_parquet(
+                    (split.directory if real_nonmembers else synthetic.directory)
+                    / f"{prefix}_{part}.parquet"
+                )
+                sets[part] = (members, others, loss[f"member_{part}"], loss[f"{prefix}_{part}"])
+
+            def stacked(part: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+                members, others, member_loss, other_loss = sets[part]
+                rows = pd.concat([members, others], ignore_index=True)
+                labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
+                return rows, np.r_[member_loss, other_loss], labels
+
+            model = XGBoostDistinguisher(
+                schema, self.job.distinguisher, seed=child_seed(self.seed, f"distinguisher/{name}")
+            )
+            model.fit(*stacked("attack_train"), *stacked("attack_val"))
+            game_arrays = np.load(game.directory / "game.npz")
+            coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
+            members, others, member_loss, other_loss = sets["audit"]
+            m = coins.size
+            take = coins.astype(bool)
+            rows = pd.concat([members.iloc[:m][take], others.iloc[:m][~take]]).sort_index(
+                kind="stable"
+            )  # slot i holds member i if s_i else non-member i
+            side = np.where(take, member_loss[:m], other_loss[:m])
+            scores = model.score(rows.reset_index(drop=True), side)
+            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
+            return {
+                "selection": [asdict(c) for c in model.candidates],
+                "chosen": asdict(model.chosen),
+            }
+
+        config = {
+            "distinguisher": asdict(self.job.distinguisher),
+            "seed": self.seed,
+            "real_nonmembers": real_nonmembers,
+        }
+        return self.runner.run(
+            name, build, config=config, inputs=[data, split, synthetic, losses, game]
+        )
+
+    def check(self) -> None:
+        """Fail on inconsistent settings before any stage runs."""
+        target = self.job.target
+        if target.kind not in ("mlp", "xgboost", "path"):
+            raise InputError(f"target.kind: {target.kind!r} is not mlp, xgboost or path")
+        if target.kind == "path" and not target.path:
+            raise InputError("target.path: a target directory is required for target=path")
+        if target.members not in ("same", "disjoint"):
+            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
+        if target.members == "disjoint" and self.job.data.source != "adult":
+            raise InputError("target.members=disjoint needs data with a control pool (adult)")
+
+    # -- the whole graph ----------------------------------------------------------------
+    def run(self) -> dict[str, StageResult]:
+        self.check()
+        data = self.data()
+        target = self.target(data)
+        split = self.split(data)
+        gen = self.generator(data, split)
+        synthetic = self.synthetic(data, split, gen)
+        helper = self.helper(data, synthetic)
+        losses_h = self.losses(helper, split, synthetic, which="helper")
+        losses_f = self.losses(target, split, synthetic, which="target")
+        game = self.game(split, synthetic)
+        stages = {
+            "data": data,
+            "target": target,
+            "split": split,
+            "generator": gen,
+            "synthetic": synthetic,
+            "helper": helper,
+            "losses_helper": losses_h,
+            "losses_target": losses_f,
+            "game": game,
+        }
+        stages["baseline"] = self.distinguisher("baseline", data, split, synthetic, losses_h, game)
+        stages["attack"] = self.distinguisher("attack", data, split, synthetic, losses_f, game)
+        has_reference = bool(game.info.get("m_reference"))
+        if self.job.audit.reference.rmrn and has_reference:
+            stages["attack_rmrn"] = self.distinguisher(
+                "attack_rmrn", data, split, synthetic, losses_f, game, real_nonmembers=True
+            )
+        return stages

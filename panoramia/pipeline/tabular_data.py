@@ -1,0 +1,81 @@
+"""The data stage of the tabular pipeline: known members, the control's pool, real non-members."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from panoramia.data.tabular import TabularSchema, read_table
+from panoramia.errors import InputError
+from panoramia.pipeline.config import DataConfig
+from panoramia.targets.base import file_sha256
+
+MEMBERS = "members.parquet"
+CONTROL_POOL = "control_pool.parquet"
+NONMEMBERS = "nonmembers.parquet"
+SCHEMA = "schema.json"
+
+
+def data_identity(config: DataConfig) -> dict:
+    """What the data stage's key hashes: the config and the content of every input file."""
+    identity = asdict(config)
+    identity.pop("split")
+    if config.source == "csv":
+        for field in ("members_path", "label"):
+            if not getattr(config, field):
+                raise InputError(f"data.{field}: required for data=csv")
+        for field in ("members_path", "nonmembers_path"):
+            path = getattr(config, field)
+            if path is not None:
+                if not Path(path).is_file():
+                    raise InputError(f"data.{field}: file {path!r} does not exist")
+                identity[f"{field}_sha256"] = file_sha256(Path(path))
+    elif config.source == "adult":
+        from panoramia.datasets import path_of
+
+        identity["sha256"] = {
+            n: file_sha256(path_of(n)) for n in ("adult.data.gz", "adult.test.gz")
+        }
+    else:
+        raise InputError(f"data.source: {config.source!r} is not 'adult' or 'csv'")
+    return identity
+
+
+def build_data(config: DataConfig, directory: Path) -> dict:
+    """Write members, the control pool (adult only) and real non-members as parquet files."""
+    if config.source == "adult":
+        from panoramia.datasets.adult import SCHEMA as ADULT_SCHEMA
+        from panoramia.datasets.adult import load_adult
+
+        train, test = load_adult()
+        schema = ADULT_SCHEMA
+        order = np.random.default_rng(config.pool_seed).permutation(len(train))
+        if 2 * config.pool_size > len(train):
+            raise InputError(f"data.pool_size: at most {len(train) // 2} for Adult")
+        members = train.iloc[order[: config.pool_size]]
+        control = train.iloc[order[config.pool_size : 2 * config.pool_size]]
+        control.reset_index(drop=True).to_parquet(directory / CONTROL_POOL)
+        nonmembers: pd.DataFrame | None = test
+    else:
+        schema = TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
+        members = read_table(config.members_path, schema)
+        nonmembers = read_table(config.nonmembers_path, schema) if config.nonmembers_path else None
+    if config.max_members is not None:
+        members = members.iloc[: config.max_members]
+    members.reset_index(drop=True).to_parquet(directory / MEMBERS)
+    if nonmembers is not None:
+        nonmembers.reset_index(drop=True).to_parquet(directory / NONMEMBERS)
+    (directory / SCHEMA).write_text(json.dumps(schema.to_dict()))
+    return {
+        "members": len(members),
+        "nonmembers": 0 if nonmembers is None else len(nonmembers),
+        "has_control_pool": config.source == "adult",
+    }
+
+
+def load_schema(directory: Path) -> TabularSchema:
+    return TabularSchema.from_dict(json.loads((directory / SCHEMA).read_text()))

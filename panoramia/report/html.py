@@ -1,0 +1,151 @@
+"""A self-contained HTML report: figures drawn with matplotlib and embedded as PNG data URIs."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+import numpy as np
+
+from panoramia.measure import Measurement, max_precision_allowed
+
+PARAGRAPH = (
+    "PANORAMIA compares two classifiers on the same audit set of real members and generated "
+    "non-members. The baseline never queries the audited model; its lower bound c_lb measures "
+    "how well generated data can be told from real data (the generator's closeness c). The "
+    "attack adds the audited model's per-example loss; its bound is {c+ε}_lb. The difference "
+    "ε̃ = max(0, {c+ε}_lb − c_lb) is a measurement of leakage, <b>not a lower bound on ε</b>: "
+    "the audit could not reject c-closeness of the generator for c = c_lb, and if that is "
+    "tight, the model cannot be ε̃-DP. ε̃ = 0 means this audit found no leakage beyond what "
+    "the baseline explains; it does not certify privacy."
+)
+
+
+def _figure_png(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _curves(measurement: Measurement):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (pr, bound) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, result, colour in (
+        ("baseline", measurement.baseline, "tab:blue"),
+        ("attack", measurement.attack, "tab:red"),
+    ):
+        table = result.table
+        has = table.r > 0
+        pr.plot(table.recall[has], table.precision[has], color=colour, label=f"{name} precision")
+        allowed = max_precision_allowed(
+            table.r[has], theta=result.best.theta_lb, alpha=result.alpha
+        )
+        pr.plot(
+            table.recall[has],
+            np.minimum(allowed, 1.0),
+            color=colour,
+            linestyle=":",
+            label=f"max precision at θ = {result.best.theta_lb:.2f}",
+        )
+        bound.plot(table.recall, table.theta_lb, color=colour, label=name)
+        bound.scatter([result.best.recall], [result.best.theta_lb], color=colour, zorder=3)
+    pr.set(xlabel="recall", ylabel="precision", title="precision vs recall", ylim=(0.4, 1.02))
+    bound.set(xlabel="recall", ylabel="θ_lb (nats)", title="lower bound per threshold")
+    pr.legend(fontsize=7)
+    bound.legend(fontsize=8)
+    return figure
+
+
+def _roc(curves: dict[str, tuple[np.ndarray, np.ndarray]]):
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5, 4))
+    for name, (scores, membership) in curves.items():
+        order = np.argsort(-scores, kind="stable")
+        hits = membership[order]
+        tpr = np.cumsum(hits) / hits.sum()
+        fpr = np.cumsum(1 - hits) / (1 - hits).sum()
+        axis.plot(np.maximum(fpr, 1e-5), np.maximum(tpr, 1e-5), label=name)
+    axis.plot([1e-5, 1], [1e-5, 1], color="grey", linestyle="--", linewidth=0.8)
+    axis.set(xscale="log", yscale="log", xlabel="FPR", ylabel="TPR", title="ROC (log axes)")
+    axis.legend(fontsize=8)
+    return figure
+
+
+def _histograms(losses: dict[str, dict[str, np.ndarray]]):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(losses), figsize=(5.5 * len(losses), 3.8), squeeze=False)
+    for axis, (model, groups) in zip(axes[0], losses.items(), strict=True):
+        upper = max(float(np.quantile(v, 0.99)) for v in groups.values() if v.size)
+        bins = np.linspace(0, max(upper, 1e-3), 50)
+        for group, values in groups.items():
+            if values.size:
+                axis.hist(
+                    np.clip(values, 0, upper),
+                    bins=bins,
+                    histtype="step",
+                    density=True,
+                    label=f"{group} (n={values.size})",
+                )
+        axis.set(xlabel="per-example loss (nats)", ylabel="density", title=f"losses under {model}")
+        axis.legend(fontsize=8)
+    return figure
+
+
+def render_html(
+    document: dict,
+    measurement: Measurement,
+    roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    losses: dict[str, dict[str, np.ndarray]],
+) -> str:
+    """The report page: headline numbers, the meaning of ε̃, figures, reference audits."""
+    import matplotlib.pyplot as plt
+
+    figures = [_curves(measurement), _roc(roc_curves), _histograms(losses)]
+    images = "".join(f'<img src="data:image/png;base64,{_figure_png(f)}">' for f in figures)
+    plt.close("all")
+    reference = document["reference_audits"]
+    rows = [
+        ("c_lb (baseline)", document["c_lb"]),
+        ("{c+ε}_lb (attack)", document["c_plus_eps_lb"]),
+        ("ε̃", document["eps_tilde"]),
+    ]
+    if reference["o1"]:
+        rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
+    if reference["rmrn"]:
+        rows.append(("RM;RN ε_lb (real non-members)", reference["rmrn"]["eps_lb"]))
+    table = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.3f}</td></tr>" for k, v in rows)
+    saturated = (
+        "<p class=warn>A maximiser has precision 1 (saturated): its bound counts error-free "
+        "guesses and sits at the ceiling for its number of guesses.</p>"
+        if document["saturated"]
+        else ""
+    )
+    target = html.escape(str(document["target"].get("name")))
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>PANORAMIA audit — {target}</title>
+<style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
+td{{padding:2px 12px;}} .warn{{color:#a60;}} img{{max-width:100%;margin:8px 0;}}</style></head>
+<body><h1>Privacy audit of {target}</h1>
+<p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
+thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
+confidence {document["confidence"]}, created {document["created"]}.</p>
+<table>{table}</table>{saturated}
+<h2>What ε̃ means</h2><p>{PARAGRAPH}</p>
+<h2>Figures</h2>{images}
+<h2>Details</h2><pre>{html.escape(_details(document))}</pre>
+</body></html>"""
+
+
+def _details(document: dict) -> str:
+    import json
+
+    keep = {k: document[k] for k in ("target", "data", "timings", "versions")}
+    keep["distinguishers"] = {s: document[s].get("distinguisher") for s in ("baseline", "attack")}
+    return json.dumps(keep, indent=1)

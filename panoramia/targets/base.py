@@ -1,0 +1,93 @@
+"""The target-model interface and the manifest that selects an adapter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from panoramia.errors import InputError
+
+MANIFEST = "target.json"
+MIN_PROBABILITY = 1e-12
+"""Probabilities are clipped here before the log, so a loss is at most ~27.6 nats."""
+
+
+class TargetModel(Protocol):
+    """A classifier under audit, seen only through its per-example losses."""
+
+    def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
+        """Cross-entropy (nats) of each row's true label; float64 array of shape (n_rows,)."""
+        ...
+
+    def identity(self) -> dict[str, object]:
+        """Format and content hashes of the model's files (for the report)."""
+        ...
+
+
+def loss_from_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """−log p(true class) per row from (n, n_classes) probabilities and int class indices."""
+    chosen = probabilities[np.arange(labels.size), labels]
+    return -np.log(np.clip(chosen.astype(np.float64), MIN_PROBABILITY, 1.0))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(directory: Path) -> dict:
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise InputError(f"target {str(directory)!r}: no {MANIFEST} manifest")
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError as error:
+        raise InputError(f"target manifest {str(path)!r}: not JSON ({error})") from None
+    if not isinstance(manifest, dict) or "format" not in manifest:
+        raise InputError(f"target manifest {str(path)!r}: needs a 'format' field")
+    return manifest
+
+
+def manifest_file(directory: Path, manifest: dict, field: str) -> Path:
+    """The file that ``manifest[field]`` names, relative to the target directory."""
+    if field not in manifest:
+        raise InputError(f"target {str(directory)!r}: manifest lacks {field!r}")
+    path = Path(directory) / str(manifest[field])
+    if not path.is_file():
+        raise InputError(f"target {str(directory)!r}: {field} file {str(path)!r} missing")
+    return path
+
+
+def load_target(directory: str | Path) -> TargetModel:
+    """Open the target in ``directory`` with the adapter its manifest names."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    kind = manifest["format"]
+    if kind in ("torch-safetensors", "torchscript"):
+        from panoramia.targets.torch_models import load_torch_target
+
+        return load_torch_target(directory, manifest)
+    if kind == "xgboost-json":
+        from panoramia.targets.xgboost_model import XGBoostTarget
+
+        return XGBoostTarget.load(directory, manifest)
+    if kind == "skops":
+        from panoramia.targets.skops_model import SkopsTarget
+
+        return SkopsTarget.load(directory, manifest)
+    if kind == "http":
+        from panoramia.targets.http_model import HttpTarget
+
+        return HttpTarget.from_manifest(manifest)
+    raise InputError(
+        f"target {str(directory)!r}: unknown format {kind!r}; expected torch-safetensors, "
+        "torchscript, xgboost-json, skops or http"
+    )

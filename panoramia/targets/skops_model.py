@@ -1,0 +1,56 @@
+"""scikit-learn targets saved with skops (no pickle): an estimator taking raw feature rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from panoramia.data.tabular import TabularSchema
+from panoramia.errors import InputError
+from panoramia.targets.base import file_sha256, loss_from_probabilities, manifest_file
+
+
+@dataclass
+class SkopsTarget:
+    """``estimator.predict_proba(rows[features])``; ``classes_`` are the label values."""
+
+    estimator: object
+    schema: TabularSchema
+    files: dict[str, str]
+
+    @classmethod
+    def load(cls, directory: Path, manifest: dict) -> SkopsTarget:
+        import skops.io as sio
+
+        path = manifest_file(directory, manifest, "file")
+        trusted = list(manifest.get("trusted", []))
+        try:
+            untrusted = [t for t in sio.get_untrusted_types(file=path) if t not in trusted]
+        except Exception as error:
+            raise InputError(f"model {str(path)!r}: not a skops file ({error})") from None
+        if untrusted:
+            raise InputError(
+                f"model {str(path)!r}: untrusted types {untrusted}; list them under 'trusted' "
+                "in target.json only if you trust the file"
+            )
+        if "schema" not in manifest:
+            raise InputError(f"target {str(directory)!r}: skops manifest needs a 'schema'")
+        estimator = sio.load(path, trusted=trusted or None)
+        return cls(
+            estimator, TabularSchema.from_dict(manifest["schema"]), {"file": file_sha256(path)}
+        )
+
+    def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
+        classes = [str(c) for c in self.estimator.classes_]  # type: ignore[attr-defined]
+        probabilities = self.estimator.predict_proba(rows[list(self.schema.features)])  # type: ignore[attr-defined]
+        index = {c: i for i, c in enumerate(classes)}
+        labels = rows[self.schema.label].map(index)
+        if labels.isna().any():
+            raise InputError(f"label {self.schema.label!r}: values unknown to the model")
+        return loss_from_probabilities(np.asarray(probabilities), labels.to_numpy(np.int64))
+
+    def identity(self) -> dict[str, object]:
+        return {"format": "skops", "sha256": self.files}

@@ -1,0 +1,87 @@
+"""Torch targets: an ``nn.Module`` class + safetensors weights, or a TorchScript archive."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from panoramia.data.encoding import TabularEncoder
+from panoramia.errors import InputError
+from panoramia.targets.base import file_sha256, manifest_file
+
+BATCH = 8192
+
+
+def import_object(path: str) -> type:
+    """``"package.module:Name"`` → the object (InputError when it cannot be imported)."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise InputError(f"model class {path!r} cannot be imported: {error}") from None
+
+
+@dataclass
+class TorchTabularTarget:
+    """A torch classifier over encoded rows; loss is the cross-entropy of the true label."""
+
+    model: torch.nn.Module
+    encoder: TabularEncoder
+    files: dict[str, str]
+    kind: str
+
+    @torch.no_grad()
+    def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
+        features = torch.from_numpy(self.encoder.features(rows))
+        labels = torch.from_numpy(self.encoder.labels(rows))
+        losses = [
+            torch.nn.functional.cross_entropy(
+                self.model(features[i : i + BATCH]).float(), labels[i : i + BATCH],
+                reduction="none",
+            )
+            for i in range(0, len(labels), BATCH)
+        ]  # fmt: skip
+        return torch.cat(losses).double().numpy()
+
+    def identity(self) -> dict[str, object]:
+        return {"format": self.kind, "sha256": self.files}
+
+
+def load_torch_target(directory: Path, manifest: dict) -> TorchTabularTarget:
+    encoder_path = manifest_file(directory, manifest, "encoder")
+    encoder = TabularEncoder.load(encoder_path)
+    if manifest["format"] == "torch-safetensors":
+        weights = manifest_file(directory, manifest, "weights")
+        model = import_object(str(manifest.get("module", "")))(**manifest.get("kwargs", {}))
+        try:
+            state = load_file(weights)
+        except (SafetensorError, OSError, ValueError) as error:
+            raise InputError(
+                f"weights {str(weights)!r}: not a safetensors file ({error}); pickled "
+                "checkpoints are never loaded — convert with safetensors.torch.save_file"
+            ) from None
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as error:
+            first = str(error).splitlines()[0]
+            raise InputError(f"weights {str(weights)!r} do not fit the model: {first}") from None
+        files = {"weights": file_sha256(weights)}
+    else:
+        archive = manifest_file(directory, manifest, "file")
+        try:
+            model = torch.jit.load(str(archive), map_location="cpu")
+        except (RuntimeError, ValueError) as error:
+            first = str(error).strip().splitlines()[0]
+            raise InputError(
+                f"model {str(archive)!r}: not a TorchScript archive ({first})"
+            ) from None
+        files = {"file": file_sha256(archive)}
+    files["encoder"] = file_sha256(encoder_path)
+    return TorchTabularTarget(model.eval(), encoder, files, manifest["format"])
