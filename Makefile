@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# The tabular audit of the generalised (10 epochs) and over-fitted (100 epochs) MLP on Adult.
 demo: $(STAMP)
-	$(BIN)/panoramia-audit
+	$(BIN)/panoramia-audit -m target=mlp_generalised,mlp_overfit
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -35,4 +36,4 @@ constraints: $(STAMP)
 	mv constraints.txt.new constraints.txt
 
 clean:
-	rm -rf $(VENV) outputs multirun .pytest_cache .ruff_cache
+	rm -rf $(VENV) outputs multirun .panoramia .pytest_cache .ruff_cache

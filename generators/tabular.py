@@ -130,12 +130,17 @@ class TabularGenerator:
         return self
 
     def sample(self, n: int, *, seed: int) -> pd.DataFrame:
-        """``n`` synthetic rows, reproducible for a given seed."""
+        """``n`` synthetic rows, reproducible for a given seed, different across seeds.
+
+        sdv re-seeds its model with a fixed seed unless ``_set_random_state`` was called after
+        ``reset_sampling`` (sdv 2.0, pinned): without it every seed would sample the same rows.
+        """
         if self._synthesizer is None:
             raise RuntimeError("fit or load the generator before sampling")
         with global_seed(seed), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._synthesizer.reset_sampling()
+            self._synthesizer._set_random_state(seed)
             rows = self._synthesizer.sample(n)
         rows = rows[TABLE] if isinstance(rows, dict) else rows
         return conform(

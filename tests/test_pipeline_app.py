@@ -1,55 +1,229 @@
-"""``panoramia-audit``: the Hydra job on the embedded scores, multirun, bad input."""
+"""``panoramia-audit`` end to end on a tiny Adult configuration (real Lightning, sdv, xgboost)."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
 BIN = Path(sys.executable).parent
+TINY = [
+    "data.max_members=800",
+    "data.pool_size=2000",
+    "target.epochs=2",
+    "target.hidden=[16,8]",
+    "helper.epochs=2",
+    "helper.hidden=[16,8]",
+    "helper.n_rows=300",
+    "generator.filter.extra_fraction=0.5",
+    "distinguisher.grid=[{max_depth:3,n_estimators:40,learning_rate:0.1}]",
+    "threads=1",
+]
+HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [BIN / "panoramia-audit", *args], capture_output=True, text=True, check=False
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("artifacts")
+
+
+def audit(*args: str, artifacts: Path, run_dir: Path | None = None) -> subprocess.CompletedProcess:
+    command = [str(BIN / "panoramia-audit"), *TINY, f"artifacts_dir={artifacts}", *args]
+    if run_dir is not None:
+        command.append(f"hydra.run.dir={run_dir}")
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
+    done = audit(artifacts=artifacts, run_dir=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    for key in (
+        "c_lb",
+        "c_plus_eps_lb",
+        "eps_tilde",
+        "confidence",
+        "m",
+        "baseline",
+        "attack",
+        "reference_audits",
+        "seed",
+        "config",
+        "timings",
+        "target",
+        "data",
+        "versions",
+    ):
+        assert key in report, key
+    assert report["schema_version"] == "1.0"
+    assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
+    assert report["m"] == 200
+    assert report["data"]["game"]["m"] == 200
+    assert report["reference_audits"]["o1"]["n"] == 200
+    assert report["reference_audits"]["rmrn"]["eps_lb"] >= 0
+    assert len(report["target"]["identity"]["sha256"]["weights"]) == 64
+    assert len(report["attack"]["table"]["tau"]) == 100
+    assert report["attack"]["distinguisher"]["chosen"]["validation_theta_lb"] >= 0
+    assert set(report["timings"]) >= {"data", "target", "generator", "helper", "attack"}
+    page = (tmp_path / "report.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 3
+    assert "not a lower bound on ε" in page
+    assert str(tmp_path / "report.html") in done.stderr
+
+
+def test_rerun_reuses_every_stage_and_gives_the_same_report(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert audit(artifacts=artifacts, run_dir=first).returncode == 0
+    done = audit(artifacts=artifacts, run_dir=second)
+    assert done.returncode == 0
+    assert done.stderr.count(": reused (") == 12
+    assert ": running" not in done.stderr
+    reports = [json.loads((d / "report.json").read_text()) for d in (first, second)]
+    assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
+
+
+def test_killed_during_the_attack_resumes_from_finished_stages(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    command = [
+        str(BIN / "panoramia-audit"),
+        *TINY,
+        f"artifacts_dir={artifacts}",
+        "seed=7",
+        f"hydra.run.dir={tmp_path / 'killed'}",
+    ]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        if "attack: running" in line:
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert not (tmp_path / "killed" / "report.json").exists()
+    assert not list((artifacts / "attack").glob(".partial-*"))  # no half artifact published
+    resumed = audit("seed=7", artifacts=artifacts, run_dir=tmp_path / "resumed")
+    assert resumed.returncode == 0
+    assert resumed.stderr.count(": reused (") == 10  # everything before the attack
+    fresh = audit("seed=7", artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
+    reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]
+    assert [reports[0][k] for k in HEADLINE] == [reports[1][k] for k in HEADLINE]
+    assert fresh.returncode == 0
+
+
+def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(BIN / "panoramia-audit"), "-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
+         f"hydra.sweep.dir={tmp_path}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["mlp-e10"]["runs"] == 2
+    stats = summary["mlp-e10"]["eps_tilde"]
+    assert stats["ci_low"] <= stats["mean"] <= stats["ci_high"]
+    assert "multirun summary" in done.stdout
+
+
+def test_launcher_configs_compose() -> None:
+    for launcher, target in (("local_parallel", "joblib"), ("slurm", "submitit")):
+        done = subprocess.run(
+            [str(BIN / "panoramia-audit"), f"hydra/launcher={launcher}", "--cfg", "hydra"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert target in done.stdout
+
+
+def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> None:
+    from panoramia.datasets.adult import SCHEMA, load_adult
+    from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
+
+    train, test = load_adult()
+    members = train.iloc[:800]
+    members.to_csv(tmp_path / "members.csv", index=False)
+    test.iloc[:400].to_parquet(tmp_path / "nonmembers.parquet")
+    train_mlp_directory(
+        members, SCHEMA, MlpConfig(epochs=3, hidden=[16, 8]), tmp_path / "model", seed=0
     )
+    columns = [
+        "data=csv", f"data.members_path={tmp_path / 'members.csv'}",
+        f"data.nonmembers_path={tmp_path / 'nonmembers.parquet'}", "data.label=income",
+        f"data.categorical=[{','.join(SCHEMA.categorical)}]",
+        f"data.continuous=[{','.join(SCHEMA.continuous)}]",
+        "target=path", f"target.path={tmp_path / 'model'}",
+    ]  # fmt: skip
+    done = audit(*columns, artifacts=artifacts, run_dir=tmp_path / "run")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["target"]["kind"] == "path"
+    assert report["target"]["identity"]["format"] == "torch-safetensors"
+    assert report["data"]["source"] == "csv"
+    assert report["reference_audits"]["o1"] is not None
 
-
-def test_default_job_reproduces_the_published_numbers(tmp_path: Path) -> None:
-    done = _run(f"hydra.run.dir={tmp_path}")
-    assert done.returncode == 0, done.stderr
-    documents = json.loads((tmp_path / "measurement.json").read_text())
-    assert [round(d["eps_tilde"], 3) for d in documents] == [0.092, 0.018]
-    assert all(round(d["c_lb"], 3) == 4.515 for d in documents)
-    assert len(documents[0]["baseline"]["table"]["tau"]) == 100
-    assert not list(tmp_path.glob("*.partial"))
-
-
-def test_multirun_over_strategies(tmp_path: Path) -> None:
-    done = _run(
-        "-m",
-        "audit.thresholds=grid:100,split:0.5",
-        "scores.mia_cols=[mia_mlp100_pred]",
-        f"hydra.sweep.dir={tmp_path}",
-    )
-    assert done.returncode == 0, done.stderr
-    runs = sorted(tmp_path.glob("*/measurement.json"))
-    assert len(runs) == 2
-    strategies = {json.loads(run.read_text())[0]["thresholds"] for run in runs}
-    assert strategies == {"grid:100", "split:0.5"}
-
-
-def test_bad_scores_path_exits_2_and_keeps_earlier_output(tmp_path: Path) -> None:
-    assert _run(f"hydra.run.dir={tmp_path}").returncode == 0
-    before = (tmp_path / "measurement.json").read_text()
-    done = _run(f"hydra.run.dir={tmp_path}", f"scores.path={tmp_path / 'missing.csv'}")
+    # the same audit with a data file missing a declared column: one line, exit 2
+    members.drop(columns=["age"]).to_csv(tmp_path / "broken.csv", index=False)
+    broken = [
+        c
+        if not c.startswith("data.members_path")
+        else f"data.members_path={tmp_path / 'broken.csv'}"
+        for c in columns
+    ]
+    done = audit(*broken, artifacts=artifacts, run_dir=tmp_path / "run")
     assert done.returncode == 2
-    assert done.stderr.strip().endswith("does not exist or is not a file")
-    assert (tmp_path / "measurement.json").read_text() == before
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "has: workclass, education, "
+            "marital-status, occupation, "
+            "relationship, race, sex, "
+            "native-country, fnlwgt, "
+            "education-num, capital-gain, "
+            "capital-loss, hours-per-week, income"
+        )
+    )
+    assert "missing declared column(s) 'age'" in done.stderr
+    assert (tmp_path / "run" / "report.json").exists()  # the earlier report is intact
+
+    # a pickle where safetensors is required
+    weights = tmp_path / "model" / "model.safetensors"
+    weights.write_bytes(b"\x80\x04\x95" + b"\x00" * 64)
+    done = audit(*columns, artifacts=artifacts, run_dir=tmp_path / "run")
+    assert done.returncode == 2
+    assert "not a safetensors file" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
-def test_config_values_are_type_checked(tmp_path: Path) -> None:
-    done = _run(f"hydra.run.dir={tmp_path}", "audit.confidence=high")
-    assert done.returncode != 0
-    assert "confidence" in done.stderr
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("foo=1", "Key 'foo' not in 'JobConfig'"),
+        ("audit.confidence=high", "could not be converted to Float"),
+        ("target=nope", "Could not find 'target/nope'"),
+        ("data=csv", "data.members_path: required"),
+    ],
+)
+def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(BIN / "panoramia-audit"), override, f"hydra.run.dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert message in done.stderr
+
+
+def test_embedded_scores_still_measure_through_the_cli(official_scores_path: Path) -> None:
+    frame = pd.read_csv(official_scores_path)
+    assert len(frame) == 11023  # the embedded copy is the CLI's conformance input

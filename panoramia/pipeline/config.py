@@ -71,8 +71,8 @@ class QualityFilterConfig:
     enabled: bool = True
     real_quantile: float = 0.05
     """Drop synthetic rows that look less real than this fraction's complement of real rows."""
-    max_drop: float = 0.5
-    """Never drop more than this fraction of the candidates."""
+    max_drop: float = 0.8
+    """Never drop more than this fraction of the candidates (1 / (1 - max_drop) are drawn)."""
     extra_fraction: float = 1.0
     """Extra synthetic rows to train the filter, as a fraction of |D_G|."""
 
@@ -83,7 +83,8 @@ class GeneratorConfig:
     epochs: int = 300
     options: dict = field(default_factory=dict)
     point_mass: float = 0.3
-    oversample: float = 2.0
+    relabel: bool = True
+    """Draw synthetic labels from a labeler trained on D_G (baselines.labeler)."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
 

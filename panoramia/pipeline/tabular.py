@@ -31,6 +31,8 @@ from panoramia.pipeline.tabular_data import (
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
 STAGE_COUNT = 12
+SAMPLING_ONLY = ("relabel", "filter")
+"""Generator settings that the synthetic stage uses and the generator's fit does not."""
 
 
 def _frames(directory: Path, names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
@@ -163,21 +165,20 @@ class TabularPipeline:
             generator.save(directory)
             return {"trained_on": len(members)}
 
-        fit_config = {
-            "synthesizer": config.synthesizer,
-            "epochs": config.epochs,
-            "options": dict(config.options),
-            "seed": self.seed,
-        }
+        # Every generator setting except those used only when sampling (a new field counts).
+        fit_config = {k: v for k, v in asdict(config).items() if k not in SAMPLING_ONLY}
+        fit_config["seed"] = self.seed
         return self.runner.run(
             "generator",
             build,
             config=fit_config,
             inputs=[data, split],
+            version=2,
             label=f"generator ({config.synthesizer})",
         )
 
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+        from baselines.labeler import TabularLabeler
         from generators.quality_filter import filter_synthetic
         from generators.tabular import TabularGenerator, TabularGeneratorConfig
 
@@ -193,20 +194,33 @@ class TabularPipeline:
             )
             total = sum(needed.values())
             real = pd.read_parquet(split.directory / "member_generator.parquet")
+            labeler = (
+                TabularLabeler(schema, seed=child_seed(self.seed, "labeler")).fit(real)
+                if config.relabel
+                else None
+            )
+
+            def draw(n: int, name: str) -> pd.DataFrame:
+                rows = generator.sample(n, seed=child_seed(self.seed, name))
+                if labeler is None:
+                    return rows
+                return labeler.relabel(rows, seed=child_seed(self.seed, f"{name}/labels"))
+
             kept_parts, drawn, rounds = [], 0, 0
             extra = None
             if config.filter.enabled:
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
-                extra = generator.sample(n_extra, seed=child_seed(self.seed, "synthetic/extra"))
+                extra = draw(n_extra, "synthetic/extra")
+            # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
+            factor = 1.05 / (1.0 - config.filter.max_drop) if extra is not None else 1.0
             while sum(map(len, kept_parts)) < total:
                 if rounds == 5:
                     raise InputError(
-                        "generator.filter: the quality filter keeps too few synthetic rows; "
-                        "lower generator.filter.real_quantile"
+                        "generator.filter: too few synthetic rows kept; raise max_drop"
                     )
-                batch = generator.sample(
-                    math.ceil((total - sum(map(len, kept_parts))) * config.oversample),
-                    seed=child_seed(self.seed, f"synthetic/candidates/{rounds}"),
+                batch = draw(
+                    math.ceil((total - sum(map(len, kept_parts))) * factor),
+                    f"synthetic/candidates/{rounds}",
                 )
                 drawn += len(batch)
                 if extra is not None:
@@ -227,13 +241,11 @@ class TabularPipeline:
                 start += needed[name]
             return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
 
-        filter_config = {
-            **asdict(config.filter),
-            "oversample": config.oversample,
-            "needed": needed,
-            "seed": self.seed,
-        }
-        return self.runner.run("synthetic", build, config=filter_config, inputs=[gen, split])
+        # The whole generator section: every setting of sampling, labelling and filtering.
+        sample_config = {"generator": asdict(config), "needed": needed, "seed": self.seed}
+        return self.runner.run(
+            "synthetic", build, config=sample_config, inputs=[gen, split], version=2
+        )
 
     def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.helper import train_helper
@@ -249,7 +261,7 @@ class TabularPipeline:
         return self.runner.run(
             "helper",
             build,
-            config=asdict(self.job.helper),
+            config={**asdict(self.job.helper), "seed": self.seed},
             inputs=[data, synthetic],
             label="helper h",
         )
@@ -343,8 +355,10 @@ class TabularPipeline:
                 labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
                 return rows, np.r_[member_loss, other_loss], labels
 
+            # One seed for the baseline and the attack (paired): their bounds then differ by
+            # the side information, not by training randomness.
             model = XGBoostDistinguisher(
-                schema, self.job.distinguisher, seed=child_seed(self.seed, f"distinguisher/{name}")
+                schema, self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
             )
             model.fit(*stacked("attack_train"), *stacked("attack_val"))
             game_arrays = np.load(game.directory / "game.npz")
