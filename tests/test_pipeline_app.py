@@ -109,9 +109,11 @@ def test_killed_during_the_attack_resumes_from_finished_stages(
     process.wait()
     assert process.returncode == -signal.SIGKILL
     assert not (tmp_path / "killed" / "report.json").exists()
-    assert not list((artifacts / "attack").glob(".partial-*"))  # no half artifact published
+    leftovers = list((artifacts / "attack").glob(".partial-*"))
+    assert all(not (d / "_done.json").exists() for d in leftovers)  # never published
     resumed = audit("seed=7", artifacts=artifacts, run_dir=tmp_path / "resumed")
     assert resumed.returncode == 0
+    assert not any(d.exists() for d in leftovers)  # swept: its process is gone
     assert resumed.stderr.count(": reused (") == 10  # everything before the attack
     fresh = audit("seed=7", artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
     reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]

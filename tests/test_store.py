@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,24 @@ def test_a_crash_leaves_no_artifact_and_keeps_earlier_ones(tmp_path: Path) -> No
     store = ArtifactStore(tmp_path)
     assert store.is_done("alpha", done.key)
     assert not list((tmp_path / "beta").glob("*"))  # neither the half artifact nor its temp dir
+
+
+def test_temporary_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
+    import socket
+
+    store = ArtifactStore(tmp_path)
+    host = socket.gethostname().replace("-", "_")
+    dead = tmp_path / "beta" / f".partial-k1-{host}-999999999-abcd"
+    alive = tmp_path / "beta" / f".partial-k1-{host}-{os.getpid()}-abcd"
+    other_key = tmp_path / "beta" / f".partial-k2-{host}-999999999-abcd"
+    for directory in (dead, alive, other_key):
+        directory.mkdir(parents=True)
+    with store.writing("beta", "k1", {"seconds": 0}) as directory:
+        (directory / "x").write_text("x")
+    assert not dead.exists()
+    assert alive.exists()
+    assert other_key.exists()
+    assert store.is_done("beta", "k1")
 
 
 def test_child_seeds_are_stable_and_distinct() -> None:

@@ -47,6 +47,7 @@ def train_mlp_directory(
     With ``validation`` rows, the epoch with the lowest validation loss is kept.
     Returns the training metrics.
     """
+    import torch
     from safetensors.torch import save_file
 
     from panoramia.models.tabular_mlp import TabularMLP
@@ -69,6 +70,7 @@ def train_mlp_directory(
         if validation is not None
         else None
     )
+    torch.manual_seed(seed)  # the initial weights too, not only training, follow the seed
     model, metrics = fit_classifier(
         TabularMLP(**kwargs), (encoder.features(rows), encoder.labels(rows)), training,
         encoded_validation,

@@ -16,13 +16,29 @@ from omegaconf import DictConfig, OmegaConf
 
 from panoramia.errors import InputError
 
+VALUE_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+               "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
+"""Hydra flags whose next argument is their value, not an override."""
+
+
+def _overrides(arguments: list[str]) -> list[str]:
+    found, skip = [], False
+    for argument in arguments:
+        if skip:
+            skip = False
+        elif argument in VALUE_FLAGS:
+            skip = True
+        elif not argument.startswith("-"):
+            found.append(argument)
+    return found
+
 
 def _override_lists(arguments: list[str]) -> list[list[str]]:
     """Single-run override lists that together try every value of every sweep once."""
     parser = OverridesParser.create()
     fixed: list[str] = []
     sweeps: list[tuple[str, list[str]]] = []
-    for override in parser.parse_overrides([a for a in arguments if not a.startswith("-")]):
+    for override in parser.parse_overrides(_overrides(arguments)):
         if override.is_hydra_override():
             continue
         if override.is_sweep_override():

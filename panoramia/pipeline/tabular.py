@@ -93,7 +93,12 @@ class TabularPipeline:
             )
 
         return self.runner.run(
-            "target", build, config=config, inputs=[data], label=f"target {self.job.target.name}"
+            "target",
+            build,
+            config=config,
+            inputs=[data],
+            label=f"target {self.job.target.name}",
+            version=2,  # 2: initial weights follow target.train_seed
         )
 
     def _external_target(self, config: dict) -> StageResult:
