@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
+from generators.tabular import TabularGeneratorConfig
 from mia.tabular import XGBoostDistinguisherConfig
 from panoramia.models.tabular_training import MlpConfig
 
@@ -78,11 +79,9 @@ class QualityFilterConfig:
 
 
 @dataclass
-class GeneratorConfig:
-    synthesizer: str = "gaussian_copula"
-    epochs: int = 300
-    options: dict = field(default_factory=dict)
-    point_mass: float = 0.3
+class GeneratorConfig(TabularGeneratorConfig):
+    """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
+
     relabel: bool = True
     """Draw synthetic labels from a labeler trained on D_G (baselines.labeler)."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)

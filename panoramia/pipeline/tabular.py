@@ -155,17 +155,14 @@ class TabularPipeline:
         )
 
     def generator(self, data: StageResult, split: StageResult) -> StageResult:
-        from generators.tabular import TabularGenerator, TabularGeneratorConfig
+        from generators.tabular import TabularGenerator
 
         config = self.job.generator
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)
             members = pd.read_parquet(split.directory / "member_generator.parquet")
-            generator = TabularGenerator(
-                schema, TabularGeneratorConfig(config.synthesizer, config.epochs,
-                                               dict(config.options), config.point_mass),
-            )  # fmt: skip
+            generator = TabularGenerator(schema, config)
             generator.fit(members, seed=child_seed(self.seed, "generator"))
             generator.save(directory)
             return {"trained_on": len(members)}
@@ -185,7 +182,7 @@ class TabularPipeline:
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
         from baselines.labeler import TabularLabeler
         from generators.quality_filter import filter_synthetic
-        from generators.tabular import TabularGenerator, TabularGeneratorConfig
+        from generators.tabular import TabularGenerator
 
         config = self.job.generator
         sizes = dict(split.info["members"])
@@ -194,9 +191,7 @@ class TabularPipeline:
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)
-            generator = TabularGenerator.load(
-                gen.directory, schema, TabularGeneratorConfig(config.synthesizer)
-            )
+            generator = TabularGenerator.load(gen.directory, schema, config)
             total = sum(needed.values())
             real = pd.read_parquet(split.directory / "member_generator.parquet")
             labeler = (
