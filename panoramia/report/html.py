@@ -10,6 +10,8 @@ import numpy as np
 
 from panoramia.measure import Measurement, max_precision_allowed
 
+LOSS_FLOOR = 1e-6
+"""Losses below this are drawn at it (log axis)."""
 PARAGRAPH = (
     "PANORAMIA compares two classifiers on the same audit set of real members and generated "
     "non-members. The baseline never queries the audited model; its lower bound c_lb measures "
@@ -82,18 +84,16 @@ def _histograms(losses: dict[str, dict[str, np.ndarray]]):
 
     figure, axes = plt.subplots(1, len(losses), figsize=(5.5 * len(losses), 3.8), squeeze=False)
     for axis, (model, groups) in zip(axes[0], losses.items(), strict=True):
-        upper = max(float(np.quantile(v, 0.99)) for v in groups.values() if v.size)
-        bins = np.linspace(0, max(upper, 1e-3), 50)
-        for group, values in groups.items():
-            if values.size:
-                axis.hist(
-                    np.clip(values, 0, upper),
-                    bins=bins,
-                    histtype="step",
-                    density=True,
-                    label=f"{group} (n={values.size})",
-                )
-        axis.set(xlabel="per-example loss (nats)", ylabel="density", title=f"losses under {model}")
+        # log10 of the loss: members' near-zero losses and the heavy tail both stay visible
+        logs = {g: np.log10(np.maximum(v, LOSS_FLOOR)) for g, v in groups.items() if v.size}
+        bins = np.linspace(np.log10(LOSS_FLOOR), max(float(v.max()) for v in logs.values()), 60)
+        for group, values in logs.items():
+            axis.hist(
+                values, bins=bins, histtype="step", density=True, label=f"{group} (n={values.size})"
+            )
+        axis.set(
+            xlabel="log10 per-example loss (nats)", ylabel="density", title=f"losses under {model}"
+        )
         axis.legend(fontsize=8)
     return figure
 
