@@ -46,11 +46,8 @@ def filter_synthetic(
     import xgboost as xgb
 
     encoder = TabularEncoder.fit(pd.concat([real, extra_synthetic]), schema)
-
-    def encode(rows: pd.DataFrame) -> np.ndarray:
-        return np.column_stack([encoder.features(rows), encoder.labels(rows)])
-
-    real_x, fake_x, candidate_x = encode(real), encode(extra_synthetic), encode(candidates)
+    real_x, fake_x = encoder.matrix(real), encoder.matrix(extra_synthetic)
+    candidate_x = encoder.matrix(candidates)
     rng = np.random.default_rng(seed)
     real_fold = rng.integers(0, 2, len(real_x))
     fake_fold = rng.integers(0, 2, len(fake_x))

@@ -54,9 +54,7 @@ class XGBoostDistinguisher:
 
     def _features(self, rows: pd.DataFrame, side: np.ndarray) -> np.ndarray:
         assert self.encoder is not None
-        return np.column_stack(
-            [self.encoder.features(rows), self.encoder.labels(rows), np.asarray(side, np.float64)]
-        )
+        return np.column_stack([self.encoder.matrix(rows), np.asarray(side, np.float64)])
 
     def fit(
         self,

@@ -11,28 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.data.files import read_frame, require_file
 from panoramia.errors import InputError
-
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
-PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarray]:
     """Return ``{name: 1-D array}`` for each requested column of the file at ``path``."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"scores file {str(path)!r} does not exist or is not a file")
-    name = path.name.lower()
-    if name.endswith(CSV_SUFFIXES):
-        table = _read_table(path, "csv")
-    elif name.endswith(PARQUET_SUFFIXES):
-        table = _read_table(path, "parquet")
-    elif name.endswith(".npz"):
-        table = _read_npz(path)
+    if path.name.lower().endswith(".npz"):
+        table = _read_npz(require_file(path, what="scores file"))
     else:
-        raise InputError(
-            f"scores file {str(path)!r}: unknown format; use .csv[.gz], .parquet or .npz"
-        )
+        frame = read_frame(path, what="scores file", formats=".csv[.gz], .parquet or .npz")
+        table = {str(column): frame[column].to_numpy() for column in frame.columns}
     missing = [column for column in dict.fromkeys(columns) if column not in table]
     if missing:
         available = ", ".join(sorted(table)) or "none"
@@ -44,19 +34,6 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
     if out and next(iter(out.values())).size == 0:
         raise InputError(f"scores file {str(path)!r}: no rows")
     return out
-
-
-def _read_table(path: Path, kind: str) -> dict[str, np.ndarray]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
-    except pd.errors.EmptyDataError:
-        raise InputError(f"scores file {str(path)!r}: empty") from None
-    except Exception as error:  # parser errors of pandas/pyarrow: report them in one line
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
-        raise InputError(f"scores file {str(path)!r}: cannot read {kind}: {first_line}") from None
-    return {str(column): frame[column].to_numpy() for column in frame.columns}
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:

@@ -71,6 +71,13 @@ class TabularEncoder:
             raise InputError(f"label {self.schema.label!r}: value {unknown!r} unknown to the model")
         return codes.astype(np.int64)
 
+    def matrix(self, frame: pd.DataFrame) -> np.ndarray:
+        """Features with the label's class index as a last column, shape (n, n_features + 1).
+
+        What classifiers of whole rows (real vs synthetic, member vs non-member) take as input.
+        """
+        return np.column_stack([self.features(frame), self.labels(frame)])
+
     def to_dict(self) -> dict[str, object]:
         return {
             "schema": self.schema.to_dict(),

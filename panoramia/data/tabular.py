@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from panoramia.data.files import read_frame
 from panoramia.errors import InputError
 
 
@@ -78,19 +79,5 @@ def conform(frame: pd.DataFrame, schema: TabularSchema, *, source: str) -> pd.Da
 
 def read_table(path: str | Path, schema: TabularSchema) -> pd.DataFrame:
     """Read a CSV (optionally compressed) or Parquet file and conform it to ``schema``."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"data file {str(path)!r} does not exist")
-    name = path.name.lower()
-    try:
-        if name.endswith((".parquet", ".pq")):
-            frame = pd.read_parquet(path)
-        elif ".csv" in name:
-            frame = pd.read_csv(path, skipinitialspace=True)
-        else:
-            raise InputError(f"data file {str(path)!r}: use .csv[.gz] or .parquet")
-    except InputError:
-        raise
-    except Exception as error:
-        raise InputError(f"data file {str(path)!r}: cannot read: {error}") from None
+    frame = read_frame(path, what="data file")
     return conform(frame, schema, source=f"data file {str(path)!r}")

@@ -74,10 +74,6 @@ def build_report(
         "key": stages["target"].key,
         **stages["target"].info,
     }
-    if job.target.kind != "path":
-        from panoramia.targets import load_target
-
-        target_info["identity"] = load_target(stages["target"].directory).identity()
     data_info = {
         "source": job.data.source,
         "key": stages["data"].key,

@@ -27,16 +27,13 @@ from panoramia.pipeline.tabular_data import (
     data_identity,
     load_schema,
 )
+from panoramia.targets import load_target
 
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
 STAGE_COUNT = 12
 SAMPLING_ONLY = ("relabel", "filter")
 """Generator settings that the synthetic stage uses and the generator's fit does not."""
-
-
-def _frames(directory: Path, names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
-    return {name: pd.read_parquet(directory / f"{name}.parquet") for name in names}
 
 
 def _split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
@@ -71,26 +68,9 @@ class TabularPipeline:
         config.pop("path")
 
         def build(directory: Path) -> dict:
-            from panoramia.models.tabular_training import (
-                XGBoostTargetConfig,
-                train_mlp_directory,
-                train_xgboost_directory,
-            )
-
-            pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
-            rows = pd.read_parquet(data.directory / pool)
-            schema = load_schema(data.directory)
-            if self.job.target.kind == "xgboost":
-                xgb_config = XGBoostTargetConfig(
-                    self.job.target.n_estimators, self.job.target.max_depth,
-                    self.job.target.xgb_learning_rate,
-                )  # fmt: skip
-                return train_xgboost_directory(
-                    rows, schema, xgb_config, directory, seed=self.job.target.train_seed
-                )
-            return train_mlp_directory(
-                rows, schema, self.job.target, directory, seed=self.job.target.train_seed
-            )
+            metrics = self._train_demo_target(data, directory)
+            # The identity (format, file hashes) goes into the record, read by every report.
+            return {**metrics, "identity": load_target(directory).identity()}
 
         return self.runner.run(
             "target",
@@ -98,12 +78,33 @@ class TabularPipeline:
             config=config,
             inputs=[data],
             label=f"target {self.job.target.name}",
-            version=2,  # 2: initial weights follow target.train_seed
+            version=3,  # 2: initial weights follow train_seed; 3: identity in the record
+        )
+
+    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+        """Train the demo target (mlp or xgboost) into ``directory``; returns its metrics."""
+        from panoramia.models.tabular_training import (
+            XGBoostTargetConfig,
+            train_mlp_directory,
+            train_xgboost_directory,
+        )
+
+        pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
+        rows = pd.read_parquet(data.directory / pool)
+        schema = load_schema(data.directory)
+        if self.job.target.kind == "xgboost":
+            xgb_config = XGBoostTargetConfig(
+                self.job.target.n_estimators, self.job.target.max_depth,
+                self.job.target.xgb_learning_rate,
+            )  # fmt: skip
+            return train_xgboost_directory(
+                rows, schema, xgb_config, directory, seed=self.job.target.train_seed
+            )
+        return train_mlp_directory(
+            rows, schema, self.job.target, directory, seed=self.job.target.train_seed
         )
 
     def _external_target(self, config: dict) -> StageResult:
-        from panoramia.targets import load_target
-
         identity = load_target(self.job.target.path).identity()
 
         def build(directory: Path) -> dict:
@@ -270,7 +271,6 @@ class TabularPipeline:
         self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
     ) -> StageResult:
         """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
-        from panoramia.targets import load_target
 
         def build(directory: Path) -> dict:
             path = model.directory
