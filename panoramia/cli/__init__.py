@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated
 
 import typer
 
-from panoramia.errors import InputError
+from panoramia.cli.common import exits_on_input_error, print_json
+from panoramia.cli.service import register_service_commands
 
 app = typer.Typer(
     name="panoramia",
@@ -21,24 +18,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def exits_on_input_error(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn :class:`InputError` into ``panoramia: error: …`` on stderr and exit status 2."""
-
-    @wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except InputError as error:
-            typer.echo(f"panoramia: error: {error}", err=True)
-            raise typer.Exit(code=2) from None
-
-    return wrapper
-
-
 ScoresArg = Annotated[
     Path, typer.Argument(help="Scores file: .csv (optionally .gz), .parquet or .npz.")
 ]
@@ -47,11 +26,6 @@ Confidence = Annotated[float, typer.Option(help="Confidence 1 − β of the whol
 Delta = Annotated[float, typer.Option(help="δ of (ε, δ)-DP: relaxed test of SPEC §2.3.")]
 Seed = Annotated[int, typer.Option(help="Seed (split partition, tie-breaking).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _print_json(document: object) -> None:
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
 
 
 @app.command()
@@ -102,7 +76,7 @@ def measure(
             | result.to_dict(include_table=table)
             for name, result in results.items()
         ]
-        _print_json(documents[0] if len(documents) == 1 else documents)
+        print_json(documents[0] if len(documents) == 1 else documents)
         return
     from rich.console import Console
 
@@ -137,13 +111,16 @@ def o1(
     )
     result = o1_audit(columns[member_col], -losses, confidence=confidence, delta=delta, seed=seed)
     if as_json:
-        _print_json({"loss_column": loss_col} | result.to_dict())
+        print_json({"loss_column": loss_col} | result.to_dict())
         return
     from rich.console import Console
 
     from panoramia.cli.render import o1_view
 
     Console().print(o1_view(result))
+
+
+register_service_commands(app)
 
 
 def main() -> None:

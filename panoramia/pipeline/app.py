@@ -9,6 +9,7 @@ in the run directory. A multirun ends with a summary per target (see
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,13 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     console = Console(stderr=True)
     started = time.perf_counter()
-    runner = StageRunner(ArtifactStore(job.artifacts_dir), total=STAGE_COUNT, console=console)
+    progress = os.environ.get("PANORAMIA_PROGRESS_FILE")
+    runner = StageRunner(
+        ArtifactStore(job.artifacts_dir),
+        total=STAGE_COUNT,
+        console=console,
+        progress_file=Path(progress) if progress else None,
+    )
     stages = TabularPipeline(job, runner).run()
     document = build_report(job, stages, runner, run_dir)
     elapsed = time.perf_counter() - started
@@ -81,8 +88,10 @@ def _task(cfg: DictConfig) -> dict[str, object]:
 
 def main() -> None:
     """Console-script entry point: Hydra parses the command line (overrides, ``-m``)."""
+    from panoramia.pipeline.lifeline import die_with_parent
     from panoramia.pipeline.preflight import check_command_line
 
+    die_with_parent()
     register_schemas()
     directory = config_dir()
     if not any(flag in sys.argv[1:] for flag in ("--help", "-h", "--hydra-help", "--info")):
@@ -92,3 +101,7 @@ def main() -> None:
             print(f"panoramia-audit: error: {error}", file=sys.stderr)
             sys.exit(2)
     hydra.main(version_base="1.3", config_path=str(directory), config_name="config")(_task)()
+
+
+if __name__ == "__main__":
+    main()

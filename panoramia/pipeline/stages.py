@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,11 +42,29 @@ def stage_key(name: str, version: int, config: object, inputs: list[StageResult]
 class StageRunner:
     """Runs stages in order, reusing finished ones; records timings for the report."""
 
-    def __init__(self, store: ArtifactStore, *, total: int, console: Console | None = None):
+    def __init__(
+        self,
+        store: ArtifactStore,
+        *,
+        total: int,
+        console: Console | None = None,
+        progress_file: Path | None = None,
+    ):
         self.store = store
         self.total = total
         self.console = console or Console(stderr=True)
+        self.progress_file = progress_file
+        """If set, rewritten (atomically) as each stage starts and ends, for a service to poll."""
         self.results: list[StageResult] = []
+
+    def _report_progress(self, stage: str, state: str) -> None:
+        if self.progress_file is None:
+            return
+        done = len(self.results) + (state != "running")
+        body = {"stage": stage, "state": state, "done": done, "total": self.total}
+        partial = self.progress_file.with_name(f".{self.progress_file.name}.{os.getpid()}")
+        partial.write_text(json.dumps(body))
+        partial.replace(self.progress_file)
 
     def run(
         self,
@@ -74,6 +93,7 @@ class StageRunner:
             self.console.print(f"{step} {shown}: reused ({key})", style="dim")
         else:
             self.console.print(f"{step} {shown}: running …")
+            self._report_progress(name, "running")
             started = time.perf_counter()
             info: dict = {}
             record = {
@@ -94,6 +114,7 @@ class StageRunner:
             result = StageResult(name, key, self.store.path(name, key), seconds, False, info)
             self.console.print(f"{step} {shown}: done in {seconds:.1f} s", style="green")
         log.info("stage %s key=%s reused=%s seconds=%.2f", name, key, result.reused, result.seconds)
+        self._report_progress(name, "reused" if result.reused else "done")
         self.results.append(result)
         return result
 

@@ -1,0 +1,35 @@
+"""Helpers shared by the ``panoramia`` commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from panoramia.errors import InputError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def exits_on_input_error(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn :class:`InputError` into ``panoramia: error: …`` on stderr and exit status 2."""
+
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except InputError as error:
+            typer.echo(f"panoramia: error: {error}", err=True)
+            raise typer.Exit(code=2) from None
+
+    return wrapper
+
+
+def print_json(document: object) -> None:
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

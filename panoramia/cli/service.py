@@ -1,0 +1,239 @@
+"""``panoramia db|tokens|serve|worker`` (run the service) and ``reports|audits`` (its client)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from panoramia.cli.common import exits_on_input_error, print_json
+from panoramia.errors import InputError
+
+Url = Annotated[str, typer.Option("--url", envvar="PANORAMIA_URL", help="The service's base URL.")]
+Token = Annotated[
+    str | None, typer.Option("--token", envvar="PANORAMIA_TOKEN", help="Your bearer token.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+db = typer.Typer(help="The report store's database.", no_args_is_help=True)
+tokens = typer.Typer(help="Contributors' access tokens.", no_args_is_help=True)
+reports = typer.Typer(help="Query and upload leakage reports.", no_args_is_help=True)
+audits = typer.Typer(help="Submit and follow audits on the service.", no_args_is_help=True)
+
+
+def _client(url: str, token: str | None):  # type: ignore[no-untyped-def]
+    from panoramia.client import ServiceClient
+
+    return ServiceClient(url, token)
+
+
+def _store():  # type: ignore[no-untyped-def]
+    from panoramia.store import ReportStore, make_engine, upgrade
+
+    engine = make_engine()
+    upgrade(engine)
+    return ReportStore(engine)
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from panoramia.service.settings import ServiceSettings
+
+    return ServiceSettings.from_env()
+
+
+@db.command("upgrade")
+@exits_on_input_error
+def db_upgrade() -> None:
+    """Create or migrate the database (PANORAMIA_DATABASE_URL, default SQLite in PANORAMIA_HOME)."""
+    from panoramia.store import database_url, make_engine, upgrade
+    from panoramia.store.database import current_revision
+
+    engine = make_engine()
+    try:
+        upgrade(engine)
+    except Exception as error:
+        raise InputError(f"database: {str(error).splitlines()[0]}") from None
+    url = database_url().split("@")[-1]
+    typer.echo(f"database {url} at revision {current_revision(engine)}")
+
+
+@tokens.command("create")
+@exits_on_input_error
+def tokens_create(
+    contributor: Annotated[str, typer.Option("--contributor", help="The contributor's name.")],
+    admin: Annotated[bool, typer.Option("--admin", help="May read every report.")] = False,
+) -> None:
+    """Create a contributor and print its token once (only its hash is stored)."""
+    typer.echo(_store().create_contributor(contributor, admin=admin))
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Run the report service (FastAPI + uvicorn) with its audit workers."""
+    from panoramia.service.server import serve as run_server
+
+    run_server(_settings(), host=host, port=port)
+
+
+def worker(
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Run a Celery audit worker (PANORAMIA_QUEUE=celery, broker PANORAMIA_REDIS_URL)."""
+    from panoramia.service.celery_app import run_worker
+
+    run_worker(_settings(), loglevel=loglevel)
+
+
+@reports.command("list")
+@exits_on_input_error
+def reports_list(
+    model: Annotated[str, typer.Option("--model", help="The model's name.")],
+    latest: Annotated[bool, typer.Option("--latest", help="Only the newest report.")] = False,
+    version: Annotated[str | None, typer.Option(help="Only this model version.")] = None,
+    modality: Annotated[str | None, typer.Option(help="tabular, image or text.")] = None,
+    since: Annotated[str | None, typer.Option(help="Stored at or after (ISO date).")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    as_json: AsJson = False,
+) -> None:
+    """Your reports of a model, newest first."""
+    found = _client(url, token).reports(
+        model, latest=latest, version=version, modality=modality, since=since
+    )
+    if as_json:
+        print_json(found)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "version", "modality", "c_lb", "{c+ε}_lb", "ε̃", "stored", title=model)
+    for r in found:
+        numbers = [f"{r[k]:.3f}" for k in ("c_lb", "c_plus_eps_lb", "eps_tilde")]
+        table.add_row(r["id"], r["version"], r["modality"], *numbers, r["created_at"])
+    Console().print(table)
+
+
+@reports.command("show")
+@exits_on_input_error
+def reports_show(
+    report_id: Annotated[str, typer.Argument(help="The report's id.")],
+    html: Annotated[Path | None, typer.Option(help="Also save its HTML page here.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    as_json: AsJson = False,
+) -> None:
+    """One report: headline numbers (or the whole document with --json)."""
+    client = _client(url, token)
+    report = client.report(report_id)
+    if html is not None:
+        html.write_text(client.report_html(report_id))
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(
+        f"{report['model']} v{report['version']} ({report['modality']}), stored "
+        f"{report['created_at']}\nc_lb = {report['c_lb']:.3f}, {{c+ε}}_lb = "
+        f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}\n"
+        f"{report['document'].get('interpretation', '')}"
+    )
+
+
+@reports.command("upload")
+@exits_on_input_error
+def reports_upload(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory with report.json (and html).")],
+    model: Annotated[str, typer.Option("--model", help="The model's name.")],
+    version: Annotated[str, typer.Option(help="The model's version.")] = "1",
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Upload the report of a ``panoramia-audit`` run."""
+    page = run_dir / "report.html"
+    stored = _client(url, token).upload_report(
+        {"name": model, "version": version},
+        run_dir / "report.json",
+        page if page.is_file() else None,
+    )
+    typer.echo(stored["id"])
+
+
+@audits.command("submit")
+@exits_on_input_error
+def audits_submit(
+    model: Annotated[str, typer.Option("--model", help="The model's name.")],
+    version: Annotated[str, typer.Option(help="The model's version.")] = "1",
+    target_config: Annotated[
+        str | None, typer.Option(help="A demo target config (e.g. mlp_overfit).")
+    ] = None,
+    target_path: Annotated[
+        str | None, typer.Option(help="A model directory under the service's models folder.")
+    ] = None,
+    members: Annotated[
+        str | None, typer.Option(help="Your members file (in your data folder); default Adult.")
+    ] = None,
+    label: Annotated[str | None, typer.Option(help="Label column of your file.")] = None,
+    override: Annotated[
+        list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the audit ends.")] = False,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Submit an audit; prints its id (with --wait: its final status and report id)."""
+    target = {"config": target_config} if target_config else {"path": target_path}
+    data: dict = {"source": "adult"}
+    if members is not None:
+        data = {"source": "csv", "members": members, "label": label}
+    client = _client(url, token)
+    audit = client.submit_audit(
+        {
+            "model": {"name": model, "version": version},
+            "target": target,
+            "data": data,
+            "overrides": override or [],
+        }
+    )
+    typer.echo(audit["id"])
+    while wait and audit["status"] in ("queued", "running"):
+        time.sleep(2)
+        audit = client.audit(audit["id"])
+    if wait:
+        typer.echo(f"{audit['status']} report={audit['report_id']} error={audit['error']}")
+        if audit["status"] != "succeeded":
+            raise typer.Exit(1)
+
+
+@audits.command("status")
+@exits_on_input_error
+def audits_status(
+    audit_id: Annotated[str, typer.Argument(help="The audit's id.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """An audit's status, progress and report id."""
+    print_json(_client(url, token).audit(audit_id))
+
+
+@audits.command("cancel")
+@exits_on_input_error
+def audits_cancel(
+    audit_id: Annotated[str, typer.Argument(help="The audit's id.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Cancel a queued or running audit."""
+    print_json(_client(url, token).cancel_audit(audit_id))
+
+
+def register_service_commands(app: typer.Typer) -> None:
+    app.add_typer(db, name="db")
+    app.add_typer(tokens, name="tokens")
+    app.command()(exits_on_input_error(serve))
+    app.command()(exits_on_input_error(worker))
+    app.add_typer(reports, name="reports")
+    app.add_typer(audits, name="audits")

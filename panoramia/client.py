@@ -1,0 +1,87 @@
+"""HTTP client of the report service (used by ``panoramia reports …`` / ``panoramia audits …``).
+
+Errors (unreachable server, bad token, 404, 422) raise :class:`ServiceError`, an
+:class:`InputError` whose one-line message names the request and the server's reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from panoramia.errors import InputError
+
+
+class ServiceError(InputError):
+    """A request the service refused or could not be sent."""
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return response.text[:300] or response.reason_phrase
+    if isinstance(detail, list):  # FastAPI validation errors: name the fields
+        return "; ".join(
+            f"{'.'.join(str(p) for p in item.get('loc', [])[1:])}: {item.get('msg')}"
+            for item in detail
+        )
+    return str(detail)
+
+
+class ServiceClient:
+    """Talks to ``url`` with ``token`` (``Authorization: Bearer``)."""
+
+    def __init__(self, url: str, token: str | None, *, timeout: float = 60.0):
+        if not token:
+            raise ServiceError("--token: no token (set PANORAMIA_TOKEN or pass --token)")
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+
+    def request(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, **kwargs)  # type: ignore[arg-type]
+        except httpx.HTTPError as error:
+            raise ServiceError(f"{self.url}: unreachable ({error})") from None
+        if response.status_code >= 400:
+            raise ServiceError(f"{method} {path}: {response.status_code} {_reason(response)}")
+        return response
+
+    def submit_audit(self, body: dict) -> dict:
+        return self.request("POST", "/v1/audits", json=body).json()
+
+    def audit(self, audit_id: str) -> dict:
+        return self.request("GET", f"/v1/audits/{audit_id}").json()
+
+    def cancel_audit(self, audit_id: str) -> dict:
+        return self.request("DELETE", f"/v1/audits/{audit_id}").json()
+
+    def upload_report(
+        self, model: dict, report_json: Path, report_html: Path | None = None
+    ) -> dict:
+        """Upload ``report.json`` (and its page) of a CLI run for ``model``."""
+        try:
+            document = json.loads(report_json.read_text())
+            html = report_html.read_text() if report_html is not None else None
+        except (OSError, ValueError) as error:
+            raise ServiceError(f"{report_json}: cannot read the report ({error})") from None
+        body = {"model": model, "report": document, "html": html,
+                "artifact_location": str(report_json.parent.resolve())}  # fmt: skip
+        return self.request("POST", "/v1/reports", json=body).json()
+
+    def models(self) -> list[dict]:
+        return self.request("GET", "/v1/models").json()
+
+    def reports(self, model: str, **filters: object) -> list[dict]:
+        params = {k: v for k, v in filters.items() if v is not None and v is not False}
+        return self.request("GET", f"/v1/models/{model}/reports", params=params).json()
+
+    def report(self, report_id: str) -> dict:
+        return self.request("GET", f"/v1/reports/{report_id}").json()
+
+    def report_html(self, report_id: str) -> str:
+        return self.request("GET", f"/v1/reports/{report_id}/html").text

@@ -1,0 +1,251 @@
+"""The HTTP API (FastAPI). OpenAPI at ``/openapi.json``, interactive docs at ``/docs``.
+
+Every ``/v1`` route needs ``Authorization: Bearer <token>``. A contributor sees only what it
+submitted or uploaded; any other id, and any model it has no report of, answers 404 exactly as
+an unknown one does. An admin token sees everything.
+"""
+
+import threading
+import time
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from slowapi.errors import RateLimitExceeded
+from sqlalchemy import text
+
+from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.limits import BodySizeLimit, make_limiter
+from panoramia.service.queues import AuditQueue
+from panoramia.service.schemas import (
+    AuditRequest,
+    AuditView,
+    Health,
+    ModelRef,
+    ModelView,
+    ReportSummary,
+    ReportUpload,
+    ReportView,
+)
+from panoramia.service.settings import ServiceSettings
+from panoramia.store.database import current_revision
+from panoramia.store.repository import ModelRef as StoredModelRef
+from panoramia.store.repository import (
+    Principal,
+    ReportContent,
+    ReportFilter,
+    ReportStore,
+    as_utc,
+)
+from panoramia.store.tables import Audit, Report
+
+HTML_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""Report pages are uploaded content: no scripts, no requests; only inline styles, data images."""
+NOT_FOUND = "not found"
+
+
+class PrincipalCache:
+    """Token digest → principal for ``ttl_s`` seconds (saves a query per request)."""
+
+    def __init__(self, store: ReportStore, ttl_s: float = 30.0):
+        self.store, self.ttl_s = store, ttl_s
+        self.entries: dict[str, tuple[float, Principal]] = {}
+        self.lock = threading.Lock()
+
+    def lookup(self, token: str) -> Principal | None:
+        now = time.monotonic()
+        with self.lock:
+            hit = self.entries.get(token)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        principal = self.store.authenticate(token)
+        if principal is not None:
+            with self.lock:
+                if len(self.entries) > 10_000:
+                    self.entries.clear()
+                self.entries[token] = (now + self.ttl_s, principal)
+        return principal
+
+
+def _summary(report: Report) -> ReportSummary:
+    return ReportSummary(
+        id=report.id,
+        model=report.model.name,
+        version=report.model.version,
+        modality=report.modality,
+        c_lb=report.c_lb,
+        c_plus_eps_lb=report.c_plus_eps_lb,
+        eps_tilde=report.eps_tilde,
+        created_at=as_utc(report.created_at),
+        audit_id=report.audit_id,
+    )
+
+
+def _audit_view(audit: Audit, report_id: str | None) -> AuditView:
+    request = {k: v for k, v in audit.request.items() if k != "overrides_resolved"}
+    return AuditView(
+        id=audit.id,
+        status=audit.status,
+        model=ModelRef(
+            name=audit.model.name, version=audit.model.version, declared=audit.model.declared
+        ),
+        request=request,
+        progress=audit.progress or {},
+        error=audit.error,
+        attempts=audit.attempts,
+        cancel_requested=audit.cancel_requested,
+        timings=audit.timings or {},
+        created_at=as_utc(audit.created_at),
+        started_at=as_utc(audit.started_at),
+        finished_at=as_utc(audit.finished_at),
+        report_id=report_id,
+    )
+
+
+def _stored_ref(model: ModelRef) -> StoredModelRef:
+    return StoredModelRef(model.name, model.version, model.declared)
+
+
+def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue) -> FastAPI:
+    """The API over ``store``, sending audits to ``queue``."""
+    app = FastAPI(
+        title="panoramia-audit report service",
+        version="1",
+        description="Submit PANORAMIA audits and query per-model leakage reports.",
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    limiter = make_limiter(settings)
+    app.state.limiter = limiter
+    principals = PrincipalCache(store)
+    bearer = HTTPBearer(auto_error=False, description="A token from `panoramia tokens create`.")
+
+    @app.exception_handler(RateLimitExceeded)
+    async def _too_many(_request: Request, error: RateLimitExceeded) -> JSONResponse:
+        return JSONResponse({"detail": f"rate limit exceeded: {error.detail}"}, 429)
+
+    @app.exception_handler(RequestProblem)
+    async def _problem(_request: Request, error: RequestProblem) -> JSONResponse:
+        detail = [{"loc": ["body", *error.field], "msg": error.message, "type": "value_error"}]
+        return JSONResponse({"detail": detail}, 422)
+
+    def caller(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> Principal:
+        principal = principals.lookup(credentials.credentials) if credentials else None
+        if principal is None:
+            raise HTTPException(
+                401, "missing or unknown bearer token", {"WWW-Authenticate": "Bearer"}
+            )
+        return principal
+
+    Caller = Annotated[Principal, Depends(caller)]
+
+    @app.get("/healthz", tags=["service"])
+    def healthz() -> Health:
+        with store.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return Health(
+            status="ok",
+            database="ok",
+            queue=queue.name,
+            schema_revision=current_revision(store.engine),
+        )
+
+    @app.post("/v1/audits", status_code=202, tags=["audits"])
+    @limiter.limit(settings.rate_limit)
+    def submit_audit(
+        request: Request, response: Response, body: AuditRequest, principal: Caller
+    ) -> AuditView:
+        """Queue an audit; poll ``GET /v1/audits/{id}`` for its status and progress."""
+        overrides = audit_overrides(
+            body,
+            contributor=principal.name,
+            data_dir=settings.data_dir,
+            models_dir=settings.models_dir,
+        )
+        check_composes(overrides)
+        stored = body.model_dump(mode="json") | {"overrides_resolved": overrides}
+        audit = store.create_audit(principal, _stored_ref(body.model), stored)
+        queue.submit(audit.id)
+        response.headers["Location"] = f"/v1/audits/{audit.id}"
+        return _audit_view(audit, None)
+
+    @app.get("/v1/audits/{audit_id}", tags=["audits"])
+    def get_audit(audit_id: str, principal: Caller) -> AuditView:
+        audit = store.get_audit(principal, audit_id)
+        if audit is None:
+            raise HTTPException(404, NOT_FOUND)
+        return _audit_view(audit, store.report_of_audit(audit.id))
+
+    @app.delete("/v1/audits/{audit_id}", tags=["audits"])
+    def cancel_audit(audit_id: str, principal: Caller) -> AuditView:
+        """Cancel: a queued audit at once, a running one when its worker next checks (seconds)."""
+        audit = store.request_cancel(principal, audit_id)
+        if audit is None:
+            raise HTTPException(404, NOT_FOUND)
+        if audit.status in ("succeeded", "failed"):
+            raise HTTPException(409, f"audit already {audit.status}")
+        return _audit_view(audit, None)
+
+    @app.post("/v1/reports", status_code=201, tags=["reports"])
+    @limiter.limit(settings.rate_limit)
+    def upload_report(
+        request: Request, response: Response, body: ReportUpload, principal: Caller
+    ) -> ReportSummary:
+        """Store a report made by a CLI run (``report.json``, optionally ``report.html``)."""
+        content = ReportContent(
+            document=body.report.model_dump(mode="json"),
+            html=body.html,
+            artifact_location=body.artifact_location,
+        )
+        report = store.add_report(principal, _stored_ref(body.model), content)
+        response.headers["Location"] = f"/v1/reports/{report.id}"
+        return _summary(report)
+
+    @app.get("/v1/models", tags=["reports"])
+    def list_models(principal: Caller) -> list[ModelView]:
+        """Models you have reports of (an admin: all), with your report count."""
+        return [ModelView(**vars(m)) for m in store.list_models(principal)]
+
+    @app.get("/v1/models/{model}/reports", tags=["reports"])
+    def list_reports(
+        model: str,
+        principal: Caller,
+        latest: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        modality: Annotated[str | None, Query(pattern="^(tabular|image|text)$")] = None,
+        version: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> list[ReportSummary]:
+        """Your reports of ``model``, newest first (``latest``: only the newest)."""
+        where = ReportFilter(latest, since, until, modality, version, limit, offset)
+        reports = store.list_reports(principal, model, where)
+        if reports is None:
+            raise HTTPException(404, NOT_FOUND)
+        return [_summary(r) for r in reports]
+
+    @app.get("/v1/reports/{report_id}", tags=["reports"])
+    def get_report(report_id: str, principal: Caller) -> ReportView:
+        report = store.get_report(principal, report_id)
+        if report is None:
+            raise HTTPException(404, NOT_FOUND)
+        return ReportView(
+            **_summary(report).model_dump(),
+            artifact_location=report.artifact_location,
+            declared=report.model.declared,
+            document=report.document,
+        )
+
+    @app.get("/v1/reports/{report_id}/html", response_class=HTMLResponse, tags=["reports"])
+    def get_report_html(report_id: str, principal: Caller) -> HTMLResponse:
+        page = store.get_report_html(principal, report_id)
+        if page is None:
+            raise HTTPException(404, NOT_FOUND)
+        headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
+        return HTMLResponse(page, headers=headers)
+
+    return app

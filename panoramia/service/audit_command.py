@@ -1,0 +1,128 @@
+"""From an :class:`AuditRequest` to the ``panoramia-audit`` command line a worker runs.
+
+A contributor controls only the audit's own settings: overrides may name ``seed`` and keys
+under ``split``, ``generator``, ``helper``, ``distinguisher``, ``audit``, ``target`` (not its
+path) and ``data.max_members``/``data.pool_size``, or pick a config of those groups. Paths,
+``artifacts_dir``, ``threads`` and Hydra's own settings are the service's. Data files resolve
+inside the contributor's own data folder, model directories inside the shared models folder.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from panoramia.errors import InputError
+from panoramia.pipeline.config import config_dir
+from panoramia.service.schemas import AuditRequest
+
+GROUPS = ("generator", "helper", "distinguisher", "audit")
+KEY_PREFIXES = ("split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
+KEYS = {"seed", "data.max_members", "data.pool_size"}
+RESERVED_TARGET_KEYS = {"target.path", "target.kind"}
+_compose_lock = threading.Lock()  # Hydra's global state: one composition at a time
+
+
+class RequestProblem(Exception):
+    """A request that is well-formed JSON but cannot run; ``field`` is its location."""
+
+    def __init__(self, field: tuple[str | int, ...], message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _quoted(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _quoted_list(values: list[str]) -> str:
+    return "[" + ",".join(_quoted(v) for v in values) + "]"
+
+
+def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
+    candidate = (root / relative).resolve()
+    if not candidate.is_relative_to(root.resolve()):
+        raise RequestProblem(field, "must stay inside its folder (no '..' or absolute paths)")
+    if not candidate.exists():
+        raise RequestProblem(field, f"{relative!r} not found")
+    return candidate
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Reject overrides outside the contributor's remit (see module docstring)."""
+    parser = OverridesParser.create()
+    for position, line in enumerate(overrides):
+        field = ("overrides", position)
+        try:
+            (parsed,) = parser.parse_overrides([line])
+        except Exception as error:
+            message = str(error).splitlines()[0] if str(error) else "not a Hydra override"
+            raise RequestProblem(field, message) from None
+        key = parsed.get_key_element()
+        if parsed.is_sweep_override() or parsed.is_add() or parsed.is_delete():
+            raise RequestProblem(field, "sweeps, '+' and '~' are not accepted: one audit per job")
+        if parsed.is_hydra_override() or parsed.package:
+            raise RequestProblem(field, f"{key!r} is not an audit setting")
+        allowed = key in KEYS or key in GROUPS or key.startswith(KEY_PREFIXES)
+        if not allowed or key in RESERVED_TARGET_KEYS:
+            raise RequestProblem(field, f"{key!r} cannot be set by a contributor")
+
+
+def audit_overrides(
+    request: AuditRequest, *, contributor: str, data_dir: Path, models_dir: Path
+) -> list[str]:
+    """The Hydra overrides of this audit (without the service's own: paths and threads)."""
+    check_overrides(request.overrides)
+    target = request.target
+    if target.config is not None:
+        if not (config_dir() / "target" / f"{target.config}.yaml").is_file():
+            raise RequestProblem(("target", "config"), f"no target config {target.config!r}")
+        lines = [f"target={target.config}"]
+    else:
+        directory = _inside(models_dir, target.path or "", ("target", "path"))
+        lines = ["target=path", f"target.path={_quoted(str(directory))}"]
+    lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
+    data = request.data
+    if data.source == "csv":
+        own = data_dir / contributor
+        members = _inside(own, data.members or "", ("data", "members"))
+        lines += ["data=csv", f"data.members_path={_quoted(str(members))}"]
+        if data.nonmembers is not None:
+            nonmembers = _inside(own, data.nonmembers, ("data", "nonmembers"))
+            lines.append(f"data.nonmembers_path={_quoted(str(nonmembers))}")
+        lines += [
+            f"data.label={_quoted(data.label or '')}",
+            f"data.categorical={_quoted_list(data.categorical)}",
+            f"data.continuous={_quoted_list(data.continuous)}",
+        ]
+    return lines + list(request.overrides)
+
+
+def check_composes(overrides: list[str]) -> None:
+    """Compose the config once, as the job will: unknown keys and bad values fail here."""
+    from panoramia.pipeline.config import register_schemas
+    from panoramia.pipeline.preflight import check_command_line
+
+    with _compose_lock:
+        register_schemas()
+        try:
+            check_command_line(config_dir(), overrides)
+        except InputError as error:
+            raise RequestProblem(("overrides",), str(error)) from None
+
+
+def job_command(overrides: list[str], *, run_dir: Path, artifacts_dir: Path, threads: int) -> list:
+    """The worker's command line for one audit run in ``run_dir``."""
+    return [
+        sys.executable,
+        "-m",
+        "panoramia.pipeline.app",
+        *overrides,
+        f"artifacts_dir={_quoted(str(artifacts_dir))}",
+        f"threads={threads}",
+        f"hydra.run.dir={_quoted(str(run_dir))}",
+    ]

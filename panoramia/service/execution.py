@@ -1,0 +1,160 @@
+"""Run one queued audit: claim it, run the pipeline in a child process, record the outcome.
+
+Used by both the local worker pool and Celery workers. The child is
+``python -m panoramia.pipeline.app`` in its own process group, tied to this worker's life
+(:mod:`panoramia.pipeline.lifeline`). While it runs, the worker sends heartbeats with the
+child's stage progress and polls for a cancel; if the worker dies, heartbeats stop and the
+service re-queues the audit, whose next run reuses every finished stage from the artifact cache.
+The report and the audit's success are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from panoramia.pipeline.lifeline import PARENT_ENV
+from panoramia.service.audit_command import job_command
+from panoramia.service.schemas import ReportDocument
+from panoramia.service.settings import ServiceSettings
+from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
+
+log = logging.getLogger("panoramia.worker")
+
+
+def worker_name() -> str:
+    """Unique per claim: host, process, thread and a random suffix."""
+    thread = threading.current_thread().name
+    return f"{socket.gethostname()}:{os.getpid()}:{thread}:{uuid.uuid4().hex[:8]}"
+
+
+def _read_progress(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_error_line(log_file: Path) -> str:
+    try:
+        lines = [line.strip() for line in log_file.read_text(errors="replace").splitlines()]
+    except OSError:
+        return "the audit process failed (no log)"
+    lines = [line for line in lines if line]
+    for line in reversed(lines):
+        if "error:" in line.lower() or "Error" in line:
+            return line[:2000]
+    return (lines[-1] if lines else "the audit process failed with no output")[:2000]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        process.wait()
+
+
+def run_audit(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit_id: str,
+    *,
+    shutting_down: threading.Event | None = None,
+) -> AuditStatus | None:
+    """Run ``audit_id`` if it is still queued; returns its final status (None: not claimed).
+
+    ``shutting_down`` (set by a stopping local pool) ends the child and puts the audit back in
+    the queue, so that the next start resumes it.
+    """
+    worker = worker_name()
+    audit = store.claim(audit_id, worker)
+    if audit is None:
+        return None
+    run_dir = settings.audits_dir / audit_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("report.json", "report.html", "progress.json"):
+        (run_dir / stale).unlink(missing_ok=True)
+    log_file = run_dir / f"attempt-{audit.attempts}.log"
+    command = job_command(
+        list(audit.request["overrides_resolved"]),
+        run_dir=run_dir,
+        artifacts_dir=settings.artifacts_dir / str(audit.contributor_id),
+        threads=settings.audit_threads,
+    )
+    env = os.environ | {
+        "PANORAMIA_PROGRESS_FILE": str(run_dir / "progress.json"),
+        PARENT_ENV: str(os.getpid()),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    started = time.perf_counter()
+    queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
+    log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
+    with log_file.open("ab") as output:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    outcome: tuple[AuditStatus, str] | None = None
+    while process.poll() is None:
+        try:
+            process.wait(timeout=settings.heartbeat_s)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        cancel = store.heartbeat(audit_id, worker, _read_progress(run_dir / "progress.json"))
+        if cancel is None:
+            log.warning("audit %s: claim lost (presumed dead); stopping", audit_id)
+            _stop(process)
+            return None
+        if cancel:
+            outcome = (AuditStatus.CANCELLED, "cancelled while running")
+        elif shutting_down is not None and shutting_down.is_set():
+            outcome = (AuditStatus.QUEUED, "re-queued: the worker pool stopped")
+        if outcome is not None:
+            _stop(process)
+            break
+    timings = {
+        "queued_s": round(queued_s, 3),
+        "run_s": round(time.perf_counter() - started, 3),
+        "attempt": audit.attempts,
+    }
+    if outcome is None:
+        outcome = _outcome(process.returncode, run_dir, log_file)
+    if outcome[0] == AuditStatus.SUCCEEDED:
+        content = ReportContent(
+            document=json.loads((run_dir / "report.json").read_text()),
+            html=(run_dir / "report.html").read_text(),
+            artifact_location=str(run_dir),
+        )
+        timings["stages"] = content.document.get("timings", {})
+        store.finish(audit_id, worker, content, timings)
+    else:
+        store.release(audit_id, worker, outcome[0], outcome[1], timings)
+    log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
+    return outcome[0]
+
+
+def _outcome(returncode: int, run_dir: Path, log_file: Path) -> tuple[AuditStatus, str]:
+    if returncode != 0:
+        return AuditStatus.FAILED, _last_error_line(log_file)
+    try:
+        ReportDocument.model_validate_json((run_dir / "report.json").read_text())
+    except (OSError, ValidationError) as error:
+        return AuditStatus.FAILED, f"report.json: {str(error).splitlines()[0]}"
+    if not (run_dir / "report.html").is_file():
+        return AuditStatus.FAILED, "report.html: missing after a successful run"
+    return AuditStatus.SUCCEEDED, ""

@@ -1,0 +1,182 @@
+"""Request and response bodies of the HTTP API (pydantic): what FastAPI validates and documents.
+
+Malformed bodies are answered 422 with the offending field in ``detail[].loc``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", min_length=1, max_length=100)]
+"""Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
+RelativePath = Annotated[str, Field(min_length=1, max_length=500)]
+Column = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ModelRef(BaseModel):
+    """The audited model. ``declared`` (e.g. the owner's DP claim) is kept from first mention."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    version: Name = "1"
+    declared: dict = Field(default_factory=dict)
+
+
+class TargetRef(BaseModel):
+    """How the worker reaches the model: a demo target config, or a directory with target.json.
+
+    ``path`` is relative to the service's models folder (``$PANORAMIA_HOME/models``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    config: Name | None = Field(None, description="A conf/target config, e.g. mlp_overfit.")
+    path: RelativePath | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TargetRef:
+        if (self.config is None) == (self.path is None):
+            raise ValueError("give exactly one of config or path")
+        if self.config == "path":
+            raise ValueError("config 'path' needs a path: give path instead")
+        return self
+
+
+class DataRef(BaseModel):
+    """The contributor's known members: the embedded Adult data, or its own CSV/Parquet files.
+
+    File names are relative to the contributor's data folder (``$PANORAMIA_HOME/data/<name>``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["adult", "csv"] = "adult"
+    members: RelativePath | None = None
+    nonmembers: RelativePath | None = None
+    label: Column | None = None
+    categorical: list[Column] = Field(default_factory=list, max_length=1000)
+    continuous: list[Column] = Field(default_factory=list, max_length=1000)
+
+    @model_validator(mode="after")
+    def _csv_needs_files(self) -> DataRef:
+        if self.source == "csv" and (self.members is None or self.label is None):
+            raise ValueError("source 'csv' needs members and label")
+        if self.source == "adult" and (self.members or self.nonmembers or self.label):
+            raise ValueError("source 'adult' takes no files or label")
+        return self
+
+
+class AuditRequest(BaseModel):
+    """``POST /v1/audits``: what to audit, on which data, with which config overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: ModelRef
+    target: TargetRef
+    data: DataRef = Field(default_factory=DataRef)
+    overrides: list[Annotated[str, Field(max_length=500)]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Hydra overrides of seed, split, generator, helper, distinguisher, audit.",
+    )
+
+
+class AuditView(BaseModel):
+    id: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    model: ModelRef
+    request: dict
+    progress: dict
+    error: str | None
+    attempts: int
+    cancel_requested: bool
+    timings: dict
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    report_id: str | None
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class ReportDocument(BaseModel):
+    """``report.json`` of schema version 1.0 (extra keys are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: Literal["1.0"]
+    kind: Literal["panoramia-audit-report"]
+    created: datetime
+    modality: Literal["tabular", "image", "text"]
+    c_lb: float
+    c_plus_eps_lb: float
+    eps_tilde: float = Field(ge=0)
+    confidence: float = Field(gt=0, lt=1)
+    m: int = Field(ge=1)
+    seed: int
+    baseline: dict
+    attack: dict
+    reference_audits: dict
+    target: dict
+    data: dict
+    config: dict
+    timings: dict
+    versions: dict[str, str]
+
+    _finite_numbers = field_validator("c_lb", "c_plus_eps_lb", "eps_tilde")(_finite)
+
+    @model_validator(mode="after")
+    def _eps_tilde_is_the_difference(self) -> ReportDocument:
+        expected = max(0.0, self.c_plus_eps_lb - self.c_lb)
+        if abs(self.eps_tilde - expected) > 1e-9:
+            raise ValueError(
+                f"eps_tilde: {self.eps_tilde} is not max(0, c_plus_eps_lb - c_lb) = {expected}"
+            )
+        return self
+
+
+class ReportUpload(BaseModel):
+    """``POST /v1/reports``: a report made by a CLI run (``report.json`` + ``report.html``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: ModelRef
+    report: ReportDocument
+    html: str | None = None
+    artifact_location: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class ReportSummary(BaseModel):
+    id: str
+    model: str
+    version: str
+    modality: str
+    c_lb: float
+    c_plus_eps_lb: float
+    eps_tilde: float
+    created_at: datetime
+    audit_id: str | None
+
+
+class ReportView(ReportSummary):
+    artifact_location: str | None
+    declared: dict
+    document: dict
+
+
+class ModelView(BaseModel):
+    name: str
+    version: str
+    declared: dict
+    reports: int
+    latest_report_at: datetime | None
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    database: Literal["ok"]
+    queue: str
+    schema_revision: str | None

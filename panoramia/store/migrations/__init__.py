@@ -1,0 +1,1 @@
+"""Alembic migrations of the report store (applied by :func:`panoramia.store.upgrade`)."""

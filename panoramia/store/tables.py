@@ -1,0 +1,106 @@
+"""SQLAlchemy 2 models. Times are timezone-aware UTC; ids of audits and reports are UUID4 text."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+JsonColumn = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Contributor(Base):
+    """A data contributor (or an admin). Only the SHA-256 of its token is kept."""
+
+    __tablename__ = "contributors"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AuditedModel(Base):
+    """A shared model under audit: name, version and what its owner declared (e.g. a DP claim)."""
+
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_models_name_version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    declared: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    """Owner-declared metadata, e.g. ``{"dp": {"epsilon": 8, "delta": 1e-5}}``."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Audit(Base):
+    """An audit job: what was asked, where it stands, how long it took, why it failed."""
+
+    __tablename__ = "audits"
+    __table_args__ = (Index("ix_audits_status_heartbeat", "status", "heartbeat_at"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    contributor_id: Mapped[int] = mapped_column(ForeignKey("contributors.id"), index=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"))
+    status: Mapped[str] = mapped_column(String(16))
+    request: Mapped[dict] = mapped_column(JsonColumn)
+    """The submitted request: target, data, overrides (the Hydra command line is derived)."""
+    progress: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    timings: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    model: Mapped[AuditedModel] = relationship(lazy="joined")
+
+
+class Report(Base):
+    """One leakage report: headline numbers in columns (for listing), the document as JSON."""
+
+    __tablename__ = "reports"
+    __table_args__ = (Index("ix_reports_model_created", "model_id", "created_at"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"))
+    contributor_id: Mapped[int] = mapped_column(ForeignKey("contributors.id"), index=True)
+    audit_id: Mapped[str | None] = mapped_column(
+        ForeignKey("audits.id"), nullable=True, unique=True
+    )
+    modality: Mapped[str] = mapped_column(String(16))
+    c_lb: Mapped[float] = mapped_column(Float)
+    c_plus_eps_lb: Mapped[float] = mapped_column(Float)
+    eps_tilde: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    """When the report was stored (``document["created"]`` is when the audit produced it)."""
+    artifact_location: Mapped[str | None] = mapped_column(Text, nullable=True)
+    document: Mapped[dict] = mapped_column(JsonColumn)
+    model: Mapped[AuditedModel] = relationship(lazy="joined")
+
+
+class ReportPage(Base):
+    """The HTML page of a report, kept apart so that listings never load it."""
+
+    __tablename__ = "report_pages"
+    report_id: Mapped[str] = mapped_column(
+        ForeignKey("reports.id", ondelete="CASCADE"), primary_key=True
+    )
+    html: Mapped[str] = mapped_column(Text)
