@@ -48,3 +48,22 @@ def simulated_scores(
     """Membership ~ Bernoulli(1/2) and probability scores sigmoid(N(shift · s, 1))."""
     membership = rng.integers(0, 2, m)
     return membership, expit(rng.normal(size=m) + shift * membership)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A fresh, empty database: a SQLite file, or a new schema in the local PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'panoramia.db'}"
+        return
+    import sqlalchemy
+
+    from tests.service_support import postgres_schema
+
+    try:
+        with postgres_schema() as url:
+            yield url
+    except sqlalchemy.exc.OperationalError as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL at 127.0.0.1:5432 ({str(error).splitlines()[0]})")

@@ -9,7 +9,14 @@ import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", min_length=1, max_length=100)]
 """Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
@@ -129,14 +136,14 @@ class ReportDocument(BaseModel):
 
     _finite_numbers = field_validator("c_lb", "c_plus_eps_lb", "eps_tilde")(_finite)
 
-    @model_validator(mode="after")
-    def _eps_tilde_is_the_difference(self) -> ReportDocument:
-        expected = max(0.0, self.c_plus_eps_lb - self.c_lb)
-        if abs(self.eps_tilde - expected) > 1e-9:
-            raise ValueError(
-                f"eps_tilde: {self.eps_tilde} is not max(0, c_plus_eps_lb - c_lb) = {expected}"
-            )
-        return self
+    @field_validator("eps_tilde")
+    @classmethod
+    def _eps_tilde_is_the_difference(cls, value: float, info: ValidationInfo) -> float:
+        if "c_lb" in info.data and "c_plus_eps_lb" in info.data:
+            expected = max(0.0, info.data["c_plus_eps_lb"] - info.data["c_lb"])
+            if abs(value - expected) > 1e-9:
+                raise ValueError(f"{value} is not max(0, c_plus_eps_lb - c_lb) = {expected}")
+        return value
 
 
 class ReportUpload(BaseModel):

@@ -36,6 +36,7 @@ def database_url(url: str | None = None) -> str:
 
 
 def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]
+    connection.isolation_level = None  # SQLAlchemy, not pysqlite, begins transactions (below)
     cursor = connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -52,6 +53,9 @@ def make_engine(url: str | None = None, *, pool_size: int = 20) -> Engine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(resolved, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
+        # pysqlite's own transaction handling commits at a SAVEPOINT's release; emitting BEGIN
+        # here makes nested transactions (and so every multi-row write) atomic.
+        event.listen(engine, "begin", lambda connection: connection.exec_driver_sql("BEGIN"))
         return engine
     return create_engine(resolved, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
 

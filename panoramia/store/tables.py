@@ -71,7 +71,7 @@ class Audit(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    model: Mapped[AuditedModel] = relationship(lazy="joined")
+    model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 
 class Report(Base):
@@ -93,7 +93,7 @@ class Report(Base):
     """When the report was stored (``document["created"]`` is when the audit produced it)."""
     artifact_location: Mapped[str | None] = mapped_column(Text, nullable=True)
     document: Mapped[dict] = mapped_column(JsonColumn)
-    model: Mapped[AuditedModel] = relationship(lazy="joined")
+    model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 
 class ReportPage(Base):

@@ -1,0 +1,133 @@
+"""Helpers for the service tests: real databases, a live uvicorn server, real report documents."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import httpx
+import numpy as np
+import uvicorn
+from sqlalchemy import create_engine, text
+
+from panoramia.measure import measure
+from panoramia.report.document import report_document
+from panoramia.service.app import create_app
+from panoramia.service.server import running_service
+from panoramia.service.settings import ServiceSettings
+from panoramia.store import ReportStore
+from tests.conftest import simulated_scores
+
+POSTGRES_URL = os.environ.get(
+    "PANORAMIA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("PANORAMIA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+TINY_AUDIT = [
+    "data.max_members=800",
+    "data.pool_size=2000",
+    "target.epochs=2",
+    "target.hidden=[16,8]",
+    "helper.epochs=2",
+    "helper.hidden=[16,8]",
+    "helper.n_rows=300",
+    "generator.filter.extra_fraction=0.5",
+    "distinguisher.grid=[{max_depth:3,n_estimators:40,learning_rate:0.1}]",
+]
+
+
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A fresh schema in the local PostgreSQL; yields a URL whose search_path is that schema."""
+    schema = f"panoramia_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class LiveService:
+    """A running service: its base URL, store and settings."""
+
+    url: str
+    store: ReportStore
+    settings: ServiceSettings
+
+    def client(self, token: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+    def token(self, name: str, *, admin: bool = False) -> str:
+        return self.store.create_contributor(name, admin=admin)
+
+
+@contextmanager
+def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
+    """The real app under uvicorn on a loopback port, in a thread of this process."""
+    with running_service(settings) as (store, queue):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(
+            create_app(settings, store, queue), log_level="warning", lifespan="off"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        try:
+            yield LiveService(f"http://127.0.0.1:{sock.getsockname()[1]}", store, settings)
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+            sock.close()
+
+
+def settings_for(home: Path, database_url: str, **changes: object) -> ServiceSettings:
+    return replace(ServiceSettings(home=home, database_url=database_url), **changes)
+
+
+def report_document_for_test(seed: int = 0, *, shift: float = 1.0) -> dict:
+    """A real schema-1.0 report document: the measurement of simulated scores."""
+    rng = np.random.default_rng(seed)
+    membership, attack = simulated_scores(rng, 400, shift=shift)
+    baseline = np.clip(attack + rng.normal(0, 0.05, attack.size), 0, 1)
+    result = measure(membership, baseline_scores=baseline, attack_scores=attack, seed=seed)
+    return report_document(
+        modality="tabular", measurement=result, o1=None, rmrn=None, seed=seed,
+        config={"source": "test"}, timings={}, target={"name": "test"}, data={},
+        distinguishers={},
+    )  # fmt: skip
+
+
+def wait_for(predicate, *, timeout: float, every: float = 0.25):  # type: ignore[no-untyped-def]
+    """Poll ``predicate()`` until it returns a truthy value; that value, or AssertionError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"condition not met within {timeout} s")

@@ -1,0 +1,271 @@
+"""The report service over real HTTP (uvicorn on loopback) against SQLite and PostgreSQL.
+
+Audits go to a real Celery queue in Redis with no worker listening, so they stay queued here;
+the workers' own tests run audits for real (test_service_workers.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from panoramia.store.repository import ModelRef, ReportContent
+from tests.service_support import (
+    REDIS_URL,
+    LiveService,
+    live_service,
+    report_document_for_test,
+    settings_for,
+)
+
+QUEUE_DB = 15
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    broker = f"{REDIS_URL}/{QUEUE_DB}"
+    redis.Redis.from_url(broker).flushdb()
+    settings = settings_for(
+        tmp_path / "home", database_url, queue="celery", redis_url=broker,
+        rate_limit="1000/minute", max_upload_bytes=2 * 2**20,
+    )  # fmt: skip
+    with live_service(settings) as running:
+        yield running
+    redis.Redis.from_url(broker).flushdb()
+
+
+def upload(client, model: str = "census", version: str = "1", **document_changes) -> dict:  # type: ignore[no-untyped-def]
+    document = report_document_for_test() | document_changes
+    body = {"model": {"name": model, "version": version}, "report": document,
+            "html": "<html><body>report</body></html>"}  # fmt: skip
+    response = client.post("/v1/reports", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def test_health_and_openapi(service: LiveService) -> None:
+    with service.client(None) as anonymous:
+        health = anonymous.get("/healthz").json()
+        assert health == {"status": "ok", "database": "ok", "queue": "celery",
+                          "schema_revision": "0001"}  # fmt: skip
+        paths = anonymous.get("/openapi.json").json()["paths"]
+    assert set(paths) >= {"/v1/audits", "/v1/audits/{audit_id}", "/v1/reports",
+                          "/v1/models", "/v1/models/{model}/reports", "/v1/reports/{report_id}",
+                          "/v1/reports/{report_id}/html", "/healthz"}  # fmt: skip
+
+
+def test_every_route_needs_a_known_token(service: LiveService) -> None:
+    for token in (None, "pan_not-a-token"):
+        with service.client(token) as client:
+            for method, path in [("GET", "/v1/models"), ("GET", "/v1/reports/x"),
+                                 ("GET", "/v1/audits/x"), ("POST", "/v1/reports")]:  # fmt: skip
+                assert client.request(method, path).status_code == 401, (token, path)
+
+
+def test_tokens_are_stored_only_as_hashes(service: LiveService) -> None:
+    from sqlalchemy import select
+
+    from panoramia.store.tables import Contributor
+
+    token = service.token("alice")
+    with service.store.sessions() as session:
+        stored = session.scalars(select(Contributor.token_hash)).all()
+    assert token not in stored
+    assert [len(digest) for digest in stored] == [64]
+
+
+def test_upload_then_query_with_filters(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        first = upload(alice, version="1")
+        second = upload(alice, version="2")
+        newest = upload(alice, version="2")
+        listed = alice.get("/v1/models/census/reports").json()
+        assert [r["id"] for r in listed] == [newest["id"], second["id"], first["id"]]
+        latest = alice.get("/v1/models/census/reports", params={"latest": True}).json()
+        assert [r["id"] for r in latest] == [newest["id"]]
+        v1 = alice.get("/v1/models/census/reports", params={"version": "1"}).json()
+        assert [r["id"] for r in v1] == [first["id"]]
+        assert alice.get("/v1/models/census/reports", params={"modality": "image"}).json() == []
+        later = alice.get("/v1/models/census/reports", params={"since": "2999-01-01"}).json()
+        assert later == []
+        shown = alice.get(f"/v1/reports/{first['id']}").json()
+        document = report_document_for_test()
+        assert shown["eps_tilde"] == pytest.approx(document["eps_tilde"])
+        assert shown["document"]["attack"]["theta_lb"] == pytest.approx(
+            document["attack"]["theta_lb"]
+        )
+        page = alice.get(f"/v1/reports/{first['id']}/html")
+        assert page.text == "<html><body>report</body></html>"
+        assert "default-src 'none'" in page.headers["content-security-policy"]
+        models = alice.get("/v1/models").json()
+        assert {(m["name"], m["version"], m["reports"]) for m in models} == {
+            ("census", "1", 1),
+            ("census", "2", 2),
+        }
+
+
+def test_no_contributor_reads_another_ones_reports_or_audits(service: LiveService) -> None:
+    """Every id-taking route answers 404 to another contributor, as for an unknown id."""
+    alice, bob = service.client(service.token("alice")), service.client(service.token("bob"))
+    admin = service.client(service.token("root", admin=True))
+    report = upload(alice, model="shared-model")
+    audit = alice.post("/v1/audits", json={"model": {"name": "shared-model"},
+                                           "target": {"config": "mlp_generalised"}})  # fmt: skip
+    assert audit.status_code == 202, audit.text
+    audit_id = audit.json()["id"]
+    reads = [
+        ("GET", f"/v1/reports/{report['id']}"),
+        ("GET", f"/v1/reports/{report['id']}/html"),
+        ("GET", "/v1/models/shared-model/reports"),
+        ("GET", f"/v1/audits/{audit_id}"),
+        ("DELETE", f"/v1/audits/{audit_id}"),
+    ]
+    for method, path in reads:
+        denied = bob.request(method, path)
+        unknown = bob.request(method, path.replace(report["id"], "0" * 36).replace(
+            audit_id, "0" * 36).replace("shared-model", "no-such-model"))  # fmt: skip
+        assert denied.status_code == unknown.status_code == 404, (method, path)
+        assert denied.json() == unknown.json()
+    assert bob.get("/v1/models").json() == []
+    for method, path in reads[:-1]:
+        assert admin.request(method, path).status_code == 200, path
+        assert alice.request(method, path).status_code == 200, path
+    assert [m["name"] for m in admin.get("/v1/models").json()] == ["shared-model"]
+    for client in (alice, bob, admin):
+        client.close()
+
+
+def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
+    body = {
+        "model": {"name": "census", "version": "7", "declared": {"dp": {"epsilon": 8}}},
+        "target": {"config": "mlp_overfit"},
+        "overrides": ["seed=3", "audit.confidence=0.9"],
+    }
+    with service.client(service.token("alice")) as alice:
+        submitted = alice.post("/v1/audits", json=body)
+        assert submitted.status_code == 202
+        audit = submitted.json()
+        assert submitted.headers["location"] == f"/v1/audits/{audit['id']}"
+        assert audit["status"] == "queued"
+        assert audit["model"]["declared"] == {"dp": {"epsilon": 8}}
+        assert "overrides_resolved" not in audit["request"]
+        broker = redis.Redis.from_url(f"{REDIS_URL}/{QUEUE_DB}")
+        message = json.loads(broker.lindex("celery", 0))
+        assert message["headers"]["task"] == "panoramia.run_audit"
+        assert audit["id"] in message["headers"]["argsrepr"]
+        cancelled = alice.delete(f"/v1/audits/{audit['id']}")
+        assert cancelled.status_code == 200
+        assert cancelled.json()["status"] == "cancelled"
+        assert alice.delete(f"/v1/audits/{audit['id']}").json()["status"] == "cancelled"
+    stored = service.store.get_audit(None, audit["id"])
+    assert "seed=3" in stored.request["overrides_resolved"]
+    assert "target=mlp_overfit" in stored.request["overrides_resolved"]
+
+
+@pytest.mark.parametrize(
+    ("change", "location"),
+    [
+        ({"overrides": ["hydra.run.dir=/tmp/x"]}, ["body", "overrides", 0]),
+        ({"overrides": ["seed=1", "artifacts_dir=/tmp"]}, ["body", "overrides", 1]),
+        ({"overrides": ["seed=1,2"]}, ["body", "overrides", 0]),
+        ({"overrides": ["+audit.extra=1"]}, ["body", "overrides", 0]),
+        ({"overrides": ["target.path=/etc"]}, ["body", "overrides", 0]),
+        ({"overrides": ["audit.no_such_key=1"]}, ["body", "overrides"]),
+        ({"overrides": ["audit.confidence=high"]}, ["body", "overrides"]),
+        ({"target": {"config": "no_such_target"}}, ["body", "target", "config"]),
+        ({"target": {"path": "../../etc"}}, ["body", "target", "path"]),
+        ({"target": {}}, ["body", "target"]),
+        ({"data": {"source": "csv", "members": "../bob/members.csv", "label": "y"}},
+         ["body", "data", "members"]),
+        ({"data": {"source": "csv", "label": "y"}}, ["body", "data"]),
+        ({"model": {"name": "../evil"}}, ["body", "model", "name"]),
+        ({"unexpected": 1}, ["body", "unexpected"]),
+    ],
+)  # fmt: skip
+def test_bad_audit_requests_get_422_naming_the_field(
+    service: LiveService, change: dict, location: list
+) -> None:
+    body = {"model": {"name": "census"}, "target": {"config": "mlp_generalised"}} | change
+    with service.client(service.token("alice")) as alice:
+        response = alice.post("/v1/audits", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"][: len(location)] == location
+
+
+def test_bad_uploads_get_422_naming_the_field(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        document = report_document_for_test()
+        cases = {
+            ("body", "report", "eps_tilde"): document | {"eps_tilde": document["eps_tilde"] + 1},
+            ("body", "report", "schema_version"): document | {"schema_version": "0.9"},
+            ("body", "report", "m"): document | {"m": 0},
+            ("body", "report", "attack"): {k: v for k, v in document.items() if k != "attack"},
+        }
+        for location, bad in cases.items():
+            response = alice.post("/v1/reports", json={"model": {"name": "m"}, "report": bad})
+            assert response.status_code == 422, location
+            locations = [tuple(d["loc"]) for d in response.json()["detail"]]
+            assert any(loc[: len(location)] == location for loc in locations), locations
+        not_json = alice.post("/v1/reports", content=b"{not json",
+                              headers={"content-type": "application/json"})  # fmt: skip
+        assert not_json.status_code == 422
+        assert alice.get("/v1/models").json() == []
+
+
+def test_uploads_over_the_size_limit_get_413(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        document = report_document_for_test()
+        body = {"model": {"name": "m"}, "report": document, "html": "x" * (3 * 2**20)}
+        assert alice.post("/v1/reports", json=body).status_code == 413
+
+        def chunks():  # no Content-Length: counted while streaming
+            yield b'{"model": {"name": "m"}, "html": "'
+            for _ in range(40):
+                yield b"y" * 2**16
+            yield b'"}'
+
+        streamed = alice.post("/v1/reports", content=chunks(),
+                              headers={"content-type": "application/json"})  # fmt: skip
+        assert streamed.status_code == 413
+        assert alice.get("/v1/models").json() == []
+
+
+def test_uploads_are_rate_limited_per_contributor(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}",
+                            rate_limit="3/minute")  # fmt: skip
+    with live_service(settings) as service:
+        alice, bob = service.client(service.token("alice")), service.client(service.token("bob"))
+        body = {"model": {"name": "m"}, "report": report_document_for_test()}
+        codes = [alice.post("/v1/reports", json=body).status_code for _ in range(5)]
+        assert codes == [201, 201, 201, 429, 429]
+        assert bob.post("/v1/reports", json=body).status_code == 201
+        assert alice.get("/v1/models").status_code == 200  # reads are not limited
+        alice.close()
+        bob.close()
+
+
+def test_a_failed_write_leaves_no_half_report(service: LiveService) -> None:
+    """The page insert fails after the model and report rows are written: none is kept."""
+    from sqlalchemy import event, func, select
+
+    from panoramia.store.tables import AuditedModel, Report, ReportPage
+
+    def fail(*_args: object) -> None:
+        raise RuntimeError("disk full")
+
+    alice = service.store.authenticate(service.token("alice"))
+    content = ReportContent(report_document_for_test(), "<html></html>")
+    event.listen(ReportPage, "before_insert", fail)
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            service.store.add_report(alice, ModelRef("m", "1"), content)
+    finally:
+        event.remove(ReportPage, "before_insert", fail)
+    with service.store.sessions() as session:
+        assert session.scalar(select(func.count(Report.id))) == 0
+        assert session.scalar(select(func.count(AuditedModel.id))) == 0
+    assert service.store.add_report(alice, ModelRef("m", "1"), content).id
