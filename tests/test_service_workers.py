@@ -1,0 +1,191 @@
+"""Audits run for real by the service's workers: local pool, Celery over Redis, kill and recovery.
+
+Each audit is the tiny tabular configuration (real Lightning, sdv and xgboost; ~12 s).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from tests.service_support import (
+    REDIS_URL,
+    TINY_AUDIT,
+    free_port,
+    live_service,
+    settings_for,
+    wait_for,
+)
+
+BIN = Path(sys.executable).parent
+BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"},
+        "overrides": TINY_AUDIT}  # fmt: skip
+
+
+def poll(client: httpx.Client, audit_id: str) -> dict:
+    return client.get(f"/v1/audits/{audit_id}").json()
+
+
+def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
+        running = wait_for(lambda: poll(alice, audit_id)["progress"].get("done"), timeout=60)
+        assert running >= 1
+        done = wait_for(
+            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
+            timeout=180,
+        )
+        assert done["status"] == "succeeded", done["error"]
+        assert done["progress"] == {"stage": "attack_rmrn", "state": "done", "done": 12,
+                                    "total": 12}  # fmt: skip
+        assert done["attempts"] == 1
+        assert done["timings"]["run_s"] > 0
+        assert set(done["timings"]["stages"]) >= {"target", "generator", "attack"}
+        report = alice.get(f"/v1/reports/{done['report_id']}").json()
+        assert report["audit_id"] == audit_id
+        assert report["document"]["m"] == 200
+        assert report["document"]["target"]["name"] == "census-1"
+        assert report["artifact_location"] == str(tmp_path / "audits" / audit_id)
+        page = alice.get(f"/v1/reports/{done['report_id']}/html").text
+        assert page.count('<img src="data:image/png;base64,') == 3
+
+
+def test_a_running_audit_can_be_cancelled(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.3)
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
+        wait_for(lambda: poll(alice, audit_id)["status"] == "running", timeout=30, every=0.05)
+        asked = alice.delete(f"/v1/audits/{audit_id}").json()
+        assert asked["cancel_requested"] is True
+        done = wait_for(lambda: (a := poll(alice, audit_id))["status"] == "cancelled" and a,
+                        timeout=30)  # fmt: skip
+        assert done["error"] == "cancelled while running"
+        assert done["report_id"] is None
+        assert alice.delete(f"/v1/audits/{audit_id}").json()["status"] == "cancelled"
+    assert not _audit_processes(audit_id)
+
+
+def test_a_failing_audit_reports_its_error(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.3)
+    own = tmp_path / "data" / "alice"
+    own.mkdir(parents=True)
+    (own / "members.csv").write_text("a,b,y\n1,2,0\n3,4,1\n")
+    body = BODY | {"data": {"source": "csv", "members": "members.csv", "label": "nope",
+                            "continuous": ["a", "b"]}}  # fmt: skip
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=body).json()["id"]
+        done = wait_for(lambda: (a := poll(alice, audit_id))["status"] == "failed" and a,
+                        timeout=60)  # fmt: skip
+    assert "nope" in done["error"]
+    assert done["error"].startswith("panoramia-audit: error:")
+
+
+def _audit_processes(audit_id: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", f"audits/{audit_id}"], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+@pytest.fixture
+def service_env(tmp_path: Path) -> dict:
+    return os.environ | {
+        "PANORAMIA_HOME": str(tmp_path / "home"),
+        "PANORAMIA_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+        "PANORAMIA_HEARTBEAT_S": "0.5",
+        "PANORAMIA_STALE_AFTER_S": "3",
+    }
+
+
+def _kill(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_server_killed_mid_audit_then_restarted_resumes_it(service_env: dict, tmp_path) -> None:
+    """SIGKILL of the server (its local worker pool and the audit with it); a restart re-queues
+    the orphan, whose second attempt reuses the finished stages and succeeds."""
+    subprocess.run([BIN / "panoramia", "db", "upgrade"], env=service_env, check=True)
+    create = [BIN / "panoramia", "tokens", "create", "--contributor", "alice"]
+    token = subprocess.run(create, env=service_env, check=True, capture_output=True, text=True)
+    port = free_port()
+    serve = [str(BIN / "panoramia"), "serve", "--port", str(port)]
+    server = _start(serve, service_env, tmp_path / "serve.log")
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                          headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
+    try:
+        wait_for(lambda: _healthy(client), timeout=60)
+        audit_id = client.post("/v1/audits", json=BODY).json()["id"]
+        wait_for(lambda: poll(client, audit_id)["progress"].get("done", 0) >= 4, timeout=120)
+        _kill(server)
+        wait_for(lambda: not _audit_processes(audit_id), timeout=10)
+        server = _start(serve, service_env, tmp_path / "serve.log")
+        wait_for(lambda: _healthy(client), timeout=60)
+        done = wait_for(
+            lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
+            timeout=240,
+        )
+    finally:
+        _kill(server)
+        client.close()
+    assert done["status"] == "succeeded", done["error"]
+    assert done["attempts"] == 2
+    reused = [s for s in done["timings"]["stages"].values() if s["reused"]]
+    assert len(reused) >= 4
+
+
+def _healthy(client: httpx.Client) -> bool:
+    try:
+        return client.get("/healthz").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_celery_worker_killed_mid_audit_another_one_finishes_it(
+    service_env: dict, tmp_path: Path
+) -> None:
+    """The Celery path over the local Redis: a worker dies mid-audit (SIGKILL), the service
+    re-queues the orphan, a new worker resumes it from the stage cache."""
+    broker = f"{REDIS_URL}/14"
+    redis.Redis.from_url(broker).flushdb()
+    env = service_env | {"PANORAMIA_QUEUE": "celery", "PANORAMIA_REDIS_URL": broker}
+    settings = settings_for(
+        Path(env["PANORAMIA_HOME"]), env["PANORAMIA_DATABASE_URL"], queue="celery",
+        redis_url=broker, heartbeat_s=0.5, stale_after_s=3,
+    )  # fmt: skip
+    worker = [str(BIN / "panoramia"), "worker", "--loglevel", "WARNING"]
+    first = _start(worker, env, tmp_path / "worker1.log")
+    second = None
+    try:
+        with live_service(settings) as service, service.client(service.token("a")) as alice:
+            audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
+            wait_for(lambda: poll(alice, audit_id)["progress"].get("done", 0) >= 4, timeout=180)
+            assert poll(alice, audit_id)["status"] == "running"
+            _kill(first)
+            wait_for(lambda: not _audit_processes(audit_id), timeout=10)
+            second = _start(worker, env, tmp_path / "worker2.log")
+            done = wait_for(
+                lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
+                timeout=240,
+            )
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                _kill(process)
+        redis.Redis.from_url(broker).flushdb()
+    assert done["status"] == "succeeded", done["error"]
+    assert done["attempts"] == 2
+    assert sum(s["reused"] for s in done["timings"]["stages"].values()) >= 4
