@@ -44,6 +44,18 @@ def make_celery(settings: ServiceSettings) -> Celery:
     return app
 
 
+def __getattr__(name: str) -> Celery:
+    """``app``: the worker's Celery app from the environment (``celery -A`` looks it up)."""
+    if name == "app":
+        return _environment_app()
+    raise AttributeError(name)
+
+
+@cache
+def _environment_app() -> Celery:
+    return make_celery(ServiceSettings.from_env())
+
+
 def run_worker(settings: ServiceSettings, *, loglevel: str = "INFO") -> None:
     """Block running a Celery worker with ``settings.workers`` audit threads."""
     app = make_celery(settings)
