@@ -5,12 +5,12 @@ submitted or uploaded; any other id, and any model it has no report of, answers 
 an unknown one does. An admin token sees everything.
 """
 
-import threading
 import time
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from slowapi.errors import RateLimitExceeded
@@ -47,25 +47,22 @@ NOT_FOUND = "not found"
 
 
 class PrincipalCache:
-    """Token digest → principal for ``ttl_s`` seconds (saves a query per request)."""
+    """Token → principal for ``ttl_s`` seconds: most requests authenticate without a query."""
 
     def __init__(self, store: ReportStore, ttl_s: float = 30.0):
         self.store, self.ttl_s = store, ttl_s
         self.entries: dict[str, tuple[float, Principal]] = {}
-        self.lock = threading.Lock()
 
-    def lookup(self, token: str) -> Principal | None:
+    async def lookup(self, token: str) -> Principal | None:
         now = time.monotonic()
-        with self.lock:
-            hit = self.entries.get(token)
+        hit = self.entries.get(token)
         if hit is not None and hit[0] > now:
             return hit[1]
-        principal = self.store.authenticate(token)
+        principal = await run_in_threadpool(self.store.authenticate, token)
         if principal is not None:
-            with self.lock:
-                if len(self.entries) > 10_000:
-                    self.entries.clear()
-                self.entries[token] = (now + self.ttl_s, principal)
+            if len(self.entries) > 10_000:
+                self.entries.clear()
+            self.entries[token] = (now + self.ttl_s, principal)
         return principal
 
 
@@ -130,10 +127,10 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
         detail = [{"loc": ["body", *error.field], "msg": error.message, "type": "value_error"}]
         return JSONResponse({"detail": detail}, 422)
 
-    def caller(
+    async def caller(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
-        principal = principals.lookup(credentials.credentials) if credentials else None
+        principal = await principals.lookup(credentials.credentials) if credentials else None
         if principal is None:
             raise HTTPException(
                 401, "missing or unknown bearer token", {"WWW-Authenticate": "Bearer"}

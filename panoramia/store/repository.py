@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from panoramia.errors import InputError
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
@@ -339,8 +339,9 @@ class ReportStore:
         return report
 
     def get_report(self, principal: Principal, report_id: str) -> Report | None:
+        """The report with its document, if ``principal`` may see it."""
         with self.sessions() as session:
-            report = session.get(Report, report_id)
+            report = session.get(Report, report_id, options=[undefer(Report.document)])
         if report is None or not _may_see(principal, report.contributor_id):
             return None
         return report
@@ -368,20 +369,23 @@ class ReportStore:
         )
         if not principal.is_admin:
             query = query.where(Report.contributor_id == principal.contributor_id)
+        visible = query
+        if where.version is not None:
+            query = query.where(AuditedModel.version == where.version)
+        if where.modality is not None:
+            query = query.where(Report.modality == where.modality)
+        if where.since is not None:
+            query = query.where(Report.created_at >= where.since)
+        if where.until is not None:
+            query = query.where(Report.created_at <= where.until)
+        query = query.order_by(Report.created_at.desc(), Report.id)
+        query = query.limit(1) if where.latest else query.limit(where.limit)
         with self.sessions() as session:
-            if session.scalar(query.with_only_columns(Report.id).limit(1)) is None:
-                return None
-            if where.version is not None:
-                query = query.where(AuditedModel.version == where.version)
-            if where.modality is not None:
-                query = query.where(Report.modality == where.modality)
-            if where.since is not None:
-                query = query.where(Report.created_at >= where.since)
-            if where.until is not None:
-                query = query.where(Report.created_at <= where.until)
-            query = query.order_by(Report.created_at.desc(), Report.id)
-            query = query.limit(1) if where.latest else query.limit(where.limit)
-            return list(session.scalars(query.offset(where.offset)))
+            found = list(session.scalars(query.offset(where.offset)))
+            if found:
+                return found
+            exists = session.scalar(visible.with_only_columns(Report.id).limit(1))
+            return [] if exists is not None else None
 
 
 def _may_see(principal: Principal | None, owner_id: int) -> bool:

@@ -92,7 +92,8 @@ class Report(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     """When the report was stored (``document["created"]`` is when the audit produced it)."""
     artifact_location: Mapped[str | None] = mapped_column(Text, nullable=True)
-    document: Mapped[dict] = mapped_column(JsonColumn)
+    document: Mapped[dict] = mapped_column(JsonColumn, deferred=True)
+    """Loaded only when asked for (listings read the headline columns)."""
     model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 
