@@ -210,6 +210,11 @@ def test_bad_uploads_get_422_naming_the_field(service: LiveService) -> None:
             assert response.status_code == 422, location
             locations = [tuple(d["loc"]) for d in response.json()["detail"]]
             assert any(loc[: len(location)] == location for loc in locations), locations
+        nul = alice.post("/v1/reports", json={"model": {"name": "m"}, "report": document,
+                                              "html": "a\x00b"})  # fmt: skip
+        assert nul.status_code == 422
+        assert "body.html: NUL characters" in nul.text
+        assert alice.get("/v1/reports/%00").status_code == 422
         not_json = alice.post("/v1/reports", content=b"{not json",
                               headers={"content-type": "application/json"})  # fmt: skip
         assert not_json.status_code == 422

@@ -37,7 +37,10 @@ def fuzz(operation, mode, url, token, tried, server_errors) -> None:  # type: ig
         response = case.call(base_url=url, headers={"Authorization": f"Bearer {token}"})
         tried[key] = tried.get(key, 0) + 1
         if response.status_code >= 500:
-            server_errors.append(f"{key} {response.status_code} {case.body!r:.300}")
+            server_errors.append(
+                f"{key} {response.status_code} path={case.path_parameters!r:.200} "
+                f"query={case.query!r:.200} body={case.body!r:.200}"
+            )
 
     try:
         exercise()
@@ -45,11 +48,13 @@ def fuzz(operation, mode, url, token, tried, server_errors) -> None:  # type: ig
         assert mode == GenerationMode.NEGATIVE, key
 
 
-def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path: Path) -> None:
+def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(
+    tmp_path: Path, database_url: str
+) -> None:
     broker = f"{REDIS_URL}/13"
     redis.Redis.from_url(broker).flushdb()
     service_settings = settings_for(
-        tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", queue="celery", redis_url=broker,
+        tmp_path, database_url, queue="celery", redis_url=broker,
         rate_limit="100000/minute", max_upload_bytes=2**20,
     )  # fmt: skip
     tried: dict[tuple[str, str], int] = {}

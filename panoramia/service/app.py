@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import Path as FastApiPath
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -29,6 +30,8 @@ from panoramia.service.schemas import (
     ReportUpload,
     ReportView,
 )
+from panoramia.service.schemas import Identifier as IdentifierType
+from panoramia.service.schemas import Name as NameType
 from panoramia.service.settings import ServiceSettings
 from panoramia.store.database import current_revision
 from panoramia.store.repository import ModelRef as StoredModelRef
@@ -138,6 +141,9 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
         return principal
 
     Caller = Annotated[Principal, Depends(caller)]
+    AuditId = Annotated[IdentifierType, FastApiPath(description="The audit's id.")]
+    ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
+    ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
 
     @app.get("/healthz", tags=["service"])
     def healthz() -> Health:
@@ -170,14 +176,14 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
         return _audit_view(audit, None)
 
     @app.get("/v1/audits/{audit_id}", tags=["audits"])
-    def get_audit(audit_id: str, principal: Caller) -> AuditView:
+    def get_audit(audit_id: AuditId, principal: Caller) -> AuditView:
         audit = store.get_audit(principal, audit_id)
         if audit is None:
             raise HTTPException(404, NOT_FOUND)
         return _audit_view(audit, store.report_of_audit(audit.id))
 
     @app.delete("/v1/audits/{audit_id}", tags=["audits"])
-    def cancel_audit(audit_id: str, principal: Caller) -> AuditView:
+    def cancel_audit(audit_id: AuditId, principal: Caller) -> AuditView:
         """Cancel: a queued audit at once, a running one when its worker next checks (seconds)."""
         audit = store.request_cancel(principal, audit_id)
         if audit is None:
@@ -208,15 +214,15 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
 
     @app.get("/v1/models/{model}/reports", tags=["reports"])
     def list_reports(
-        model: str,
+        model: ModelName,
         principal: Caller,
         latest: bool = False,
         since: datetime | None = None,
         until: datetime | None = None,
         modality: Annotated[str | None, Query(pattern="^(tabular|image|text)$")] = None,
-        version: str | None = None,
+        version: Annotated[NameType | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     ) -> list[ReportSummary]:
         """Your reports of ``model``, newest first (``latest``: only the newest)."""
         where = ReportFilter(latest, since, until, modality, version, limit, offset)
@@ -226,7 +232,7 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
         return [_summary(r) for r in reports]
 
     @app.get("/v1/reports/{report_id}", tags=["reports"])
-    def get_report(report_id: str, principal: Caller) -> ReportView:
+    def get_report(report_id: ReportId, principal: Caller) -> ReportView:
         report = store.get_report(principal, report_id)
         if report is None:
             raise HTTPException(404, NOT_FOUND)
@@ -238,7 +244,7 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
         )
 
     @app.get("/v1/reports/{report_id}/html", response_class=HTMLResponse, tags=["reports"])
-    def get_report_html(report_id: str, principal: Caller) -> HTMLResponse:
+    def get_report_html(report_id: ReportId, principal: Caller) -> HTMLResponse:
         page = store.get_report_html(principal, report_id)
         if page is None:
             raise HTTPException(404, NOT_FOUND)

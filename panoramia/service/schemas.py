@@ -22,6 +22,32 @@ Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", min_length=
 """Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
 RelativePath = Annotated[str, Field(min_length=1, max_length=500)]
 Column = Annotated[str, Field(min_length=1, max_length=200)]
+Identifier = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{1,36}$")]
+"""Audit and report ids (UUIDs): anything else cannot name a stored object."""
+
+
+def _nul_free(value: object, where: str = "body") -> None:
+    """Reject NUL characters anywhere (PostgreSQL's text and JSONB cannot store them)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where}: NUL characters are not accepted")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _nul_free(key, where)
+            _nul_free(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            _nul_free(item, f"{where}[{position}]")
+
+
+class NulFree(BaseModel):
+    """Base of request bodies: no NUL character in any string."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        _nul_free(data)
+        return data
 
 
 class ModelRef(BaseModel):
@@ -75,7 +101,7 @@ class DataRef(BaseModel):
         return self
 
 
-class AuditRequest(BaseModel):
+class AuditRequest(NulFree):
     """``POST /v1/audits``: what to audit, on which data, with which config overrides."""
 
     model_config = ConfigDict(extra="forbid")
@@ -146,7 +172,7 @@ class ReportDocument(BaseModel):
         return value
 
 
-class ReportUpload(BaseModel):
+class ReportUpload(NulFree):
     """``POST /v1/reports``: a report made by a CLI run (``report.json`` + ``report.html``)."""
 
     model_config = ConfigDict(extra="forbid")

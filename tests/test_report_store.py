@@ -1,0 +1,79 @@
+"""The store's audit state machine and migrations, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import inspect
+
+from panoramia.store import ReportStore, make_engine, upgrade
+from panoramia.store.database import current_revision
+from panoramia.store.repository import AuditStatus, ModelRef, ReportContent
+from tests.service_support import report_document_for_test
+
+
+@pytest.fixture
+def store(database_url: str) -> ReportStore:
+    engine = make_engine(database_url)
+    upgrade(engine)
+    return ReportStore(engine)
+
+
+def test_migrations_create_every_table_and_are_idempotent(store: ReportStore) -> None:
+    upgrade(store.engine)
+    assert current_revision(store.engine) == "0001"
+    tables = set(inspect(store.engine).get_table_names())
+    assert tables >= {"contributors", "models", "audits", "reports", "report_pages"}
+
+
+def _running(store: ReportStore, worker: str = "w1") -> str:
+    alice = store.authenticate(store.create_contributor(f"alice-{worker}"))
+    audit = store.create_audit(alice, ModelRef("m", "1"), {"overrides_resolved": []})
+    assert store.claim(audit.id, worker) is not None
+    assert store.claim(audit.id, "w2") is None  # one claim at a time
+    return audit.id
+
+
+def test_orphans_are_requeued_then_failed_after_max_attempts(store: ReportStore) -> None:
+    audit_id = _running(store)
+    fresh = store.recover_orphans(stale_after=timedelta(hours=1), max_attempts=2)
+    assert fresh == ([], [])
+    requeued, failed = store.recover_orphans(stale_after=timedelta(0), max_attempts=2)
+    assert (requeued, failed) == ([audit_id], [])
+    audit = store.get_audit(None, audit_id)
+    assert audit.status == AuditStatus.QUEUED
+    assert "stopped sending heartbeats" in audit.error
+    assert store.heartbeat(audit_id, "w1") is None  # the dead worker's claim is gone
+    assert store.claim(audit_id, "w2").attempts == 2
+    assert store.recover_orphans(stale_after=timedelta(0), max_attempts=2) == ([], [audit_id])
+    failed_audit = store.get_audit(None, audit_id)
+    assert failed_audit.status == AuditStatus.FAILED
+    assert failed_audit.finished_at is not None
+
+
+def test_a_lost_claim_cannot_store_a_report(store: ReportStore) -> None:
+    audit_id = _running(store)
+    store.recover_orphans(stale_after=timedelta(0), max_attempts=3)
+    content = ReportContent(report_document_for_test(), "<html></html>")
+    assert store.finish(audit_id, "w1", content, {}) is None
+    assert store.report_of_audit(audit_id) is None
+    assert store.claim(audit_id, "w2") is not None
+    report_id = store.finish(audit_id, "w2", content, {"run_s": 1.0})
+    assert store.report_of_audit(audit_id) == report_id
+    assert store.get_audit(None, audit_id).status == AuditStatus.SUCCEEDED
+
+
+def test_cancel_of_a_running_orphan_ends_cancelled(store: ReportStore) -> None:
+    audit_id = _running(store)
+    stranger = store.authenticate(store.create_contributor("stranger"))
+    assert store.request_cancel(stranger, audit_id) is None  # not its audit: as if unknown
+    owner = store.authenticate(store.create_contributor("owner"))
+    assert store.request_cancel(owner, audit_id) is None
+    admin = store.authenticate(store.create_contributor("root", admin=True))
+    assert store.request_cancel(admin, audit_id).cancel_requested is True
+    assert store.heartbeat(audit_id, "w1") is True
+    store.recover_orphans(stale_after=timedelta(0), max_attempts=3)
+    audit = store.get_audit(None, audit_id)
+    assert audit.status == AuditStatus.CANCELLED
+    assert audit.error.startswith("cancelled;")
