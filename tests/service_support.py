@@ -29,17 +29,6 @@ POSTGRES_URL = os.environ.get(
     "PANORAMIA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("PANORAMIA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
-TINY_AUDIT = [
-    "data.max_members=800",
-    "data.pool_size=2000",
-    "target.epochs=2",
-    "target.hidden=[16,8]",
-    "helper.epochs=2",
-    "helper.hidden=[16,8]",
-    "helper.n_rows=300",
-    "generator.filter.extra_fraction=0.5",
-    "distinguisher.grid=[{max_depth:3,n_estimators:40,learning_rate:0.1}]",
-]
 
 
 @contextmanager

@@ -12,19 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import TINY_AUDIT
+
 BIN = Path(sys.executable).parent
-TINY = [
-    "data.max_members=800",
-    "data.pool_size=2000",
-    "target.epochs=2",
-    "target.hidden=[16,8]",
-    "helper.epochs=2",
-    "helper.hidden=[16,8]",
-    "helper.n_rows=300",
-    "generator.filter.extra_fraction=0.5",
-    "distinguisher.grid=[{max_depth:3,n_estimators:40,learning_rate:0.1}]",
-    "threads=1",
-]
+TINY = [*TINY_AUDIT, "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
 

@@ -15,9 +15,9 @@ import httpx
 import pytest
 import redis
 
+from tests.conftest import TINY_AUDIT
 from tests.service_support import (
     REDIS_URL,
-    TINY_AUDIT,
     free_port,
     live_service,
     settings_for,

@@ -133,28 +133,30 @@ def run_audit(
         "attempt": audit.attempts,
     }
     if outcome is None:
-        outcome = _outcome(process.returncode, run_dir, log_file)
-    if outcome[0] == AuditStatus.SUCCEEDED:
-        content = ReportContent(
-            document=json.loads((run_dir / "report.json").read_text()),
-            html=(run_dir / "report.html").read_text(),
-            artifact_location=str(run_dir),
-        )
-        timings["stages"] = content.document.get("timings", {})
-        store.finish(audit_id, worker, content, timings)
-    else:
+        finished = _finished_report(process.returncode, run_dir, log_file)
+        if isinstance(finished, ReportContent):
+            timings["stages"] = finished.document.get("timings", {})
+            store.finish(audit_id, worker, finished, timings)
+            outcome = (AuditStatus.SUCCEEDED, "")
+        else:
+            outcome = (AuditStatus.FAILED, finished)
+    if outcome[0] != AuditStatus.SUCCEEDED:
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
     return outcome[0]
 
 
-def _outcome(returncode: int, run_dir: Path, log_file: Path) -> tuple[AuditStatus, str]:
+def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportContent | str:
+    """The run's validated report and page, or why there is none (one line)."""
     if returncode != 0:
-        return AuditStatus.FAILED, _last_error_line(log_file)
+        return _last_error_line(log_file)
     try:
-        ReportDocument.model_validate_json((run_dir / "report.json").read_text())
+        text = (run_dir / "report.json").read_text()
+        ReportDocument.model_validate_json(text)
     except (OSError, ValidationError) as error:
-        return AuditStatus.FAILED, f"report.json: {str(error).splitlines()[0]}"
-    if not (run_dir / "report.html").is_file():
-        return AuditStatus.FAILED, "report.html: missing after a successful run"
-    return AuditStatus.SUCCEEDED, ""
+        return f"report.json: {str(error).splitlines()[0]}"
+    try:
+        html = (run_dir / "report.html").read_text()
+    except OSError:
+        return "report.html: missing after a successful run"
+    return ReportContent(document=json.loads(text), html=html, artifact_location=str(run_dir))
