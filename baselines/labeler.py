@@ -16,6 +16,13 @@ from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 
 
+def draw_classes(probabilities: np.ndarray, *, seed: int) -> np.ndarray:
+    """One class index per row of (n, K) ``probabilities``, drawn from that row."""
+    cumulative = np.cumsum(probabilities, axis=1)
+    draws = np.random.default_rng(seed).random((len(probabilities), 1))
+    return np.minimum((draws > cumulative).sum(axis=1), probabilities.shape[1] - 1)
+
+
 class TabularLabeler:
     def __init__(self, schema: TabularSchema, *, seed: int) -> None:
         self.schema = schema
@@ -39,9 +46,7 @@ class TabularLabeler:
         assert self.encoder is not None
         assert self.model is not None
         probabilities = self.model.predict_proba(self.encoder.features(rows))
-        cumulative = np.cumsum(probabilities, axis=1)
-        draws = np.random.default_rng(seed).random((len(rows), 1))
-        classes = np.minimum((draws > cumulative).sum(axis=1), probabilities.shape[1] - 1)
+        classes = draw_classes(probabilities, seed=seed)
         out = rows.copy()
         out[self.schema.label] = np.asarray(self.encoder.classes)[classes]
         return out

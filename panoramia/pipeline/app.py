@@ -1,9 +1,10 @@
 """``panoramia-audit``: the Hydra job (single run or ``-m`` multirun).
 
 One run = one audit of one target with one seed: the stages of
-:class:`panoramia.pipeline.tabular.TabularPipeline`, then ``report.json`` and ``report.html``
-in the run directory. A multirun ends with a summary per target (see
-:mod:`panoramia.pipeline.summary`).
+:class:`panoramia.pipeline.tabular.TabularPipeline` (``conf/config.yaml``) or of
+:class:`panoramia.pipeline.image.ImagePipeline` (``--config-name image``), then
+``report.json`` and ``report.html`` in the run directory. A multirun ends with a summary per
+target (see :mod:`panoramia.pipeline.summary`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
 from panoramia.errors import InputError
-from panoramia.pipeline.config import JobConfig, config_dir, register_schemas
+from panoramia.pipeline.config import config_dir, register_schemas
 
 log = logging.getLogger("panoramia.audit")
 
@@ -38,14 +39,20 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     from panoramia.pipeline.reporting import build_report
     from panoramia.pipeline.stages import StageRunner
     from panoramia.pipeline.store import ArtifactStore
-    from panoramia.pipeline.tabular import STAGE_COUNT, TabularPipeline
 
-    job: JobConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    if job.modality != "tabular":
-        raise InputError(f"modality: {job.modality!r} is not available yet (tabular is)")
+    job = OmegaConf.to_object(cfg)
+    if job.modality == "tabular":
+        from panoramia.pipeline.tabular import STAGE_COUNT
+        from panoramia.pipeline.tabular import TabularPipeline as Pipeline
+
+        if job.threads is not None:
+            job.distinguisher.n_jobs = job.threads
+    elif job.modality == "image":
+        from panoramia.pipeline.image import STAGE_COUNT
+        from panoramia.pipeline.image import ImagePipeline as Pipeline
+    else:
+        raise InputError(f"modality: {job.modality!r} is not tabular or image")
     _pin_threads(job.threads)
-    if job.threads is not None:
-        job.distinguisher.n_jobs = job.threads
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     console = Console(stderr=True)
     started = time.perf_counter()
@@ -56,8 +63,9 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         console=console,
         progress_file=Path(progress) if progress else None,
     )
-    stages = TabularPipeline(job, runner).run()
-    document = build_report(job, stages, runner, run_dir)
+    pipeline = Pipeline(job, runner)
+    stages = pipeline.run()
+    document = build_report(job, stages, runner, run_dir, galleries=pipeline.galleries(stages))
     elapsed = time.perf_counter() - started
     reference = document["reference_audits"]
     headline = {

@@ -128,8 +128,12 @@ class JobConfig:
 
 
 def register_schemas() -> None:
-    """Register the schema that ``conf/config.yaml`` extends (type-checks every override)."""
+    """Register the schemas that ``conf/config.yaml`` (tabular) and ``conf/image.yaml`` extend
+    (they type-check every override)."""
+    from panoramia.pipeline.image_config import ImageJobConfig
+
     ConfigStore.instance().store(name="job_schema", node=JobConfig)
+    ConfigStore.instance().store(name="image_job_schema", node=ImageJobConfig)
 
 
 def config_dir() -> Path:

@@ -33,6 +33,17 @@ def _overrides(arguments: list[str]) -> list[str]:
     return found
 
 
+def config_name(arguments: list[str]) -> str:
+    """The primary config the command line selects (``--config-name``/``-cn``, else config)."""
+    name = "config"
+    for position, argument in enumerate(arguments):
+        if argument in ("--config-name", "-cn") and position + 1 < len(arguments):
+            name = arguments[position + 1]
+        elif argument.startswith("--config-name="):
+            name = argument.split("=", 1)[1]
+    return name
+
+
 def _override_lists(arguments: list[str]) -> list[list[str]]:
     """Single-run override lists that together try every value of every sweep once."""
     parser = OverridesParser.create()
@@ -80,11 +91,14 @@ def _missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
 
 def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     """Raise InputError (one line) when the overrides do not compose into a valid config."""
+    name = config_name(arguments)
+    if not (config_dir / f"{name}.yaml").is_file():
+        raise InputError(f"config: no primary config {name!r} in {config_dir}")
     try:
         for overrides in _override_lists(arguments):
             GlobalHydra.instance().clear()
             with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-                config = compose(config_name="config", overrides=overrides)
+                config = compose(config_name=name, overrides=overrides)
     except Exception as error:  # Hydra and OmegaConf raise several unrelated types
         raise InputError(f"config: {_one_line(error)}") from None
     finally:

@@ -11,6 +11,7 @@ import numpy as np
 
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.pipeline.config import JobConfig
+from panoramia.pipeline.image_config import ImageJobConfig
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.report.document import report_document
@@ -29,9 +30,17 @@ def _scores(stage: StageResult) -> dict[str, np.ndarray]:
 
 
 def build_report(
-    job: JobConfig, stages: dict[str, StageResult], runner: StageRunner, run_dir: Path
+    job: JobConfig | ImageJobConfig,
+    stages: dict[str, StageResult],
+    runner: StageRunner,
+    run_dir: Path,
+    *,
+    galleries: dict[str, np.ndarray] | None = None,
 ) -> dict:
-    """Measure, run the reference audits, write report.json and report.html into run_dir."""
+    """Measure, run the reference audits, write report.json and report.html into run_dir.
+
+    ``galleries``: uint8 images (N, H, W, C) by caption, drawn as grids in the HTML page.
+    """
     baseline, attack = _scores(stages["baseline"]), _scores(stages["attack"])
     membership = attack["membership"]
     audit = job.audit
@@ -98,5 +107,7 @@ def build_report(
         for model, table in (("f (target)", losses_f), ("h (helper)", losses_h))
     }  # fmt: skip
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
-    write_atomic(run_dir / "report.html", render_html(document, result, roc_curves, loss_groups))
+    write_atomic(
+        run_dir / "report.html", render_html(document, result, roc_curves, loss_groups, galleries)
+    )
     return document

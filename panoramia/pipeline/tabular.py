@@ -7,7 +7,6 @@ rerun reuses finished stages and a killed run loses at most the stage that was r
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -17,8 +16,9 @@ import pandas as pd
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import JobConfig
+from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_rng, child_seed
-from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.tabular_data import (
     CONTROL_POOL,
     MEMBERS,
@@ -36,7 +36,7 @@ SAMPLING_ONLY = ("relabel", "filter")
 """Generator settings that the synthetic stage uses and the generator's fit does not."""
 
 
-def _split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
     if sum(fractions.values()) > 1 + 1e-9:
         raise InputError("data.split: the fractions add up to more than 1")
     sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
@@ -45,40 +45,15 @@ def _split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
     return sizes
 
 
-class TabularPipeline:
-    """Builds (or reuses) every stage for one job config; exposes what the report needs."""
+class TabularPipeline(AuditPipeline):
+    """The stages of a tabular audit (rows in parquet files, sdv, xgboost)."""
 
-    def __init__(self, job: JobConfig, runner: StageRunner) -> None:
-        self.job = job
-        self.runner = runner
-        self.seed = job.seed
+    job: JobConfig
 
-    # -- stages -------------------------------------------------------------------------
     def data(self) -> StageResult:
         identity = data_identity(self.job.data)
         return self.runner.run(
             "data", lambda d: build_data(self.job.data, d), config=identity, inputs=[]
-        )
-
-    def target(self, data: StageResult) -> StageResult:
-        config = asdict(self.job.target)
-        if self.job.target.kind == "path":
-            return self._external_target(config)
-        config.pop("name")
-        config.pop("path")
-
-        def build(directory: Path) -> dict:
-            metrics = self._train_demo_target(data, directory)
-            # The identity (format, file hashes) goes into the record, read by every report.
-            return {**metrics, "identity": load_target(directory).identity()}
-
-        return self.runner.run(
-            "target",
-            build,
-            config=config,
-            inputs=[data],
-            label=f"target {self.job.target.name}",
-            version=3,  # 2: initial weights follow train_seed; 3: identity in the record
         )
 
     def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
@@ -104,29 +79,12 @@ class TabularPipeline:
             rows, schema, self.job.target, directory, seed=self.job.target.train_seed
         )
 
-    def _external_target(self, config: dict) -> StageResult:
-        identity = load_target(self.job.target.path).identity()
-
-        def build(directory: Path) -> dict:
-            (directory / "external.json").write_text(
-                json.dumps({"path": str(Path(self.job.target.path).resolve())})
-            )
-            return {"identity": identity}
-
-        return self.runner.run(
-            "target",
-            build,
-            config={**config, "identity": identity},
-            inputs=[],
-            label=f"target {self.job.target.name}",
-        )
-
     def split(self, data: StageResult) -> StageResult:
         fractions = asdict(self.job.data.split)
 
         def build(directory: Path) -> dict:
             members = pd.read_parquet(data.directory / MEMBERS)
-            sizes = _split_sizes(len(members), fractions)
+            sizes = split_sizes(len(members), fractions)
             order = child_rng(self.seed, "split/members").permutation(len(members))
             start, parts = 0, {}
             for name in MEMBER_SETS:
@@ -273,10 +231,7 @@ class TabularPipeline:
         """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
 
         def build(directory: Path) -> dict:
-            path = model.directory
-            if (path / "external.json").exists():
-                path = Path(json.loads((path / "external.json").read_text())["path"])
-            adapter = load_target(path)
+            adapter = load_target(self.model_directory(model))
             losses = {}
             for file in sorted(
                 [*split.directory.glob("*.parquet"), *synthetic.directory.glob("*.parquet")]
@@ -292,34 +247,6 @@ class TabularPipeline:
             inputs=[model, split, synthetic],
             label=f"losses under {which}",
         )
-
-    def game(self, split: StageResult, synthetic: StageResult) -> StageResult:
-        """The Bernoulli game: coins s and which member/synthetic row fills each audit slot."""
-
-        def build(directory: Path) -> dict:
-            m = int(split.info["members"]["audit"])
-            rng = child_rng(self.seed, "game")
-            coins = rng.integers(0, 2, m).astype(np.int8)
-            arrays = {
-                "coins": coins,
-                "member_index": np.arange(m),
-                "synthetic_index": np.arange(m),
-                "seed": np.array(self.seed),
-            }
-            n_real = int(split.info.get("nonmembers", {}).get("audit", 0))
-            if n_real:
-                m_ref = min(m, n_real)
-                arrays["reference_coins"] = (
-                    child_rng(self.seed, "game/reference").integers(0, 2, m_ref).astype(np.int8)
-                )
-            np.savez(directory / "game.npz", **arrays)
-            return {
-                "m": m,
-                "members_in_audit": int(coins.sum()),
-                "m_reference": int(arrays.get("reference_coins", np.zeros(0)).size),
-            }
-
-        return self.runner.run("game", build, config={"seed": self.seed}, inputs=[split, synthetic])
 
     def distinguisher(
         self,
@@ -397,35 +324,3 @@ class TabularPipeline:
             raise InputError(f"target.members: {target.members!r} is not same or disjoint")
         if target.members == "disjoint" and self.job.data.source != "adult":
             raise InputError("target.members=disjoint needs data with a control pool (adult)")
-
-    # -- the whole graph ----------------------------------------------------------------
-    def run(self) -> dict[str, StageResult]:
-        self.check()
-        data = self.data()
-        target = self.target(data)
-        split = self.split(data)
-        gen = self.generator(data, split)
-        synthetic = self.synthetic(data, split, gen)
-        helper = self.helper(data, synthetic)
-        losses_h = self.losses(helper, split, synthetic, which="helper")
-        losses_f = self.losses(target, split, synthetic, which="target")
-        game = self.game(split, synthetic)
-        stages = {
-            "data": data,
-            "target": target,
-            "split": split,
-            "generator": gen,
-            "synthetic": synthetic,
-            "helper": helper,
-            "losses_helper": losses_h,
-            "losses_target": losses_f,
-            "game": game,
-        }
-        stages["baseline"] = self.distinguisher("baseline", data, split, synthetic, losses_h, game)
-        stages["attack"] = self.distinguisher("attack", data, split, synthetic, losses_f, game)
-        has_reference = bool(game.info.get("m_reference"))
-        if self.job.audit.reference.rmrn and has_reference:
-            stages["attack_rmrn"] = self.distinguisher(
-                "attack_rmrn", data, split, synthetic, losses_f, game, real_nonmembers=True
-            )
-        return stages

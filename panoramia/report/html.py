@@ -98,16 +98,42 @@ def _histograms(losses: dict[str, dict[str, np.ndarray]]):
     return figure
 
 
+def _galleries(galleries: dict[str, np.ndarray], columns: int = 8):
+    """One grid of images per caption, in a row of panels."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(4.2 * len(galleries), 4.4), layout="constrained")
+    for axis, (caption, images) in zip(
+        figure.subplots(1, len(galleries), squeeze=False)[0], galleries.items(), strict=True
+    ):
+        n, h, w, c = images.shape
+        rows = max(1, -(-n // columns))
+        grid = np.full((rows * (h + 1), columns * (w + 1), c), 255, np.uint8)
+        for index, image in enumerate(images):
+            r, k = divmod(index, columns)
+            grid[r * (h + 1) : r * (h + 1) + h, k * (w + 1) : k * (w + 1) + w] = image
+        axis.imshow(grid[..., 0] if c == 1 else grid, cmap="gray" if c == 1 else None)
+        axis.set_title(caption)
+        axis.axis("off")
+    return figure
+
+
 def render_html(
     document: dict,
     measurement: Measurement,
     roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
     losses: dict[str, dict[str, np.ndarray]],
+    galleries: dict[str, np.ndarray] | None = None,
 ) -> str:
-    """The report page: headline numbers, the meaning of ε̃, figures, reference audits."""
+    """The report page: headline numbers, the meaning of ε̃, figures, reference audits.
+
+    ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids.
+    """
     import matplotlib.pyplot as plt
 
     figures = [_curves(measurement), _roc(roc_curves), _histograms(losses)]
+    if galleries:
+        figures.append(_galleries(galleries))
     images = "".join(f'<img src="data:image/png;base64,{_figure_png(f)}">' for f in figures)
     plt.close("all")
     reference = document["reference_audits"]

@@ -21,7 +21,11 @@ class TargetModel(Protocol):
     """A classifier under audit, seen only through its per-example losses."""
 
     def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
-        """Cross-entropy (nats) of each row's true label; float64 array of shape (n_rows,)."""
+        """Cross-entropy (nats) of each example's true label; float64 array of shape (n,).
+
+        ``rows`` is a DataFrame for tabular targets and a
+        :class:`panoramia.data.images.ImageSet` for image targets (``"modality": "image"``).
+        """
         ...
 
     def identity(self) -> dict[str, object]:
@@ -71,6 +75,10 @@ def load_target(directory: str | Path) -> TargetModel:
     directory = Path(directory)
     manifest = read_manifest(directory)
     kind = manifest["format"]
+    if manifest.get("modality") == "image" or kind == "hf-image-classification":
+        from panoramia.targets.image_models import load_image_target
+
+        return load_image_target(directory, manifest)
     if kind in ("torch-safetensors", "torchscript"):
         from panoramia.targets.torch_models import load_torch_target
 
@@ -89,5 +97,5 @@ def load_target(directory: str | Path) -> TargetModel:
         return HttpTarget.from_manifest(manifest)
     raise InputError(
         f"target {str(directory)!r}: unknown format {kind!r}; expected torch-safetensors, "
-        "torchscript, xgboost-json, skops or http"
+        "torchscript, hf-image-classification, xgboost-json, skops or http"
     )

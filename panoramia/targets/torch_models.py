@@ -54,34 +54,43 @@ class TorchTabularTarget:
         return {"format": self.kind, "sha256": self.files}
 
 
+def load_safetensors_module(directory: Path, manifest: dict) -> tuple[torch.nn.Module, dict]:
+    """The manifest's ``module`` class built with ``kwargs``, weights loaded from ``weights``;
+    returns it and the weights file's hash."""
+    weights = manifest_file(directory, manifest, "weights")
+    model = import_object(str(manifest.get("module", "")))(**manifest.get("kwargs", {}))
+    try:
+        state = load_file(weights)
+    except (SafetensorError, OSError, ValueError) as error:
+        raise InputError(
+            f"weights {str(weights)!r}: not a safetensors file ({error}); pickled "
+            "checkpoints are never loaded — convert with safetensors.torch.save_file"
+        ) from None
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        first = str(error).splitlines()[0]
+        raise InputError(f"weights {str(weights)!r} do not fit the model: {first}") from None
+    return model, {"weights": file_sha256(weights)}
+
+
+def load_torchscript_module(directory: Path, manifest: dict) -> tuple[torch.nn.Module, dict]:
+    """The TorchScript archive the manifest's ``file`` names, and its hash."""
+    archive = manifest_file(directory, manifest, "file")
+    try:
+        model = torch.jit.load(str(archive), map_location="cpu")
+    except (RuntimeError, ValueError) as error:
+        first = str(error).strip().splitlines()[0]
+        raise InputError(f"model {str(archive)!r}: not a TorchScript archive ({first})") from None
+    return model, {"file": file_sha256(archive)}
+
+
 def load_torch_target(directory: Path, manifest: dict) -> TorchTabularTarget:
     encoder_path = manifest_file(directory, manifest, "encoder")
     encoder = TabularEncoder.load(encoder_path)
     if manifest["format"] == "torch-safetensors":
-        weights = manifest_file(directory, manifest, "weights")
-        model = import_object(str(manifest.get("module", "")))(**manifest.get("kwargs", {}))
-        try:
-            state = load_file(weights)
-        except (SafetensorError, OSError, ValueError) as error:
-            raise InputError(
-                f"weights {str(weights)!r}: not a safetensors file ({error}); pickled "
-                "checkpoints are never loaded — convert with safetensors.torch.save_file"
-            ) from None
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as error:
-            first = str(error).splitlines()[0]
-            raise InputError(f"weights {str(weights)!r} do not fit the model: {first}") from None
-        files = {"weights": file_sha256(weights)}
+        model, files = load_safetensors_module(directory, manifest)
     else:
-        archive = manifest_file(directory, manifest, "file")
-        try:
-            model = torch.jit.load(str(archive), map_location="cpu")
-        except (RuntimeError, ValueError) as error:
-            first = str(error).strip().splitlines()[0]
-            raise InputError(
-                f"model {str(archive)!r}: not a TorchScript archive ({first})"
-            ) from None
-        files = {"file": file_sha256(archive)}
+        model, files = load_torchscript_module(directory, manifest)
     files["encoder"] = file_sha256(encoder_path)
     return TorchTabularTarget(model.eval(), encoder, files, manifest["format"])

@@ -1,0 +1,71 @@
+"""The real-vs-synthetic quality filter for images (PANORAMIA App. C.3).
+
+The logic is the tabular filter's (:mod:`generators.quality_filter`): a classifier, cross-fitted
+on two folds of D_G (real) against extra synthetic images, rates every candidate's P(real);
+candidates below the ``real_quantile`` quantile of held-out real images' P(real) are dropped,
+never more than ``max_drop`` of them. The classifier here is a small CNN trained with Lightning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from generators.quality_filter import cross_fitted_realness, realness_threshold
+from panoramia.data.images import ImageSet
+
+FILTER_EPOCHS = 8
+
+
+@dataclass(frozen=True)
+class ImageFilterResult:
+    kept: ImageSet
+    """Candidates that pass, in their original order."""
+    real_probability: np.ndarray
+    """P(real) of every candidate, shape (n_candidates,)."""
+    threshold: float
+
+
+def filter_synthetic_images(
+    real: ImageSet,
+    extra_synthetic: ImageSet,
+    candidates: ImageSet,
+    *,
+    real_quantile: float,
+    max_drop: float,
+    seed: int,
+    epochs: int = FILTER_EPOCHS,
+) -> ImageFilterResult:
+    """Keep the candidates that look at least as real as all but ``real_quantile`` real images."""
+    import torch
+
+    from panoramia.data.image_module import Normalization
+    from panoramia.models.image_nets import SmallCNN
+    from panoramia.models.training import TrainingConfig, fit_classifier
+
+    normalization = Normalization.of(real.images)
+
+    def tensor(images: np.ndarray) -> np.ndarray:
+        return normalization.tensor(images).numpy()
+
+    def fit_predict(train: np.ndarray, is_real: np.ndarray, inputs: list) -> list[np.ndarray]:
+        torch.manual_seed(seed)
+        model, _ = fit_classifier(
+            SmallCNN(train.shape[-1], 2, width=16), (tensor(train), is_real.astype(np.int64)),
+            TrainingConfig(epochs=epochs, batch_size=64, seed=seed),
+        )  # fmt: skip
+        with torch.no_grad():
+            return [
+                torch.softmax(model(torch.from_numpy(tensor(x))), 1)[:, 1].double().numpy()
+                for x in inputs
+            ]
+
+    held_out_real, candidate_probability = cross_fitted_realness(
+        real.images, extra_synthetic.images, candidates.images, fit_predict, seed=seed
+    )
+    threshold = realness_threshold(
+        held_out_real, candidate_probability, real_quantile=real_quantile, max_drop=max_drop
+    )
+    keep = np.flatnonzero(candidate_probability >= threshold)
+    return ImageFilterResult(candidates.take(keep), candidate_probability, threshold)

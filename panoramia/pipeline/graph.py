@@ -1,0 +1,184 @@
+"""The stage graph every audit shares, whatever the modality.
+
+data → target → split → generator → synthetic → helper → losses (h, f) → game → baseline /
+attack (/ RM;RN attack). A modality's pipeline implements the data-specific stages; the target
+stage's bookkeeping, the Bernoulli game and the order of the graph live here.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from panoramia.pipeline.seeds import child_rng
+from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.targets import load_target
+
+
+class AuditPipeline(ABC):
+    """Builds (or reuses) every stage for one job config; exposes what the report needs."""
+
+    def __init__(self, job: Any, runner: StageRunner) -> None:
+        """``job``: the modality's JobConfig (tabular or image)."""
+        self.job = job
+        self.runner = runner
+        self.seed = job.seed
+
+    # -- modality-specific stages -------------------------------------------------------
+    @abstractmethod
+    def check(self) -> None:
+        """Fail on inconsistent settings before any stage runs."""
+
+    @abstractmethod
+    def data(self) -> StageResult: ...
+
+    @abstractmethod
+    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+        """Train the demo target into ``directory``; returns its metrics."""
+
+    @abstractmethod
+    def split(self, data: StageResult) -> StageResult: ...
+
+    @abstractmethod
+    def generator(self, data: StageResult, split: StageResult) -> StageResult: ...
+
+    @abstractmethod
+    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult: ...
+
+    @abstractmethod
+    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult: ...
+
+    @abstractmethod
+    def losses(
+        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
+    ) -> StageResult: ...
+
+    @abstractmethod
+    def distinguisher(
+        self,
+        name: str,
+        data: StageResult,
+        split: StageResult,
+        synthetic: StageResult,
+        losses: StageResult,
+        game: StageResult,
+        *,
+        real_nonmembers: bool = False,
+    ) -> StageResult: ...
+
+    def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
+        """Example inputs to show in the report (uint8 images by caption); none by default."""
+        return {}
+
+    # -- shared stages ------------------------------------------------------------------
+    def target(self, data: StageResult) -> StageResult:
+        """Train the demo target (cached) or record an external target's identity."""
+        config = asdict(self.job.target)
+        if self.job.target.kind == "path":
+            return self._external_target(config)
+        config.pop("name")
+        config.pop("path")
+
+        def build(directory: Path) -> dict:
+            metrics = self._train_demo_target(data, directory)
+            # The identity (format, file hashes) goes into the record, read by every report.
+            return {**metrics, "identity": load_target(directory).identity()}
+
+        return self.runner.run(
+            "target",
+            build,
+            config=config,
+            inputs=[data],
+            label=f"target {self.job.target.name}",
+            version=3,  # 2: initial weights follow train_seed; 3: identity in the record
+        )
+
+    def _external_target(self, config: dict) -> StageResult:
+        identity = load_target(self.job.target.path).identity()
+
+        def build(directory: Path) -> dict:
+            (directory / "external.json").write_text(
+                json.dumps({"path": str(Path(self.job.target.path).resolve())})
+            )
+            return {"identity": identity}
+
+        return self.runner.run(
+            "target",
+            build,
+            config={**config, "identity": identity},
+            inputs=[],
+            label=f"target {self.job.target.name}",
+        )
+
+    @staticmethod
+    def model_directory(model: StageResult) -> Path:
+        """Where a target or helper stage's model lives (an external target's own path)."""
+        path = model.directory
+        if (path / "external.json").exists():
+            path = Path(json.loads((path / "external.json").read_text())["path"])
+        return path
+
+    def game(self, split: StageResult, synthetic: StageResult) -> StageResult:
+        """The Bernoulli game: coins s and which member/synthetic row fills each audit slot."""
+
+        def build(directory: Path) -> dict:
+            m = int(split.info["members"]["audit"])
+            rng = child_rng(self.seed, "game")
+            coins = rng.integers(0, 2, m).astype(np.int8)
+            arrays = {
+                "coins": coins,
+                "member_index": np.arange(m),
+                "synthetic_index": np.arange(m),
+                "seed": np.array(self.seed),
+            }
+            n_real = int(split.info.get("nonmembers", {}).get("audit", 0))
+            if n_real:
+                m_ref = min(m, n_real)
+                arrays["reference_coins"] = (
+                    child_rng(self.seed, "game/reference").integers(0, 2, m_ref).astype(np.int8)
+                )
+            np.savez(directory / "game.npz", **arrays)
+            return {
+                "m": m,
+                "members_in_audit": int(coins.sum()),
+                "m_reference": int(arrays.get("reference_coins", np.zeros(0)).size),
+            }
+
+        return self.runner.run("game", build, config={"seed": self.seed}, inputs=[split, synthetic])
+
+    # -- the whole graph ----------------------------------------------------------------
+    def run(self) -> dict[str, StageResult]:
+        self.check()
+        data = self.data()
+        target = self.target(data)
+        split = self.split(data)
+        gen = self.generator(data, split)
+        synthetic = self.synthetic(data, split, gen)
+        helper = self.helper(data, synthetic)
+        losses_h = self.losses(helper, split, synthetic, which="helper")
+        losses_f = self.losses(target, split, synthetic, which="target")
+        game = self.game(split, synthetic)
+        stages = {
+            "data": data,
+            "target": target,
+            "split": split,
+            "generator": gen,
+            "synthetic": synthetic,
+            "helper": helper,
+            "losses_helper": losses_h,
+            "losses_target": losses_f,
+            "game": game,
+        }
+        stages["baseline"] = self.distinguisher("baseline", data, split, synthetic, losses_h, game)
+        stages["attack"] = self.distinguisher("attack", data, split, synthetic, losses_f, game)
+        has_reference = bool(game.info.get("m_reference"))
+        if self.job.audit.reference.rmrn and has_reference:
+            stages["attack_rmrn"] = self.distinguisher(
+                "attack_rmrn", data, split, synthetic, losses_f, game, real_nonmembers=True
+            )
+        return stages

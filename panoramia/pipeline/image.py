@@ -1,0 +1,305 @@
+"""The image audit's stages (ImageSet ``.npz`` files, a DCGAN, CNNs trained with Lightning).
+
+The graph and the game are :class:`~panoramia.pipeline.graph.AuditPipeline`'s; every stage
+writes a content-addressed artifact, so a rerun (another target, a resumed run) reuses the
+generator, the synthetic sets and h.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import numpy as np
+
+from panoramia.data.images import ImageSet, concat, read_npz
+from panoramia.errors import InputError
+from panoramia.pipeline.graph import AuditPipeline
+from panoramia.pipeline.image_config import ImageJobConfig
+from panoramia.pipeline.image_data import (
+    CONTROL_POOL,
+    MEMBERS,
+    NONMEMBERS,
+    build_image_data,
+    image_data_identity,
+)
+from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.stages import StageResult
+from panoramia.pipeline.tabular import MEMBER_SETS, SAMPLING_ONLY, SYNTHETIC_SETS, split_sizes
+from panoramia.targets import load_target
+
+STAGE_COUNT = 12
+GALLERY = 48
+"""Images of each kind shown in the report."""
+IMAGE_SAMPLING_ONLY = (*SAMPLING_ONLY, "labeler_epochs")
+"""Generator settings that only the synthetic stage uses."""
+
+
+class ImagePipeline(AuditPipeline):
+    """The stages of an image audit."""
+
+    job: ImageJobConfig
+
+    def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
+        """The first audit members and synthetic audit images, side by side in the report."""
+        split, synthetic = stages["split"].directory, stages["synthetic"].directory
+        return {
+            "members (audit set)": read_npz(split / "member_audit.npz").images[:GALLERY],
+            "synthetic non-members (audit set)": read_npz(synthetic / "synthetic_audit.npz").images[
+                :GALLERY
+            ],
+        }
+
+    def check(self) -> None:
+        target = self.job.target
+        if target.kind not in ("train", "path"):
+            raise InputError(f"target.kind: {target.kind!r} is not train or path")
+        if target.kind == "path" and not target.path:
+            raise InputError("target.path: a target directory is required for target.kind=path")
+        if target.members not in ("same", "disjoint"):
+            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
+        if target.members == "disjoint" and self.job.data.source == "files":
+            raise InputError("target.members=disjoint needs embedded data with a control pool")
+
+    def data(self) -> StageResult:
+        identity = image_data_identity(self.job.data)
+        return self.runner.run(
+            "data", lambda d: build_image_data(self.job.data, d), config=identity, inputs=[]
+        )
+
+    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+        from panoramia.models.image_training import train_image_directory
+
+        pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
+        holdout = data.directory / NONMEMBERS
+        return train_image_directory(
+            read_npz(data.directory / pool), self.job.target, directory,
+            seed=self.job.target.train_seed, n_classes=int(data.info["n_classes"]),
+            holdout=read_npz(holdout) if holdout.exists() else None,
+        )  # fmt: skip
+
+    def split(self, data: StageResult) -> StageResult:
+        fractions = asdict(self.job.data.split)
+
+        def build(directory: Path) -> dict:
+            members = read_npz(data.directory / MEMBERS)
+            sizes = split_sizes(len(members), fractions)
+            order = child_rng(self.seed, "split/members").permutation(len(members))
+            start = 0
+            for name in MEMBER_SETS:
+                members.take(order[start : start + sizes[name]]).save(
+                    directory / f"member_{name}.npz"
+                )
+                start += sizes[name]
+            info: dict = {"members": {name: sizes[name] for name in MEMBER_SETS}}
+            if (data.directory / NONMEMBERS).exists():
+                nonmembers = read_npz(data.directory / NONMEMBERS)
+                order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
+                start, info["nonmembers"] = 0, {}
+                for name in ("attack_train", "attack_val", "audit"):
+                    size = min(sizes[name], max(0, len(nonmembers) - start))
+                    if size:
+                        nonmembers.take(order[start : start + size]).save(
+                            directory / f"nonmember_{name}.npz"
+                        )
+                    info["nonmembers"][name] = size
+                    start += size
+            return info
+
+        return self.runner.run(
+            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
+        )
+
+    def _generator_config(self):  # -> generators.image.ImageGeneratorConfig
+        from generators.image import ImageGeneratorConfig
+
+        names = {f.name for f in fields(ImageGeneratorConfig)}
+        return ImageGeneratorConfig(
+            **{k: v for k, v in asdict(self.job.generator).items() if k in names}
+        )
+
+    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+        from generators.image import ImageGenerator
+
+        def build(directory: Path) -> dict:
+            members = read_npz(split.directory / "member_generator.npz")
+            generator = ImageGenerator(self._generator_config())
+            generator.fit(members, seed=child_seed(self.seed, "generator"))
+            generator.save(directory)
+            return {"trained_on": len(members), "kind": "conditional DCGAN"}
+
+        fit_config = {
+            k: v for k, v in asdict(self.job.generator).items() if k not in IMAGE_SAMPLING_ONLY
+        }
+        fit_config["seed"] = self.seed
+        return self.runner.run(
+            "generator", build, config=fit_config, inputs=[data, split], label="generator (DCGAN)"
+        )
+
+    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+        from baselines.image import ImageLabeler
+        from generators.image import ImageGenerator
+        from generators.image_filter import filter_synthetic_images
+        from panoramia.models.image_training import ImageModelConfig
+
+        config = self.job.generator
+        sizes = dict(split.info["members"])
+        needed = {name: sizes[name] for name in ("attack_train", "attack_val", "audit")}
+        needed["helper"] = self.job.helper.n_images
+
+        def build(directory: Path) -> dict:
+            generator = ImageGenerator.load(gen.directory)
+            real = read_npz(split.directory / "member_generator.npz")
+            labeler = None
+            if config.relabel:
+                labeler = ImageLabeler(
+                    ImageModelConfig(epochs=config.labeler_epochs, augment="crop"),
+                    directory / "labeler",
+                    seed=child_seed(self.seed, "labeler"),
+                ).fit(real, n_classes=int(data.info["n_classes"]))
+            seeds: dict[str, int] = {}
+
+            def draw(n: int, name: str) -> ImageSet:
+                seeds[name] = child_seed(self.seed, name)
+                images = generator.sample(n, seed=seeds[name])
+                if labeler is None:
+                    return images
+                return labeler.relabel(images, seed=child_seed(self.seed, f"{name}/labels"))
+
+            extra = None
+            if config.filter.enabled:
+                n_extra = max(100, round(config.filter.extra_fraction * len(real)))
+                extra = draw(n_extra, "synthetic/extra")
+            factor = 1.05 / (1.0 - config.filter.max_drop) if extra is not None else 1.0
+            total, kept_parts, drawn, rounds = sum(needed.values()), [], 0, 0
+            while sum(map(len, kept_parts)) < total:
+                if rounds == 5:
+                    raise InputError("generator.filter: too few synthetic images kept")
+                missing = total - sum(map(len, kept_parts))
+                batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
+                drawn += len(batch)
+                if extra is not None:
+                    batch = filter_synthetic_images(
+                        real, extra, batch, real_quantile=config.filter.real_quantile,
+                        max_drop=config.filter.max_drop,
+                        seed=child_seed(self.seed, "synthetic/filter"),
+                    ).kept  # fmt: skip
+                kept_parts.append(batch)
+                rounds += 1
+            kept = concat(kept_parts)
+            start = 0
+            for name in SYNTHETIC_SETS:  # disjoint: h's images are never audited
+                kept.take(np.arange(start, start + needed[name])).save(
+                    directory / f"synthetic_{name}.npz"
+                )
+                start += needed[name]
+            (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
+            return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+
+        sample_config = {"generator": asdict(config), "needed": needed, "seed": self.seed}
+        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
+
+    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+        from baselines.image import train_image_helper
+
+        def build(directory: Path) -> dict:
+            return train_image_helper(
+                read_npz(synthetic.directory / "synthetic_helper.npz"), self.job.helper,
+                directory, seed=child_seed(self.seed, "helper"),
+                n_classes=int(data.info["n_classes"]),
+            )  # fmt: skip
+
+        return self.runner.run(
+            "helper",
+            build,
+            config={**asdict(self.job.helper), "seed": self.seed},
+            inputs=[data, synthetic],
+            label=f"helper h ({self.job.helper.arch})",
+        )
+
+    def losses(
+        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
+    ) -> StageResult:
+        """Per-example losses of f (``which="target"``) or h on every image set of the audit."""
+
+        def build(directory: Path) -> dict:
+            adapter = load_target(self.model_directory(model))
+            files = sorted([*split.directory.glob("*.npz"), *synthetic.directory.glob("*.npz")])
+            losses = {file.stem: adapter.per_example_loss(read_npz(file)) for file in files}
+            np.savez(directory / "losses.npz", **losses)
+            return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
+
+        return self.runner.run(
+            f"losses_{which}",
+            build,
+            config={"which": which},
+            inputs=[model, split, synthetic],
+            label=f"losses under {which}",
+        )
+
+    def distinguisher(
+        self,
+        name: str,
+        data: StageResult,
+        split: StageResult,
+        synthetic: StageResult,
+        losses: StageResult,
+        game: StageResult,
+        *,
+        real_nonmembers: bool = False,
+    ) -> StageResult:
+        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
+        from mia.image import ImageDistinguisher
+
+        prefix = "nonmember" if real_nonmembers else "synthetic"
+        source = split if real_nonmembers else synthetic
+
+        def build(directory: Path) -> dict:
+            loss = dict(np.load(losses.directory / "losses.npz"))
+
+            def part(kind: str, which: str) -> tuple[ImageSet, np.ndarray]:
+                folder = split.directory if kind == "member" else source.directory
+                return read_npz(folder / f"{kind}_{which}.npz"), loss[f"{kind}_{which}"]
+
+            def stacked(which: str) -> tuple[ImageSet, np.ndarray, np.ndarray]:
+                (members, member_loss), (others, other_loss) = (
+                    part("member", which),
+                    part(prefix, which),
+                )
+                labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
+                return concat([members, others]), np.r_[member_loss, other_loss], labels
+
+            model = ImageDistinguisher(
+                self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
+            )
+            model.fit(*stacked("attack_train"), *stacked("attack_val"))
+            game_arrays = np.load(game.directory / "game.npz")
+            coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
+            (members, member_loss), (others, other_loss) = (
+                part("member", "audit"),
+                part(prefix, "audit"),
+            )
+            m = coins.size
+            take = coins.astype(bool)  # slot i holds member i if s_i else non-member i
+            slots = ImageSet(
+                np.where(take[:, None, None, None], members.images[:m], others.images[:m]),
+                np.where(take, members.labels[:m], others.labels[:m]),
+            )
+            side = np.where(take, member_loss[:m], other_loss[:m])
+            scores = model.score(slots, side)
+            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
+            return {
+                "selection": [asdict(c) for c in model.candidates],
+                "chosen": asdict(model.chosen),
+            }
+
+        config = {
+            "distinguisher": asdict(self.job.distinguisher),
+            "seed": self.seed,
+            "real_nonmembers": real_nonmembers,
+        }
+        return self.runner.run(
+            name, build, config=config, inputs=[data, split, synthetic, losses, game]
+        )

@@ -1,0 +1,73 @@
+"""Structured configuration of the image audit (``panoramia-audit --config-name image``).
+
+The tabular schema (:mod:`panoramia.pipeline.config`) keeps its types; the image audit has its
+own schema, ``image_job_schema``, that ``conf/image.yaml`` extends. Hydra rejects unknown keys
+and wrongly typed values against these dataclasses, so a tabular option given to an image
+audit (or the reverse) fails before any stage runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from baselines.image import ImageHelperConfig
+from generators.image import ImageGeneratorConfig
+from mia.image import ImageDistinguisherConfig
+from panoramia.models.image_training import ImageModelConfig
+from panoramia.pipeline.config import AuditConfig, QualityFilterConfig, SplitConfig
+
+
+@dataclass
+class ImageDataConfig:
+    source: str = "mnist"
+    """``mnist`` (embedded 5,000 images), ``digits`` (sklearn 8×8, tests) or ``files``."""
+    members_path: str | None = None
+    """files: the known members (``.npz``, image folder or CIFAR-10 batch directory)."""
+    nonmembers_path: str | None = None
+    """files: optional real non-members (for the O(1) and RM;RN reference audits)."""
+    layout: str = "auto"
+    """files: ``auto``, ``npz``, ``folder`` or ``cifar``."""
+    pool_seed: int = 0
+    """Embedded data: fixed shuffle into the target's pool, the control's pool and held-out
+    real non-members."""
+    pool_size: int = 2000
+    max_members: int | None = None
+    split: SplitConfig = field(default_factory=SplitConfig)
+
+
+@dataclass
+class ImageTargetConfig(ImageModelConfig):
+    """The audited model: a demo target trained here (``kind: train``) or a directory."""
+
+    kind: str = "train"
+    name: str = "cnn"
+    members: str = "same"
+    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
+    train_seed: int = 0
+    path: str | None = None
+    """kind=path: a target directory with target.json (``"modality": "image"``)."""
+
+
+@dataclass
+class ImageGeneratorSettings(ImageGeneratorConfig):
+    """The conditional DCGAN (fields of ImageGeneratorConfig), then labelling and filtering."""
+
+    relabel: bool = True
+    """Draw synthetic labels from a labeler (a CNN trained on D_G)."""
+    labeler_epochs: int = 10
+    filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
+
+
+@dataclass
+class ImageJobConfig:
+    modality: str = "image"
+    seed: int = 0
+    artifacts_dir: str = ".panoramia/artifacts"
+    threads: int | None = None
+    """Pin torch threads (1 when jobs run in parallel on few cores)."""
+    data: ImageDataConfig = field(default_factory=ImageDataConfig)
+    target: ImageTargetConfig = field(default_factory=ImageTargetConfig)
+    generator: ImageGeneratorSettings = field(default_factory=ImageGeneratorSettings)
+    helper: ImageHelperConfig = field(default_factory=ImageHelperConfig)
+    distinguisher: ImageDistinguisherConfig = field(default_factory=ImageDistinguisherConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)

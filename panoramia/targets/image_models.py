@@ -1,0 +1,124 @@
+"""Image targets: a torch module + safetensors weights, TorchScript, or a local Hugging Face
+image-classification directory. The loss of an image is the cross-entropy (nats) of its label.
+
+Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
+
+* ``torch-safetensors``: ``module`` (``"package.module:Class"``), ``kwargs``, ``weights``,
+  ``normalization`` (``{"mean": [...], "std": [...]}`` per channel, pixels scaled to [0, 1]);
+* ``torchscript``: ``file`` and ``normalization``;
+* ``hf-image-classification``: ``directory`` (relative; ``config.json``, weights and
+  ``preprocessor_config.json``, opened with ``local_files_only=True``); the model's label ids
+  are the class numbers of the audited data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from panoramia.data.image_module import Normalization
+from panoramia.data.images import ImageSet
+from panoramia.errors import InputError
+from panoramia.targets.base import file_sha256
+from panoramia.targets.torch_models import load_safetensors_module, load_torchscript_module
+
+BATCH = 1024
+
+
+@dataclass
+class TorchImageTarget:
+    """Any callable from uint8 (N, H, W, C) images to class logits (N, K), batch by batch."""
+
+    logits_of: Callable[[np.ndarray], torch.Tensor]
+    files: dict[str, str]
+    kind: str
+
+    @torch.no_grad()
+    def logits(self, images: np.ndarray) -> np.ndarray:
+        """float32 logits (N, K) of uint8 (N, H, W, C) images."""
+        parts = [
+            self.logits_of(images[i : i + BATCH]).float() for i in range(0, len(images), BATCH)
+        ]
+        return torch.cat(parts).numpy()
+
+    @torch.no_grad()
+    def per_example_loss(self, batch: ImageSet) -> np.ndarray:
+        """Cross-entropy of each image's label, float64 of shape (N,)."""
+        logits = torch.from_numpy(self.logits(batch.images))
+        if int(batch.labels.max()) >= logits.shape[1]:
+            raise InputError(
+                f"target: label {int(batch.labels.max())} but the model has {logits.shape[1]} "
+                "classes"
+            )
+        labels = torch.from_numpy(batch.labels)
+        losses = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+        return losses.double().numpy()
+
+    def identity(self) -> dict[str, object]:
+        return {"format": self.kind, "sha256": self.files}
+
+
+def _normalization(directory: Path, manifest: dict) -> Normalization:
+    try:
+        return Normalization.from_dict(manifest["normalization"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            f"target {str(directory)!r}: manifest needs normalization {{mean: [...], std: [...]}}"
+        ) from None
+
+
+def _module_logits(model: torch.nn.Module, normalization: Normalization) -> Callable:
+    model = model.eval()
+
+    def logits_of(images: np.ndarray) -> torch.Tensor:
+        return model(normalization.tensor(images))
+
+    return logits_of
+
+
+def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+    folder = directory / str(manifest.get("directory", "."))
+    if not (folder / "config.json").is_file():
+        raise InputError(f"target {str(directory)!r}: no Hugging Face config.json in {folder}")
+    try:
+        model = AutoModelForImageClassification.from_pretrained(folder, local_files_only=True)
+        processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0]
+        raise InputError(
+            f"target {str(folder)!r}: not a loadable image classifier ({first})"
+        ) from None
+    model.eval()
+
+    def logits_of(images: np.ndarray) -> torch.Tensor:
+        rgb = np.repeat(images, 3, axis=-1) if images.shape[-1] == 1 else images
+        inputs = processor(images=list(rgb), return_tensors="pt")
+        return model(**inputs).logits
+
+    files = {
+        f.name: file_sha256(f) for f in sorted(folder.iterdir()) if f.is_file()
+    }  # config, weights, processor
+    return TorchImageTarget(logits_of, files, "hf-image-classification")
+
+
+def load_image_target(directory: Path, manifest: dict) -> TorchImageTarget:
+    kind = manifest["format"]
+    if kind == "hf-image-classification":
+        return _huggingface(directory, manifest)
+    normalization = _normalization(directory, manifest)
+    if kind == "torch-safetensors":
+        model, files = load_safetensors_module(directory, manifest)
+    elif kind == "torchscript":
+        model, files = load_torchscript_module(directory, manifest)
+    else:
+        raise InputError(
+            f"target {str(directory)!r}: format {kind!r} is not an image format "
+            "(torch-safetensors, torchscript, hf-image-classification)"
+        )
+    return TorchImageTarget(_module_logits(model, normalization), files, kind)
