@@ -1,7 +1,8 @@
 """A class-conditional DCGAN as a Lightning module (the networks and one training step).
 
 The generator maps (noise z, class y) to an image in [−1, 1] of shape (C, S, S) by a linear
-layer onto an S/4 × S/4 grid and two stride-2 transposed convolutions; the discriminator is a
+layer onto an S/4 × S/4 grid and two stride-2 transposed convolutions (output: a clamped,
+slightly stretched tanh, see OVERSHOOT); the discriminator is a
 spectrally normalised two-layer conv net with a class projection (Miyato & Koyama 2018):
 logit = ψ(φ(x)) + ⟨embed(y), φ(x)⟩. Losses are the non-saturating GAN losses; the weights
 used for sampling are an exponential moving average of the generator's (a cheap, standard
@@ -16,6 +17,12 @@ import lightning as L
 import torch
 from torch import nn
 from torch.nn.utils import spectral_norm
+
+OVERSHOOT = 0.1
+"""The output is (1 + OVERSHOOT)·tanh, clamped to [−1, 1]: black and white pixels are
+reachable exactly. Real images hold point masses there (MNIST: ~80 % of pixels are exactly
+0), which a plain tanh can only approach, leaving a faint speckle on every synthetic
+background that a distinguisher spots at once."""
 
 
 class ConditionalGenerator(nn.Module):
@@ -38,12 +45,12 @@ class ConditionalGenerator(nn.Module):
             nn.BatchNorm2d(width),
             nn.ReLU(inplace=True),
             nn.Conv2d(width, channels, 3, 1, 1),
-            nn.Tanh(),
         )
 
     def forward(self, noise: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         hidden = self.project(torch.cat([noise, self.embed(labels)], dim=1))
-        return self.upsample(hidden.view(-1, 4 * self.width, self.grid, self.grid))
+        pixels = self.upsample(hidden.view(-1, 4 * self.width, self.grid, self.grid))
+        return ((1.0 + OVERSHOOT) * torch.tanh(pixels)).clamp(-1.0, 1.0)
 
 
 class ProjectionDiscriminator(nn.Module):

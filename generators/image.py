@@ -29,7 +29,7 @@ SETTINGS = "generator.json"
 class ImageGeneratorConfig:
     """The conditional DCGAN and its training (Lightning, Adam, EMA of the weights)."""
 
-    epochs: int = 200
+    epochs: int = 100
     batch_size: int = 64
     latent: int = 64
     width: int = 32

@@ -16,9 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from panoramia.data.images import ImageSet
-
-AUGMENTATIONS = ("none", "crop", "crop_flip")
+from panoramia.data.images import AUGMENTATIONS, ImageSet
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from panoramia.errors import InputError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 CIFAR_SIDE = 32
+AUGMENTATIONS = ("none", "crop", "crop_flip")
+"""Training-time augmentations (see :mod:`panoramia.data.image_module`)."""
 
 
 @dataclass(frozen=True)
@@ -189,9 +191,15 @@ def _cifar_binary(file: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_cifar_batches(directory: str | Path, *, pattern: str = "data_batch_*") -> ImageSet:
-    """All files matching ``pattern`` (sorted), binary ``.bin`` or python pickles."""
+    """All files matching ``pattern`` (sorted), binary ``.bin`` or python pickles; a file
+    path reads that one batch (e.g. CIFAR-10's ``test_batch`` as real non-members)."""
     directory = Path(directory)
-    files = sorted(f for f in directory.glob(pattern) if f.is_file()) if directory.is_dir() else []
+    if directory.is_file():
+        files = [directory]
+    elif directory.is_dir():
+        files = sorted(f for f in directory.glob(pattern) if f.is_file())
+    else:
+        files = []
     if not files:
         raise InputError(f"images {str(directory)!r}: no CIFAR batch files {pattern!r}")
     parts = [_cifar_binary(f) if f.suffix == ".bin" else _cifar_pickle(f) for f in files]
@@ -208,7 +216,7 @@ def read_images(path: str | Path, *, layout: str = "auto") -> ImageSet:
     if layout == "auto":
         if path.suffix == ".npz":
             layout = "npz"
-        elif path.is_dir() and any(path.glob("data_batch_*")):
+        elif (path.is_dir() and any(path.glob("data_batch_*"))) or "_batch" in path.name:
             layout = "cifar"
         else:
             layout = "folder"

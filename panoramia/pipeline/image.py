@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from panoramia.data.images import ImageSet, concat, read_npz
+from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
 from panoramia.errors import InputError
+from panoramia.models.image_nets import ARCHITECTURES
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.image_config import ImageJobConfig
 from panoramia.pipeline.image_data import (
@@ -62,6 +63,19 @@ class ImagePipeline(AuditPipeline):
             raise InputError(f"target.members: {target.members!r} is not same or disjoint")
         if target.members == "disjoint" and self.job.data.source == "files":
             raise InputError("target.members=disjoint needs embedded data with a control pool")
+        for section in ("target", "helper"):
+            model = getattr(self.job, section)
+            if model.arch not in ARCHITECTURES:
+                raise InputError(
+                    f"{section}.arch: {model.arch!r} is not one of {list(ARCHITECTURES)}"
+                )
+            if model.augment not in AUGMENTATIONS:
+                raise InputError(
+                    f"{section}.augment: augmentation {model.augment!r} is not one of "
+                    f"{AUGMENTATIONS}"
+                )
+            if model.optimizer not in ("adam", "sgd"):
+                raise InputError(f"{section}.optimizer: {model.optimizer!r} is not adam or sgd")
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)

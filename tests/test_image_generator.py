@@ -1,0 +1,127 @@
+"""The image generator (DCGAN), the quality filter, the labeler and the distinguisher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.labeler import draw_classes
+from generators.image import ImageGenerator, ImageGeneratorConfig
+from mia.image import ImageDistinguisher, ImageDistinguisherConfig
+from panoramia.data.images import ImageSet
+from panoramia.datasets.images import load_digits
+from panoramia.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def digits() -> ImageSet:
+    return load_digits()
+
+
+@pytest.fixture(scope="module")
+def generator(digits: ImageSet) -> ImageGenerator:
+    config = ImageGeneratorConfig(epochs=2, width=8, latent=16, batch_size=64)
+    return ImageGenerator(config).fit(digits.take(np.arange(300)), seed=0)
+
+
+def test_samples_are_reproducible_and_follow_the_class_prior(
+    generator: ImageGenerator, digits: ImageSet, tmp_path: Path
+) -> None:
+    first = generator.sample(500, seed=7)
+    assert first.images.dtype == np.uint8
+    assert first.shape == (8, 8, 1)
+    np.testing.assert_array_equal(first.images, generator.sample(500, seed=7).images)
+    assert not np.array_equal(first.images, generator.sample(500, seed=8).images)
+    prior = np.bincount(digits.labels[:300], minlength=10) / 300
+    observed = np.bincount(first.labels, minlength=10) / 500
+    assert np.abs(observed - prior).max() < 0.06
+    generator.save(tmp_path)
+    again = ImageGenerator.load(tmp_path).sample(500, seed=7)
+    np.testing.assert_array_equal(again.images, first.images)
+    np.testing.assert_array_equal(again.labels, first.labels)
+
+
+def test_generator_needs_square_images_divisible_by_four() -> None:
+    odd = ImageSet(np.zeros((4, 10, 10, 1), np.uint8), np.zeros(4, np.int64))
+    with pytest.raises(InputError, match="divisible by 4"):
+        ImageGenerator(ImageGeneratorConfig(epochs=1)).fit(odd, seed=0)
+
+
+def test_quality_filter_keeps_at_least_one_minus_max_drop(
+    generator: ImageGenerator, digits: ImageSet
+) -> None:
+    from generators.image_filter import filter_synthetic_images
+
+    real = digits.take(np.arange(300))
+    result = filter_synthetic_images(
+        real, generator.sample(300, seed=1), generator.sample(400, seed=2),
+        real_quantile=0.05, max_drop=0.5, seed=0, epochs=2,
+    )  # fmt: skip
+    assert 200 <= len(result.kept) <= 400
+    assert result.real_probability.shape == (400,)
+    assert np.all((result.real_probability >= 0) & (result.real_probability <= 1))
+    kept = result.real_probability >= result.threshold
+    np.testing.assert_array_equal(result.kept.labels, generator.sample(400, seed=2).labels[kept])
+
+
+def test_draw_classes_follows_the_probabilities() -> None:
+    probabilities = np.tile([0.1, 0.6, 0.3], (20000, 1))
+    drawn = draw_classes(probabilities, seed=0)
+    frequencies = np.bincount(drawn, minlength=3) / drawn.size
+    np.testing.assert_allclose(frequencies, [0.1, 0.6, 0.3], atol=0.015)
+    certain = draw_classes(np.eye(3)[[2, 0, 1]], seed=1)
+    assert certain.tolist() == [2, 0, 1]
+
+
+def test_labeler_relabels_with_known_classes(digits: ImageSet, tmp_path: Path) -> None:
+    from baselines.image import ImageLabeler
+    from panoramia.models.image_training import ImageModelConfig
+
+    labeler = ImageLabeler(ImageModelConfig(width=16, epochs=15, batch_size=32), tmp_path, seed=0)
+    labeler.fit(digits.take(np.arange(600)), n_classes=10)
+    held_out = digits.take(np.arange(1000, 1400))
+    relabelled = labeler.relabel(held_out, seed=0)
+    np.testing.assert_array_equal(relabelled.images, held_out.images)
+    assert relabelled.labels.min() >= 0
+    assert relabelled.labels.max() <= 9
+    assert np.mean(relabelled.labels == held_out.labels) > 0.3  # far above chance (0.1)
+
+
+def leaky_sets(n: int, seed: int, gap: float) -> tuple[ImageSet, np.ndarray, np.ndarray]:
+    """Members and non-members drawn from the same digits; members' losses lower by ``gap``."""
+    rng = np.random.default_rng(seed)
+    digits = load_digits()
+    index = rng.choice(len(digits), n, replace=False)
+    membership = rng.integers(0, 2, n).astype(np.int8)
+    losses = rng.exponential(1.0, n) * np.where(membership == 1, np.exp(-gap), 1.0)
+    return digits.take(index), losses, membership
+
+
+def test_distinguisher_scores_are_continuous_and_chosen_by_validation() -> None:
+    config = ImageDistinguisherConfig(width=4, hidden=8, epochs=4, batch_size=64)
+    model = ImageDistinguisher(config, seed=0)
+    model.fit(*leaky_sets(600, 0, gap=3.0), *leaky_sets(300, 1, gap=3.0))
+    images, losses, membership = leaky_sets(400, 2, gap=3.0)
+    scores = model.score(images, losses)
+    assert scores.dtype == np.float64
+    assert scores.shape == (400,)
+    assert np.unique(scores).size > 300  # continuous, never hard 0/1 predictions
+    assert np.all((scores > 0) & (scores < 1))
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(membership, scores) > 0.8
+    assert [c.params["epoch"] for c in model.candidates] == [1, 2, 3, 4]
+    best = max(c.validation_theta_lb for c in model.candidates)
+    assert model.chosen.validation_theta_lb == best
+
+
+def test_distinguisher_without_signal_stays_near_chance() -> None:
+    config = ImageDistinguisherConfig(width=4, hidden=8, epochs=3, batch_size=64)
+    model = ImageDistinguisher(config, seed=0)
+    model.fit(*leaky_sets(600, 3, gap=0.0), *leaky_sets(300, 4, gap=0.0))
+    images, losses, membership = leaky_sets(600, 5, gap=0.0)
+    from sklearn.metrics import roc_auc_score
+
+    assert abs(roc_auc_score(membership, model.score(images, losses)) - 0.5) < 0.1

@@ -1,0 +1,112 @@
+"""The image audit end to end (``--config-name image``) on sklearn's 8×8 digits, tiny settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BIN = Path(sys.executable).parent
+TINY = ["--config-name", "image", "+experiment=digits_tiny", "threads=1"]
+HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("image-artifacts")
+
+
+def audit(*args: str, artifacts: Path, run_dir: Path) -> subprocess.CompletedProcess:
+    command = [str(BIN / "panoramia-audit"), *TINY, f"artifacts_dir={artifacts}", *args,
+               f"hydra.run.dir={run_dir}"]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def test_image_audit_writes_a_full_report_and_reruns_from_cache(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    done = audit(artifacts=artifacts, run_dir=tmp_path / "first")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "first" / "report.json").read_text())
+    assert report["modality"] == "image"
+    assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
+    assert report["m"] == report["data"]["split"]["members"]["audit"] == 150
+    assert report["data"]["image_shape"] == [8, 8, 1]
+    assert report["data"]["n_classes"] == 10
+    assert report["reference_audits"]["o1"]["n"] == 150
+    assert report["reference_audits"]["rmrn"]["eps_lb"] >= 0
+    assert report["target"]["identity"]["format"] == "torch-safetensors"
+    assert "holdout_accuracy" in report["target"]
+    chosen = report["attack"]["distinguisher"]["chosen"]
+    assert chosen["params"]["epoch"] in (1, 2)
+    assert len(report["attack"]["distinguisher"]["selection"]) == 2
+    page = (tmp_path / "first" / "report.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 4  # curves, ROC, losses, images
+    scores = np.load(next((artifacts / "attack").glob("*/scores.npz")))["scores"]
+    assert np.unique(scores).size > 100  # continuous scores
+
+    again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
+    assert again.returncode == 0
+    assert again.stderr.count(": reused (") == 12
+    second = json.loads((tmp_path / "second" / "report.json").read_text())
+    assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
+
+
+def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) -> None:
+    from panoramia.datasets.images import load_digits
+    from panoramia.models.image_training import ImageModelConfig, train_image_directory
+
+    digits = load_digits()
+    members, nonmembers = digits.take(np.arange(500)), digits.take(np.arange(500, 800))
+    members.save(tmp_path / "members.npz")
+    nonmembers.save(tmp_path / "nonmembers.npz")
+    train_image_directory(
+        members, ImageModelConfig(width=8, epochs=1), tmp_path / "model", seed=0, n_classes=10
+    )
+    done = audit(
+        "data=images", f"data.members_path={tmp_path / 'members.npz'}",
+        f"data.nonmembers_path={tmp_path / 'nonmembers.npz'}", "target=image_path",
+        f"target.path={tmp_path / 'model'}", "target.width=8",
+        artifacts=artifacts, run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["target"]["kind"] == "path"
+    assert report["data"]["members"] == 500
+    assert report["m"] == 125
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("target=mlp_overfit", "Key 'hidden' not in 'ImageTargetConfig'"),
+        ("data=images", "data.members_path: required"),
+        ("data.members_path=/nonexistent.npz", "does not exist"),
+        ("target.augment=rotate", "augmentation 'rotate'"),
+        ("target=image_path", "target.path"),
+    ],
+)
+def test_bad_image_config_exits_2_with_one_line(
+    override: str, message: str, tmp_path: Path
+) -> None:
+    extra = ["data=images"] if override.startswith("data.members_path") else []
+    done = audit(*extra, override, artifacts=tmp_path / "a", run_dir=tmp_path / "run")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert message in done.stderr
+
+
+def test_paper_scale_cifar_experiment_composes() -> None:
+    done = subprocess.run(
+        [str(BIN / "panoramia-audit"), "--config-name", "image", "+experiment=cifar10",
+         "data.members_path=/data/cifar-10-batches-py", "--cfg", "job"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for expected in ("name: wrn-28-10", "widen: 10", "blocks: 4", "layout: cifar"):
+        assert expected in done.stdout
+    assert "arch: resnet" in done.stdout.split("helper:")[1]  # h follows the target's network
