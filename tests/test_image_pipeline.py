@@ -103,7 +103,7 @@ def test_bad_image_config_exits_2_with_one_line(
 def test_paper_scale_cifar_experiment_composes() -> None:
     done = subprocess.run(
         [str(BIN / "panoramia-audit"), "--config-name", "image", "+experiment=cifar10",
-         "data.members_path=/data/cifar-10-batches-py", "--cfg", "job"],
+         "data.members_path=/data/cifar-10-batches-py", "--cfg", "job", "--resolve"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
