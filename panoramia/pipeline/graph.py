@@ -53,23 +53,24 @@ class AuditPipeline(ABC):
     @abstractmethod
     def helper(self, data: StageResult, synthetic: StageResult) -> StageResult: ...
 
-    @abstractmethod
-    def losses(
-        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
-    ) -> StageResult: ...
+    SET_SUFFIX: str
+    """File suffix of a stored example set (``.parquet`` rows, ``.npz`` images)."""
 
     @abstractmethod
-    def distinguisher(
-        self,
-        name: str,
-        data: StageResult,
-        split: StageResult,
-        synthetic: StageResult,
-        losses: StageResult,
-        game: StageResult,
-        *,
-        real_nonmembers: bool = False,
-    ) -> StageResult: ...
+    def read_set(self, path: Path) -> Any:
+        """One stored example set: a DataFrame of rows or an ImageSet."""
+
+    @abstractmethod
+    def stack(self, members: Any, others: Any) -> Any:
+        """Members then others, as one set."""
+
+    @abstractmethod
+    def fill_slots(self, members: Any, others: Any, take: np.ndarray) -> Any:
+        """The game's audit set: slot i holds member i where ``take[i]``, else other i."""
+
+    @abstractmethod
+    def new_distinguisher(self, data: StageResult) -> Any:
+        """An unfitted distinguisher (``fit``, ``score``, ``candidates``, ``chosen``)."""
 
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """Example inputs to show in the report (uint8 images by caption); none by default."""
@@ -113,6 +114,80 @@ class AuditPipeline(ABC):
             config={**config, "identity": identity},
             inputs=[],
             label=f"target {self.job.target.name}",
+        )
+
+    def losses(
+        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
+    ) -> StageResult:
+        """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
+
+        def build(directory: Path) -> dict:
+            adapter = load_target(self.model_directory(model))
+            pattern = f"*{self.SET_SUFFIX}"
+            files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
+            losses = {file.stem: adapter.per_example_loss(self.read_set(file)) for file in files}
+            np.savez(directory / "losses.npz", **losses)
+            return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
+
+        return self.runner.run(
+            f"losses_{which}",
+            build,
+            config={"which": which},
+            inputs=[model, split, synthetic],
+            label=f"losses under {which}",
+        )
+
+    def distinguisher(
+        self,
+        name: str,
+        data: StageResult,
+        split: StageResult,
+        synthetic: StageResult,
+        losses: StageResult,
+        game: StageResult,
+        *,
+        real_nonmembers: bool = False,
+    ) -> StageResult:
+        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
+        prefix = "nonmember" if real_nonmembers else "synthetic"
+        others_folder = split.directory if real_nonmembers else synthetic.directory
+
+        def build(directory: Path) -> dict:
+            loss = dict(np.load(losses.directory / "losses.npz"))
+
+            def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
+                members = self.read_set(split.directory / f"member_{which}{self.SET_SUFFIX}")
+                others = self.read_set(others_folder / f"{prefix}_{which}{self.SET_SUFFIX}")
+                return members, others, loss[f"member_{which}"], loss[f"{prefix}_{which}"]
+
+            def stacked(which: str) -> tuple[Any, np.ndarray, np.ndarray]:
+                members, others, member_loss, other_loss = part(which)
+                labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
+                return self.stack(members, others), np.r_[member_loss, other_loss], labels
+
+            # One seed for the baseline and the attack (paired): their bounds then differ by
+            # the side information, not by training randomness.
+            model = self.new_distinguisher(data)
+            model.fit(*stacked("attack_train"), *stacked("attack_val"))
+            game_arrays = np.load(game.directory / "game.npz")
+            coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
+            members, others, member_loss, other_loss = part("audit")
+            take = coins.astype(bool)
+            side = np.where(take, member_loss[: coins.size], other_loss[: coins.size])
+            scores = model.score(self.fill_slots(members, others, take), side)
+            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
+            return {
+                "selection": [asdict(c) for c in model.candidates],
+                "chosen": asdict(model.chosen),
+            }
+
+        config = {
+            "distinguisher": asdict(self.job.distinguisher),
+            "seed": self.seed,
+            "real_nonmembers": real_nonmembers,
+        }
+        return self.runner.run(
+            name, build, config=config, inputs=[data, split, synthetic, losses, game]
         )
 
     @staticmethod

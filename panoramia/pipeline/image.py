@@ -29,7 +29,6 @@ from panoramia.pipeline.image_data import (
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.tabular import MEMBER_SETS, SAMPLING_ONLY, SYNTHETIC_SETS, split_sizes
-from panoramia.targets import load_target
 
 STAGE_COUNT = 12
 GALLERY = 48
@@ -42,6 +41,27 @@ class ImagePipeline(AuditPipeline):
     """The stages of an image audit."""
 
     job: ImageJobConfig
+    SET_SUFFIX = ".npz"
+
+    def read_set(self, path: Path) -> ImageSet:
+        return read_npz(path)
+
+    def stack(self, members: ImageSet, others: ImageSet) -> ImageSet:
+        return concat([members, others])
+
+    def fill_slots(self, members: ImageSet, others: ImageSet, take: np.ndarray) -> ImageSet:
+        m = take.size
+        return ImageSet(
+            np.where(take[:, None, None, None], members.images[:m], others.images[:m]),
+            np.where(take, members.labels[:m], others.labels[:m]),
+        )
+
+    def new_distinguisher(self, data: StageResult):  # -> mia.image.ImageDistinguisher
+        from mia.image import ImageDistinguisher
+
+        return ImageDistinguisher(
+            self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
+        )
 
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """The first audit members and synthetic audit images, side by side in the report."""
@@ -231,89 +251,4 @@ class ImagePipeline(AuditPipeline):
             config={**asdict(self.job.helper), "seed": self.seed},
             inputs=[data, synthetic],
             label=f"helper h ({self.job.helper.arch})",
-        )
-
-    def losses(
-        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
-    ) -> StageResult:
-        """Per-example losses of f (``which="target"``) or h on every image set of the audit."""
-
-        def build(directory: Path) -> dict:
-            adapter = load_target(self.model_directory(model))
-            files = sorted([*split.directory.glob("*.npz"), *synthetic.directory.glob("*.npz")])
-            losses = {file.stem: adapter.per_example_loss(read_npz(file)) for file in files}
-            np.savez(directory / "losses.npz", **losses)
-            return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
-
-        return self.runner.run(
-            f"losses_{which}",
-            build,
-            config={"which": which},
-            inputs=[model, split, synthetic],
-            label=f"losses under {which}",
-        )
-
-    def distinguisher(
-        self,
-        name: str,
-        data: StageResult,
-        split: StageResult,
-        synthetic: StageResult,
-        losses: StageResult,
-        game: StageResult,
-        *,
-        real_nonmembers: bool = False,
-    ) -> StageResult:
-        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
-        from mia.image import ImageDistinguisher
-
-        prefix = "nonmember" if real_nonmembers else "synthetic"
-        source = split if real_nonmembers else synthetic
-
-        def build(directory: Path) -> dict:
-            loss = dict(np.load(losses.directory / "losses.npz"))
-
-            def part(kind: str, which: str) -> tuple[ImageSet, np.ndarray]:
-                folder = split.directory if kind == "member" else source.directory
-                return read_npz(folder / f"{kind}_{which}.npz"), loss[f"{kind}_{which}"]
-
-            def stacked(which: str) -> tuple[ImageSet, np.ndarray, np.ndarray]:
-                (members, member_loss), (others, other_loss) = (
-                    part("member", which),
-                    part(prefix, which),
-                )
-                labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
-                return concat([members, others]), np.r_[member_loss, other_loss], labels
-
-            model = ImageDistinguisher(
-                self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
-            )
-            model.fit(*stacked("attack_train"), *stacked("attack_val"))
-            game_arrays = np.load(game.directory / "game.npz")
-            coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
-            (members, member_loss), (others, other_loss) = (
-                part("member", "audit"),
-                part(prefix, "audit"),
-            )
-            m = coins.size
-            take = coins.astype(bool)  # slot i holds member i if s_i else non-member i
-            slots = ImageSet(
-                np.where(take[:, None, None, None], members.images[:m], others.images[:m]),
-                np.where(take, members.labels[:m], others.labels[:m]),
-            )
-            side = np.where(take, member_loss[:m], other_loss[:m])
-            scores = model.score(slots, side)
-            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
-            return {
-                "selection": [asdict(c) for c in model.candidates],
-                "chosen": asdict(model.chosen),
-            }
-
-        config = {
-            "distinguisher": asdict(self.job.distinguisher),
-            "seed": self.seed,
-            "real_nonmembers": real_nonmembers,
-        }
-        return self.runner.run(
-            name, build, config=config, inputs=[data, split, synthetic, losses, game]
         )

@@ -27,7 +27,6 @@ from panoramia.pipeline.tabular_data import (
     data_identity,
     load_schema,
 )
-from panoramia.targets import load_target
 
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
@@ -49,6 +48,28 @@ class TabularPipeline(AuditPipeline):
     """The stages of a tabular audit (rows in parquet files, sdv, xgboost)."""
 
     job: JobConfig
+    SET_SUFFIX = ".parquet"
+
+    def read_set(self, path: Path) -> pd.DataFrame:
+        return pd.read_parquet(path)
+
+    def stack(self, members: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
+        return pd.concat([members, others], ignore_index=True)
+
+    def fill_slots(
+        self, members: pd.DataFrame, others: pd.DataFrame, take: np.ndarray
+    ) -> pd.DataFrame:
+        m = take.size
+        rows = pd.concat([members.iloc[:m][take], others.iloc[:m][~take]])
+        return rows.sort_index(kind="stable").reset_index(drop=True)
+
+    def new_distinguisher(self, data: StageResult):  # -> mia.tabular.XGBoostDistinguisher
+        from mia.tabular import XGBoostDistinguisher
+
+        return XGBoostDistinguisher(
+            load_schema(data.directory), self.job.distinguisher,
+            seed=child_seed(self.seed, "distinguisher"),
+        )  # fmt: skip
 
     def data(self) -> StageResult:
         identity = data_identity(self.job.data)
@@ -223,94 +244,6 @@ class TabularPipeline(AuditPipeline):
             config={**asdict(self.job.helper), "seed": self.seed},
             inputs=[data, synthetic],
             label="helper h",
-        )
-
-    def losses(
-        self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
-    ) -> StageResult:
-        """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
-
-        def build(directory: Path) -> dict:
-            adapter = load_target(self.model_directory(model))
-            losses = {}
-            for file in sorted(
-                [*split.directory.glob("*.parquet"), *synthetic.directory.glob("*.parquet")]
-            ):
-                losses[file.stem] = adapter.per_example_loss(pd.read_parquet(file))
-            np.savez(directory / "losses.npz", **losses)
-            return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
-
-        return self.runner.run(
-            f"losses_{which}",
-            build,
-            config={"which": which},
-            inputs=[model, split, synthetic],
-            label=f"losses under {which}",
-        )
-
-    def distinguisher(
-        self,
-        name: str,
-        data: StageResult,
-        split: StageResult,
-        synthetic: StageResult,
-        losses: StageResult,
-        game: StageResult,
-        *,
-        real_nonmembers: bool = False,
-    ) -> StageResult:
-        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
-        from mia.tabular import XGBoostDistinguisher
-
-        prefix = "nonmember" if real_nonmembers else "synthetic"
-
-        def build(directory: Path) -> dict:
-            schema = load_schema(data.directory)
-            loss = dict(np.load(losses.directory / "losses.npz"))
-            sets = {}
-            for part in ("attack_train", "attack_val", "audit"):
-                members = pd.read_parquet(split.directory / f"member_{part}.parquet")
-                others = pd.read_parquet(
-                    (split.directory if real_nonmembers else synthetic.directory)
-                    / f"{prefix}_{part}.parquet"
-                )
-                sets[part] = (members, others, loss[f"member_{part}"], loss[f"{prefix}_{part}"])
-
-            def stacked(part: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-                members, others, member_loss, other_loss = sets[part]
-                rows = pd.concat([members, others], ignore_index=True)
-                labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
-                return rows, np.r_[member_loss, other_loss], labels
-
-            # One seed for the baseline and the attack (paired): their bounds then differ by
-            # the side information, not by training randomness.
-            model = XGBoostDistinguisher(
-                schema, self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
-            )
-            model.fit(*stacked("attack_train"), *stacked("attack_val"))
-            game_arrays = np.load(game.directory / "game.npz")
-            coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
-            members, others, member_loss, other_loss = sets["audit"]
-            m = coins.size
-            take = coins.astype(bool)
-            rows = pd.concat([members.iloc[:m][take], others.iloc[:m][~take]]).sort_index(
-                kind="stable"
-            )  # slot i holds member i if s_i else non-member i
-            side = np.where(take, member_loss[:m], other_loss[:m])
-            scores = model.score(rows.reset_index(drop=True), side)
-            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
-            return {
-                "selection": [asdict(c) for c in model.candidates],
-                "chosen": asdict(model.chosen),
-            }
-
-        config = {
-            "distinguisher": asdict(self.job.distinguisher),
-            "seed": self.seed,
-            "real_nonmembers": real_nonmembers,
-        }
-        return self.runner.run(
-            name, build, config=config, inputs=[data, split, synthetic, losses, game]
         )
 
     def check(self) -> None:
