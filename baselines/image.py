@@ -38,7 +38,7 @@ class ImageLabeler:
         self.model = None
 
     def fit(self, real: ImageSet, *, n_classes: int) -> ImageLabeler:
-        self.metrics = train_image_directory(
+        train_image_directory(
             real, self.config, self.directory, seed=self.seed, n_classes=n_classes
         )
         self.model = load_target(self.directory)

@@ -60,11 +60,6 @@ class ImageSet:
     def save(self, path: Path) -> None:
         np.savez(path, images=self.images, labels=self.labels)
 
-    @classmethod
-    def load(cls, path: Path) -> ImageSet:
-        """Read an ``.npz`` written by :meth:`save` (or by the user; see :func:`read_npz`)."""
-        return read_npz(path)
-
 
 def concat(sets: list[ImageSet]) -> ImageSet:
     return ImageSet(
