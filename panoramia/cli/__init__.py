@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from panoramia.cli.account import register_accounting_commands
 from panoramia.cli.common import exits_on_input_error, print_json
 from panoramia.cli.service import register_service_commands
 
@@ -121,6 +122,7 @@ def o1(
 
 
 register_service_commands(app)
+register_accounting_commands(app)
 
 
 def main() -> None:
