@@ -78,12 +78,13 @@ class ClaimSummary:
         }  # fmt: skip
 
 
-def _delta_key(delta: float) -> str:
-    return f"{delta:.3g}"
+def _printed(value: float) -> str:
+    """A δ or an FPR as a JSON key (3 significant digits)."""
+    return f"{value:.3g}"
 
 
 def _ceilings(curve: TradeoffCurve) -> dict[str, float]:
-    return {_delta_key(a): float(1.0 - curve(a)) for a in CEILING_ALPHAS}
+    return {_printed(a): float(1.0 - curve(a)) for a in CEILING_ALPHAS}
 
 
 def summarize_claim(claim: Claim, *, extra_deltas: tuple[float, ...] = ()) -> ClaimSummary:
@@ -121,8 +122,8 @@ def _summarize_dpsgd(claim: DpSgdClaim, extra_deltas: tuple[float, ...]) -> Clai
     return ClaimSummary(
         claim=claim.to_dict(),
         curve=curve,
-        epsilons={_delta_key(d): float(pld.get_epsilon_for_delta(d)) for d in deltas},
-        rdp_epsilons=None if rdp is None else dict(zip(map(_delta_key, deltas), rdp, strict=True)),
+        epsilons={_printed(d): float(pld.get_epsilon_for_delta(d)) for d in deltas},
+        rdp_epsilons=None if rdp is None else dict(zip(map(_printed, deltas), rdp, strict=True)),
         mu=mu,
         regret=regret,
         tier="I" if regret < TIER_I_REGRET else "II",
@@ -139,7 +140,7 @@ def _summarize_eps_delta(claim: EpsDeltaClaim) -> ClaimSummary:
     return ClaimSummary(
         claim=claim.to_dict(),
         curve=curve,
-        epsilons={_delta_key(claim.delta): claim.epsilon},
+        epsilons={_printed(claim.delta): claim.epsilon},
         tier_table=curve.tier_table(),
         advantage=advantage,
         tpr_ceilings=_ceilings(curve),
