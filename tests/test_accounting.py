@@ -10,12 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim, NoClaim, claim_from_dict
-from panoramia.accounting.consistency import check_consistency, clopper_pearson_upper
+from panoramia.accounting.consistency import (
+    check_consistency,
+    clopper_pearson_upper,
+    epsilon_from_error_rates,
+)
 from panoramia.accounting.summary import summarize_claim
 from panoramia.accounting.tradeoff import (
     TradeoffCurve,
+    advantage_tradeoff,
     eps_delta_curve,
     eps_delta_tradeoff,
+    epsilon_for_advantage,
     gdp_advantage,
     gdp_delta,
     gdp_tradeoff,
@@ -274,3 +280,23 @@ def test_dpsgd_calibration_vector_of_accounting_md() -> None:
 
     result = calibrate_dpsgd(sample_rate=0.001, steps=10_000, target_advantage=0.1)
     assert result.noise_multiplier == pytest.approx(0.704, abs=2e-3)
+
+
+def test_seed_003_proposition_3_6_example() -> None:
+    """Calibrating to advantage η* = 0.5 through (ε, δ*) = (ε*, 1e-5) asks for FNR 0.69999 at
+    FPR 0.1 where the advantage target needs only 0.4: Δβ = 0.29999, ε* = 1.0986."""
+    epsilon = epsilon_for_advantage(0.5, 1e-5)
+    assert epsilon == pytest.approx(1.0986, abs=1e-4)
+    assert kairouz_advantage(epsilon, 1e-5) == pytest.approx(0.5)
+    gap = eps_delta_tradeoff(0.1, epsilon, 1e-5) - advantage_tradeoff(0.1, 0.5)
+    assert float(gap) == pytest.approx(0.29999, abs=1e-5)
+
+
+def test_epsilon_from_error_rates_matches_riskcal() -> None:
+    from riskcal.analysis.conversions import get_epsilon_from_err_rates
+
+    assert float(epsilon_from_error_rates(0.001, 0.8, 0.001)) == pytest.approx(5.293, abs=1e-3)
+    rng = np.random.default_rng(0)
+    for fpr, fnr in rng.uniform(0.001, 0.5, size=(20, 2)):
+        ours = float(epsilon_from_error_rates(fpr, fnr, 1e-5))
+        assert ours == pytest.approx(get_epsilon_from_err_rates(1e-5, fpr, fnr), abs=1e-9)

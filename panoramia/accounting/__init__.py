@@ -6,6 +6,9 @@
   GDP μ, its regret and the Tier I / Tier II verdict, advantage.
 - :mod:`~panoramia.accounting.dpsgd`: DP-SGD accounting with ``dp_accounting``'s
   connect-the-dots PLD (``gdpnum`` reads the curve off it) and the RDP ε papers print.
+- :mod:`~panoramia.accounting.run_count` / :mod:`~panoramia.accounting.tuning`: what trying
+  K runs and releasing the best costs (certified bounds; an uncertified GDP estimate);
+  :mod:`~panoramia.accounting.tuned_exact`: the exact tuned mechanisms that test them.
 - :mod:`~panoramia.accounting.summary`: one claim → the numbers a report shows.
 - :mod:`~panoramia.accounting.calibration`: the noise meeting an attack-risk target (seed 003).
 - :mod:`~panoramia.accounting.consistency`: the audit's operating points against the claim.

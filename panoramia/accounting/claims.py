@@ -1,5 +1,8 @@
 """A model's declared privacy guarantee: DP-SGD hyper-parameters, a bare (ε, δ), or none.
 
+A DP-SGD or (ε, δ) claim describes one training run; ``tuning`` says how many runs the owner
+tried before releasing the best (:mod:`~panoramia.accounting.run_count`), which costs more ε.
+
 Claims are what a model owner says; they are checked for sense here (σ > 0, q ∈ (0, 1],
 steps ≥ 1, ε ≥ 0, δ ∈ [0, 1)) and otherwise taken at their word. ``claim_from_dict`` reads
 the JSON form stored with a report (``{"kind": "dpsgd", ...}``); ``claim.to_dict()`` writes it.
@@ -11,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from panoramia.accounting.run_count import RunCount, run_count_from_dict, run_count_to_dict
 from panoramia.errors import InputError
 
 Neighbouring = Literal["add_remove", "replace_one"]
@@ -43,6 +47,8 @@ class DpSgdClaim:
     neighbouring: Neighbouring = "add_remove"
     dataset_size: int | None = None
     """N, when declared: δ = 1/N is then among the reported δs."""
+    tuning: RunCount | None = None
+    """How many runs were tried to pick the released one (None: a single run)."""
     kind: Literal["dpsgd"] = "dpsgd"
 
     def __post_init__(self) -> None:
@@ -67,6 +73,7 @@ class DpSgdClaim:
         steps: int | None = None,
         epochs: float | None = None,
         neighbouring: Neighbouring = "add_remove",
+        tuning: RunCount | None = None,
     ) -> DpSgdClaim:
         """From the usual hyper-parameters: q, or B and N; steps T, or epochs (T = ⌈epochs/q⌉)."""
         if sample_rate is None:
@@ -82,10 +89,13 @@ class DpSgdClaim:
                 raise InputError(f"claim: epochs must be > 0, got {epochs}")
             steps = math.ceil(epochs / sample_rate - 1e-9)
         phase = DpSgdPhase(float(noise_multiplier), float(sample_rate), steps)  # type: ignore[arg-type]
-        return cls((phase,), neighbouring, dataset_size)
+        return cls((phase,), neighbouring, dataset_size, tuning)
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"phases": [asdict(phase) for phase in self.phases]}
+        return asdict(self) | {
+            "phases": [asdict(phase) for phase in self.phases],
+            "tuning": _tuning_to_dict(self.tuning),
+        }
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,8 @@ class EpsDeltaClaim:
 
     epsilon: float
     delta: float
+    tuning: RunCount | None = None
+    """How many runs, each (ε, δ)-DP, were tried to pick the released one (None: one)."""
     kind: Literal["eps_delta"] = "eps_delta"
 
     def __post_init__(self) -> None:
@@ -103,7 +115,7 @@ class EpsDeltaClaim:
             raise InputError(f"claim: δ must be in [0, 1), got {self.delta}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {"tuning": _tuning_to_dict(self.tuning)}
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,14 @@ class NoClaim:
 Claim = DpSgdClaim | EpsDeltaClaim | NoClaim
 
 
+def _tuning_to_dict(tuning: RunCount | None) -> dict | None:
+    return None if tuning is None else run_count_to_dict(tuning)
+
+
+def _tuning_from_dict(body: dict | None) -> RunCount | None:
+    return None if body is None else run_count_from_dict(body)
+
+
 def claim_from_dict(body: dict) -> Claim:
     """The claim stored as JSON; a malformed one raises :class:`InputError` naming the field."""
     if not isinstance(body, dict):
@@ -127,10 +147,13 @@ def claim_from_dict(body: dict) -> Claim:
     try:
         if kind == "dpsgd":
             phases = tuple(DpSgdPhase(**phase) for phase in body["phases"])
-            rest = {k: v for k, v in body.items() if k not in ("phases", "kind")}
-            return DpSgdClaim(phases, **rest)
+            rest = {k: v for k, v in body.items() if k not in ("phases", "kind", "tuning")}
+            return DpSgdClaim(phases, **rest, tuning=_tuning_from_dict(body.get("tuning")))
         if kind == "eps_delta":
-            return EpsDeltaClaim(float(body["epsilon"]), float(body["delta"]))
+            return EpsDeltaClaim(
+                float(body["epsilon"]), float(body["delta"]),
+                _tuning_from_dict(body.get("tuning")),
+            )  # fmt: skip
         if kind in ("none", None):
             return NoClaim()
     except (KeyError, TypeError) as error:

@@ -10,7 +10,8 @@ probability at most 1 − confidence.
 The leakage-equivalent μ is the largest μ whose Gaussian curve passes through a bounded
 operating point, max Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub). With PANORAMIA's generated non-members it
 is *not* a DP lower bound (non-members are not drawn from the training distribution); it
-only places the attack on the same scale as the claim's μ*.
+only places the attack on the same scale as the claim's μ*. The same holds for the empirical
+ε at δ, max over points of max{ln((1 − δ − FPR_ub)/FNR_ub), ln((1 − δ − FNR_ub)/FPR_ub)}.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from scipy.stats import norm
 from panoramia.accounting.tradeoff import TradeoffCurve
 from panoramia.errors import InputError
 
+EMPIRICAL_DELTA = 1e-5
+"""δ of the attack's empirical ε in reports."""
 OPERATING_POINTS = 100
 """Thresholds tried: the score quantiles at 1/K, …, 1 (and the Bonferroni K)."""
 
@@ -35,6 +38,18 @@ def clopper_pearson_upper(successes: np.ndarray, trials: np.ndarray, alpha: floa
     full = successes >= trials
     bound = betaincinv(successes + 1, np.where(full, 1.0, trials - successes), 1 - alpha)
     return np.where(full, 1.0, bound)
+
+
+def epsilon_from_error_rates(
+    fpr: np.ndarray | float, fnr: np.ndarray | float, delta: float
+) -> np.ndarray:
+    """The least ε with (ε, δ) allowing a test with these error rates (vectorised):
+    max{ln((1 − δ − FPR)/FNR), ln((1 − δ − FNR)/FPR)} (−inf where neither ratio exceeds 0)."""
+    fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.log(np.maximum(1 - delta - fpr, 0) / fnr)
+        second = np.log(np.maximum(1 - delta - fnr, 0) / fpr)
+    return np.fmax(first, second)
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,11 @@ class ConsistencyCheck:
     confidence: float
     leakage_mu: float
     """Leakage-equivalent μ of the attack (not a DP lower bound, see module docstring)."""
+
+    def empirical_epsilon(self, delta: float = EMPIRICAL_DELTA) -> float:
+        """The largest ε(δ) the bounded operating points force (0 when none does)."""
+        return float(max(0.0, np.max(epsilon_from_error_rates(self.fpr_upper, self.fnr_upper,
+                                                              delta))))  # fmt: skip
 
     @property
     def violations(self) -> np.ndarray:
@@ -73,6 +93,8 @@ class ConsistencyCheck:
                 "claim_fnr": float(self.claim_fnr[worst]),
             },
             "leakage_equivalent_mu": self.leakage_mu,
+            "empirical_epsilon": self.empirical_epsilon(),
+            "empirical_epsilon_delta": EMPIRICAL_DELTA,
             "leakage_equivalent_mu_note": "not a DP lower bound: PANORAMIA's non-members are "
             "generated, not drawn from the training distribution",
             "points": {

@@ -45,9 +45,9 @@ def dpsgd_pld(claim: DpSgdClaim, *, grid: float = PLD_GRID) -> object:
     return total
 
 
-def rdp_epsilons(claim: DpSgdClaim, deltas: list[float]) -> list[float] | None:
-    """ε at each of ``deltas`` from the RDP account (upper bounds, looser than the PLD's); None
-    where ``dp_accounting``'s RDP accountant has no bound (Poisson sampling, replace-one)."""
+def _rdp_accountant(claim: DpSgdClaim) -> object | None:
+    """``dp_accounting``'s RDP accountant with the declared run composed in; None where it has
+    no bound (Poisson sampling, replace-one)."""
     import dp_accounting
     from dp_accounting.rdp import RdpAccountant
 
@@ -60,4 +60,19 @@ def rdp_epsilons(claim: DpSgdClaim, deltas: list[float]) -> list[float] | None:
         if not accountant.supports(composed):
             return None
         accountant.compose(composed)
+    return accountant
+
+
+def rdp_curve(claim: DpSgdClaim) -> np.ndarray | None:
+    """The run's RDP ε(α) at ``RDP_ORDERS``, shape (len(RDP_ORDERS),); None where unknown."""
+    accountant = _rdp_accountant(claim)
+    return None if accountant is None else np.asarray(accountant.rdp, dtype=float)
+
+
+def rdp_epsilons(claim: DpSgdClaim, deltas: list[float]) -> list[float] | None:
+    """ε at each of ``deltas`` from the RDP account (upper bounds, looser than the PLD's); None
+    where ``dp_accounting``'s RDP accountant has no bound (Poisson sampling, replace-one)."""
+    accountant = _rdp_accountant(claim)
+    if accountant is None:
+        return None
     return [float(accountant.get_epsilon(delta)) for delta in deltas]

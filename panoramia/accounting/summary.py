@@ -6,7 +6,11 @@
   Tier II table of f, the advantage η = δ(0), and TPR ceilings 1 − f(α);
 - a bare (ε, δ): f_{ε,δ} only; no μ follows from it (a "Gaussian-equivalent μ", the μ of the
   Gaussian mechanism with the same advantage, is shown as an aside and labelled so);
-- no claim: nothing.
+- no claim: nothing;
+- a claim with ``tuning`` (K runs tried, the best released): the above describe one run, and
+  ``tuned`` holds, at each δ, the single-run ε, every bound on the tuned ε and the certified
+  tuned ε (:mod:`~panoramia.accounting.tuning`). The released model is then only as private
+  as the tuned ε: the curve to check an audit against (``check_curve``) is max_δ f_{ε_tuned,δ}.
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from panoramia.accounting.claims import Claim, DpSgdClaim, EpsDeltaClaim
 from panoramia.accounting.tradeoff import (
     CEILING_ALPHAS,
     TIER_I_REGRET,
     TradeoffCurve,
     eps_delta_curve,
+    eps_delta_tradeoff,
     kairouz_advantage,
     mu_for_advantage,
     symmetric_curve_from_pld,
@@ -54,8 +61,25 @@ class ClaimSummary:
     gaussian_equivalent_mu: float | None = None
     """Bare (ε, δ) only: μ of the Gaussian mechanism with the same advantage — an aside,
     not a guarantee (f_{ε,δ} is not a GDP curve)."""
+    tuned: list[dict] | None = None
+    """One :class:`~panoramia.accounting.tuning.TunedGuarantee` dict per δ (tuned claims)."""
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    pld: object | None = field(default=None, repr=False)
+    """The DP-SGD run's ``dp_accounting`` PLD (in memory only)."""
+
+    @property
+    def check_curve(self) -> TradeoffCurve | None:
+        """The curve the released model satisfies: the claim's, or for a tuned claim the
+        intersection of f_{ε,δ} at its certified tuned (ε, δ)s (the run's curve is not one)."""
+        if self.tuned is None or self.curve is None:
+            return self.curve
+        alphas = self.curve.alphas
+        betas = np.max(
+            [eps_delta_tradeoff(alphas, t["tuned_epsilon"], t["delta"]) for t in self.tuned],
+            axis=0,
+        )
+        return TradeoffCurve(alphas, betas)
 
     def to_dict(self) -> dict:
         curve = self.curve.downsampled() if self.curve is not None else None
@@ -73,6 +97,7 @@ class ClaimSummary:
             "gaussian_equivalent_mu": self.gaussian_equivalent_mu,
             "curve": None if curve is None else
             {"fpr": curve.alphas.tolist(), "fnr": curve.betas.tolist()},
+            "tuned": self.tuned,
             "notes": self.notes,
             "seconds": self.seconds,
         }  # fmt: skip
@@ -97,6 +122,8 @@ def summarize_claim(claim: Claim, *, extra_deltas: tuple[float, ...] = ()) -> Cl
         summary = _summarize_eps_delta(claim)
     else:
         summary = ClaimSummary(claim.to_dict(), None, notes=["no guarantee declared"])
+    if getattr(claim, "tuning", None) is not None:
+        _add_tuned(summary, claim)
     summary.seconds = round(time.perf_counter() - start, 3)
     return summary
 
@@ -131,6 +158,19 @@ def _summarize_dpsgd(claim: DpSgdClaim, extra_deltas: tuple[float, ...]) -> Clai
         advantage=float(pld.get_delta_for_epsilon(0.0)),
         tpr_ceilings=_ceilings(curve),
         notes=notes,
+        pld=pld,
+    )
+
+
+def _add_tuned(summary: ClaimSummary, claim: DpSgdClaim | EpsDeltaClaim) -> None:
+    from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee
+
+    base = run_privacy_from_claim(claim, pld=summary.pld, mu=summary.mu)
+    deltas = [float(d) for d in summary.epsilons if float(d) > 0] or list(DELTAS)
+    summary.tuned = [tuned_guarantee(base, claim.tuning, d).to_dict() for d in deltas]
+    summary.notes.append(
+        f"the released model is the best of {claim.tuning.describe()}: ε, μ*, the curve and "
+        "the ceilings above describe one run; the tuned ε is what the model satisfies"
     )
 
 

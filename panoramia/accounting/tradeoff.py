@@ -53,6 +53,17 @@ def kairouz_advantage(epsilon: float, delta: float) -> float:
     return float((np.expm1(epsilon) + 2 * delta) / (np.exp(epsilon) + 1))
 
 
+def epsilon_for_advantage(advantage: float, delta: float) -> float:
+    """The ε whose (ε, δ) allows exactly advantage η (Kairouz inverted):
+    ln((1 + η − 2δ)/(1 − η)) (seed 003's ε* of an advantage target)."""
+    return float(np.log((1 + advantage - 2 * delta) / (1 - advantage)))
+
+
+def advantage_tradeoff(alpha: np.ndarray | float, advantage: float) -> np.ndarray:
+    """max{0, 1 − η − α}: the weakest curve with advantage η (all an advantage target says)."""
+    return np.maximum(0.0, 1.0 - advantage - np.asarray(alpha, dtype=float))
+
+
 def mu_from_pure_dp(epsilon: float) -> float:
     """The smallest μ with f_μ ≤ f_{ε,0}: −2Φ⁻¹(1/(e^ε + 1)) (tight at one point only)."""
     return float(-2.0 * norm.ppf(1.0 / (np.exp(epsilon) + 1.0)))

@@ -101,6 +101,112 @@ def eps_delta(
         _print_summary(document)
 
 
+def _run_count(
+    runs: int | None,
+    tnb_eta: float | None,
+    tnb_gamma: float | None,
+    geometric_mean: float | None,
+    poisson: float | None,
+    binomial_n: int | None,
+    binomial_p: float | None,
+) -> object:
+    from panoramia.accounting.run_count import (
+        BinomialRuns,
+        FixedRuns,
+        PoissonRuns,
+        TruncatedNegativeBinomial,
+    )
+    from panoramia.errors import InputError
+
+    given = {
+        "--runs": runs is not None,
+        "--tnb-eta/--tnb-gamma": tnb_eta is not None or tnb_gamma is not None,
+        "--geometric-mean": geometric_mean is not None,
+        "--poisson": poisson is not None,
+        "--binomial-n/--binomial-p": binomial_n is not None or binomial_p is not None,
+    }
+    if sum(given.values()) != 1:
+        raise InputError(f"tuning: give exactly one law of the number of runs: {', '.join(given)}")
+    if runs is not None:
+        return FixedRuns(runs)
+    if given["--tnb-eta/--tnb-gamma"]:
+        if tnb_eta is None or tnb_gamma is None:
+            raise InputError("tuning: a TNB law needs both --tnb-eta and --tnb-gamma")
+        return TruncatedNegativeBinomial(tnb_eta, tnb_gamma)
+    if geometric_mean is not None:
+        return TruncatedNegativeBinomial.geometric(geometric_mean)
+    if poisson is not None:
+        return PoissonRuns(poisson)
+    if binomial_n is None or binomial_p is None:
+        raise InputError("tuning: a binomial law needs both --binomial-n and --binomial-p")
+    return BinomialRuns(binomial_n, binomial_p)
+
+
+@account.command()
+@exits_on_input_error
+def tuning(
+    runs: Annotated[int | None, typer.Option(help="A fixed number k of runs tried.")] = None,
+    tnb_eta: Annotated[float | None, typer.Option("--tnb-eta", help="TNB η (> −1).")] = None,
+    tnb_gamma: Annotated[float | None, typer.Option("--tnb-gamma", help="TNB γ in (0, 1).")] = None,
+    geometric_mean: Annotated[
+        float | None, typer.Option("--geometric-mean", help="Geometric K with this mean.")
+    ] = None,
+    poisson: Annotated[float | None, typer.Option(help="Poisson K with this rate λ.")] = None,
+    binomial_n: Annotated[int | None, typer.Option("--binomial-n", help="Binomial n.")] = None,
+    binomial_p: Annotated[float | None, typer.Option("--binomial-p", help="Binomial p.")] = None,
+    noise_multiplier: Annotated[
+        float | None, typer.Option("--noise-multiplier", help="One run: DP-SGD σ.")
+    ] = None,
+    sample_rate: Annotated[
+        float | None, typer.Option("--sample-rate", help="One run: DP-SGD q.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="One run: DP-SGD steps T.")] = None,
+    epsilon: Annotated[
+        float | None, typer.Option(help="One run: a declared ε (instead of DP-SGD).")
+    ] = None,
+    run_delta: Annotated[
+        float, typer.Option("--run-delta", help="One run: the δ of --epsilon (0: pure).")
+    ] = 0.0,
+    delta: Annotated[
+        list[float] | None, typer.Option(help="δ of the tuned ε (repeatable; default 1e-5, 1e-6).")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """The ε of releasing the best of K runs: single-run ε, every bound, tuned ε, overhead."""
+    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim
+    from panoramia.accounting.summary import DELTAS
+    from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee
+    from panoramia.errors import InputError
+
+    law = _run_count(runs, tnb_eta, tnb_gamma, geometric_mean, poisson, binomial_n, binomial_p)
+    if (epsilon is None) == (noise_multiplier is None):
+        raise InputError("tuning: describe one run by --epsilon or by DP-SGD --noise-multiplier")
+    if epsilon is not None:
+        claim = EpsDeltaClaim(epsilon, run_delta, law)
+    else:
+        if sample_rate is None or steps is None:
+            raise InputError("tuning: a DP-SGD run needs --sample-rate and --steps")
+        claim = DpSgdClaim.single_phase(noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                        tuning=law)  # fmt: skip
+    base = run_privacy_from_claim(claim)
+    results = [tuned_guarantee(base, law, d).to_dict() for d in (delta or DELTAS)]
+    if as_json:
+        print_json({"claim": claim.to_dict(), "tuned": results})
+        return
+    typer.echo(f"{base.label}, released as the best of {law.describe()} (E[K] = {law.mean:.4g})")
+    for result in results:
+        typer.echo(f"δ = {result['delta']:g}: single run ε = {result['single_run_epsilon']:.4f}")
+        for bound in result["bounds"]:
+            if bound["certified"]:
+                typer.echo(f"  {bound['name']}: ε ≤ {bound['epsilon']:.4f}")
+            else:
+                typer.echo(f"  {bound['name']}: ε ≈ {bound['epsilon']:.4f} (NOT certified)")
+        typer.echo(
+            f"  tuned ε = {result['tuned_epsilon']:.4f} "
+            f"(overhead +{result['overhead']:.4f} over one run)"
+        )
+
+
 @exits_on_input_error
 def calibrate(
     sample_rate: SampleRate,
