@@ -66,6 +66,34 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert page.count('<img src="data:image/png;base64,') == 3
     assert "not a lower bound on ε" in page
     assert str(tmp_path / "report.html") in done.stderr
+    assert report["claim"]["summary"]["claim"] == {"kind": "none"}
+    assert report["claim"]["violation"] is False
+
+
+def test_declared_claims_beside_the_audit(artifacts: Path, tmp_path: Path) -> None:
+    """A strong claim is contradicted (red banner); a tuned DP-SGD claim is summarised with its
+    trade-off plane; both reuse the audit's finished stages."""
+    strong = audit("claim.kind=eps_delta", "claim.epsilon=0.01", "claim.delta=0",
+                   artifacts=artifacts, run_dir=tmp_path / "strong")  # fmt: skip
+    assert strong.returncode == 0, strong.stderr[-3000:]
+    section = json.loads((tmp_path / "strong" / "report.json").read_text())["claim"]
+    assert section["violation"] is True
+    assert "attack" in section["violated_by"]
+    assert section["consistency"]["attack"]["empirical_epsilon"] > 0.01
+    page = (tmp_path / "strong" / "report.html").read_text()
+    assert "<p class=banner>The audit contradicts the declared guarantee" in page
+    assert page.count('<img src="data:image/png;base64,') == 4
+    tuned = audit("claim.kind=dpsgd", "claim.noise_multiplier=1.0", "claim.sample_rate=0.01",
+                  "claim.epochs=2", "claim.tuning.kind=geometric", "claim.tuning.mean=10",
+                  artifacts=artifacts, run_dir=tmp_path / "tuned")  # fmt: skip
+    assert tuned.returncode == 0, tuned.stderr[-3000:]
+    section = json.loads((tmp_path / "tuned" / "report.json").read_text())["claim"]
+    summary = section["summary"]
+    assert summary["claim"]["phases"][0]["steps"] == 200
+    assert summary["tuned"][0]["tuned_epsilon"] > summary["tuned"][0]["single_run_epsilon"]
+    assert set(section["consistency"]) == {"attack", "baseline", "rmrn"}
+    assert any("No membership attack exceeds TPR" in line for line in section["statements"])
+    assert any(line.startswith("Tuning (") for line in section["statements"])
 
 
 def test_rerun_reuses_every_stage_and_gives_the_same_report(
@@ -203,6 +231,8 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("audit.confidence=high", "could not be converted to Float"),
         ("target=nope", "Could not find 'target/nope'"),
         ("data=csv", "data.members_path: required"),
+        ("claim.kind=dpsgd", "claim.noise_multiplier: required"),
+        ("claim.tuning.kind=dice", "claim.tuning.kind: must be"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:

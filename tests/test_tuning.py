@@ -246,3 +246,23 @@ def test_cli_account_tuning() -> None:
                                "--poisson", "2"])  # fmt: skip
     assert both.exit_code == 2
     assert "exactly one law" in both.output
+
+
+def test_tuned_profile_curve_is_valid_for_exact_gaussian_tuning() -> None:
+    """The tuned claim's curve lies below the exact tuned mechanism's trade-off curve."""
+    from panoramia.accounting.tradeoff import curve_from_profile
+    from panoramia.accounting.tuned_exact import gaussian_tuned_densities
+    from panoramia.accounting.tuning import tuned_profile
+
+    law = TruncatedNegativeBinomial(1.0, 0.01)
+    epsilons = np.r_[0.0, np.geomspace(1e-3, 30.0, 300)]
+    alphas = np.linspace(0, 1, 201)
+    claimed = curve_from_profile(alphas, epsilons, tuned_profile(GaussianRunPrivacy(0.5), law,
+                                                                 epsilons))  # fmt: skip
+    # exact curve of the tuned pair: Neyman–Pearson tests on the likelihood ratio, by sorting
+    first, second, step = gaussian_tuned_densities(0.5, law)
+    order = np.argsort(-(second / np.maximum(first, 1e-300)))  # most "X'"-like first
+    fpr = np.r_[0.0, np.cumsum(first[order]) * step]
+    fnr = 1 - np.r_[0.0, np.cumsum(second[order]) * step]
+    exact = np.interp(alphas, fpr, fnr)
+    assert np.all(claimed(alphas) <= exact + 1e-6)

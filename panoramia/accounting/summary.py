@@ -25,6 +25,7 @@ from panoramia.accounting.tradeoff import (
     CEILING_ALPHAS,
     TIER_I_REGRET,
     TradeoffCurve,
+    curve_from_profile,
     eps_delta_curve,
     eps_delta_tradeoff,
     kairouz_advantage,
@@ -33,6 +34,8 @@ from panoramia.accounting.tradeoff import (
 )
 from panoramia.errors import InputError
 
+TUNED_PROFILE_EPSILONS = np.r_[0.0, np.geomspace(1e-3, 30.0, 300)]
+"""ε grid of a tuned claim's certified profile (every point is a valid (ε, δ(ε)) guarantee)."""
 DELTAS = (1e-5, 1e-6)
 """δs at which ε is always reported; 1/N is added when the claim declares N."""
 
@@ -65,20 +68,24 @@ class ClaimSummary:
     """One :class:`~panoramia.accounting.tuning.TunedGuarantee` dict per δ (tuned claims)."""
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    tuned_curve: TradeoffCurve | None = field(default=None, repr=False)
+    """Tuned claims: the curve of the certified tuned privacy profile."""
     pld: object | None = field(default=None, repr=False)
     """The DP-SGD run's ``dp_accounting`` PLD (in memory only)."""
 
     @property
     def check_curve(self) -> TradeoffCurve | None:
         """The curve the released model satisfies: the claim's, or for a tuned claim the
-        intersection of f_{ε,δ} at its certified tuned (ε, δ)s (the run's curve is not one)."""
-        if self.tuned is None or self.curve is None:
+        certified tuned profile's (the run's curve is not one), tightened by f_{ε,δ} at each
+        tuned (ε, δ)."""
+        if self.tuned_curve is None:
             return self.curve
-        alphas = self.curve.alphas
+        alphas = self.tuned_curve.alphas
         betas = np.max(
-            [eps_delta_tradeoff(alphas, t["tuned_epsilon"], t["delta"]) for t in self.tuned],
+            [self.tuned_curve.betas,
+             *(eps_delta_tradeoff(alphas, t["tuned_epsilon"], t["delta"]) for t in self.tuned)],
             axis=0,
-        )
+        )  # fmt: skip
         return TradeoffCurve(alphas, betas)
 
     def to_dict(self) -> dict:
@@ -163,11 +170,15 @@ def _summarize_dpsgd(claim: DpSgdClaim, extra_deltas: tuple[float, ...]) -> Clai
 
 
 def _add_tuned(summary: ClaimSummary, claim: DpSgdClaim | EpsDeltaClaim) -> None:
-    from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee
+    from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee, tuned_profile
 
     base = run_privacy_from_claim(claim, pld=summary.pld, mu=summary.mu)
     deltas = [float(d) for d in summary.epsilons if float(d) > 0] or list(DELTAS)
     summary.tuned = [tuned_guarantee(base, claim.tuning, d).to_dict() for d in deltas]
+    alphas = np.unique(np.r_[0.0, np.geomspace(1e-8, 1.0, 600)])
+    summary.tuned_curve = curve_from_profile(
+        alphas, TUNED_PROFILE_EPSILONS, tuned_profile(base, claim.tuning, TUNED_PROFILE_EPSILONS)
+    )
     summary.notes.append(
         f"the released model is the best of {claim.tuning.describe()}: ε, μ*, the curve and "
         "the ceilings above describe one run; the tuned ε is what the model satisfies"

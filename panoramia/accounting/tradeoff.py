@@ -155,6 +155,22 @@ def symmetric_curve_from_pld(pld: object) -> TradeoffCurve:
     )
 
 
+def curve_from_profile(
+    alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray
+) -> TradeoffCurve:
+    """The curve an (ε, δ(ε))-DP guarantee for every ε of a profile implies:
+    max over ε of f_{ε,δ(ε)}, on the FPRs ``alphas``."""
+    alphas = np.asarray(alphas, dtype=float)
+    betas = np.max(
+        [
+            eps_delta_tradeoff(alphas, eps, delta)
+            for eps, delta in zip(epsilons, deltas, strict=True)
+        ],
+        axis=0,
+    )
+    return TradeoffCurve(alphas, betas)
+
+
 def eps_delta_curve(epsilon: float, delta: float) -> TradeoffCurve:
     """f_{ε,δ} through its breakpoints (it is piecewise linear with two kinks)."""
     knee = (1 - delta) / (np.exp(epsilon) + 1)

@@ -236,6 +236,16 @@ def privacy_profile_bound(base: RunPrivacy, runs: RunCount, delta: float) -> flo
     return base.epsilon(delta / runs.mean) + float(np.min(log_ratio))
 
 
+def tuned_profile(base: RunPrivacy, runs: RunCount, epsilons: np.ndarray) -> np.ndarray:
+    """A certified privacy profile δ_tuned(ε) of the released model, vectorised over ε: the
+    composed run's for a fixed count, else min(1, E[K] δ(ε − min_ε̂ ln R(ε̂)))."""
+    if isinstance(runs, FixedRuns) or (isinstance(runs, BinomialRuns) and runs.probability == 1):
+        count = runs.runs if isinstance(runs, FixedRuns) else runs.trials
+        return base.composed(count).delta(epsilons)
+    shift = float(np.min(profile_log_ratio(runs, PROFILE_EPSILONS, base.delta(PROFILE_EPSILONS))))
+    return np.minimum(1.0, runs.mean * base.delta(np.asarray(epsilons) - shift))
+
+
 @dataclass
 class TunedGuarantee:
     """The single-run ε, every bound on the tuned ε, and the certified tuned ε, at ``delta``."""

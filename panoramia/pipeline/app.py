@@ -41,6 +41,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     from panoramia.pipeline.store import ArtifactStore
 
     job = OmegaConf.to_object(cfg)
+    job.claim.to_claim()  # a bad claim fails here, before any stage runs
     if job.modality == "tabular":
         from panoramia.pipeline.tabular import STAGE_COUNT
         from panoramia.pipeline.tabular import TabularPipeline as Pipeline

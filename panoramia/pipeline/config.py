@@ -9,12 +9,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hydra.core.config_store import ConfigStore
 
 from generators.tabular import TabularGeneratorConfig
 from mia.tabular import XGBoostDistinguisherConfig
+from panoramia.errors import InputError
 from panoramia.models.tabular_training import MlpConfig
+
+if TYPE_CHECKING:
+    from panoramia.accounting.claims import Claim
+    from panoramia.accounting.run_count import RunCount
 
 CONF_DIR_ENV = "PANORAMIA_CONF_DIR"
 
@@ -113,6 +119,88 @@ class AuditConfig:
 
 
 @dataclass
+class TuningConfig:
+    """How many training runs the owner tried before releasing the best: ``kind`` ``none``
+    (one run), ``fixed`` (runs), ``tnb`` (eta, gamma), ``geometric`` (mean), ``poisson``
+    (rate) or ``binomial`` (trials, probability)."""
+
+    kind: str = "none"
+    runs: int | None = None
+    eta: float | None = None
+    gamma: float | None = None
+    mean: float | None = None
+    rate: float | None = None
+    trials: int | None = None
+    probability: float | None = None
+
+    def to_run_count(self) -> RunCount | None:
+        """The law of K (None for one run); :class:`InputError` names a missing field."""
+        from panoramia.accounting.run_count import TruncatedNegativeBinomial, run_count_from_dict
+
+        if self.kind == "none":
+            return None
+        if self.kind == "geometric":
+            if self.mean is None:
+                raise InputError("claim.tuning.mean: required for geometric tuning")
+            return TruncatedNegativeBinomial.geometric(self.mean)
+        fields = {
+            "fixed": ("runs",), "tnb": ("eta", "gamma"), "poisson": ("rate",),
+            "binomial": ("trials", "probability"),
+        }.get(self.kind)  # fmt: skip
+        if fields is None:
+            raise InputError(
+                "claim.tuning.kind: must be none, fixed, tnb, geometric, poisson or binomial, "
+                f"got {self.kind!r}"
+            )
+        missing = [name for name in fields if getattr(self, name) is None]
+        if missing:
+            raise InputError(f"claim.tuning.{missing[0]}: required for {self.kind} tuning")
+        return run_count_from_dict({"kind": self.kind} | {n: getattr(self, n) for n in fields})
+
+
+@dataclass
+class ClaimConfig:
+    """The audited model's declared guarantee, shown beside the measurement in the report.
+
+    ``kind``: ``none``, ``dpsgd`` (one phase: noise_multiplier, sample_rate or batch_size and
+    dataset_size, steps or epochs, neighbouring) or ``eps_delta`` (epsilon, delta); both
+    describe one training run, and ``tuning`` how many runs were tried."""
+
+    kind: str = "none"
+    noise_multiplier: float | None = None
+    sample_rate: float | None = None
+    batch_size: int | None = None
+    dataset_size: int | None = None
+    steps: int | None = None
+    epochs: float | None = None
+    neighbouring: str = "add_remove"
+    epsilon: float | None = None
+    delta: float | None = None
+    tuning: TuningConfig = field(default_factory=TuningConfig)
+
+    def to_claim(self) -> Claim:
+        """The claim object; :class:`InputError` names a missing or bad field."""
+        from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim, NoClaim
+
+        tuning = self.tuning.to_run_count()
+        if self.kind == "none":
+            return NoClaim()
+        if self.kind == "dpsgd":
+            if self.noise_multiplier is None:
+                raise InputError("claim.noise_multiplier: required for a dpsgd claim")
+            return DpSgdClaim.single_phase(
+                self.noise_multiplier, sample_rate=self.sample_rate, batch_size=self.batch_size,
+                dataset_size=self.dataset_size, steps=self.steps, epochs=self.epochs,
+                neighbouring=self.neighbouring, tuning=tuning,  # type: ignore[arg-type]
+            )  # fmt: skip
+        if self.kind == "eps_delta":
+            if self.epsilon is None or self.delta is None:
+                raise InputError("claim.epsilon, claim.delta: required for an eps_delta claim")
+            return EpsDeltaClaim(self.epsilon, self.delta, tuning)
+        raise InputError(f"claim.kind: must be none, dpsgd or eps_delta, got {self.kind!r}")
+
+
+@dataclass
 class JobConfig:
     modality: str = "tabular"
     seed: int = 0
@@ -125,6 +213,7 @@ class JobConfig:
     helper: HelperConfig = field(default_factory=HelperConfig)
     distinguisher: XGBoostDistinguisherConfig = field(default_factory=XGBoostDistinguisherConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    claim: ClaimConfig = field(default_factory=ClaimConfig)
 
 
 def register_schemas() -> None:

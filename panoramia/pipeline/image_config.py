@@ -14,7 +14,7 @@ from baselines.image import ImageHelperConfig
 from generators.image import ImageGeneratorConfig
 from mia.image import ImageDistinguisherConfig
 from panoramia.models.image_training import ImageModelConfig
-from panoramia.pipeline.config import AuditConfig, QualityFilterConfig, SplitConfig
+from panoramia.pipeline.config import AuditConfig, ClaimConfig, QualityFilterConfig, SplitConfig
 
 
 @dataclass
@@ -71,3 +71,4 @@ class ImageJobConfig:
     helper: ImageHelperConfig = field(default_factory=ImageHelperConfig)
     distinguisher: ImageDistinguisherConfig = field(default_factory=ImageDistinguisherConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    claim: ClaimConfig = field(default_factory=ClaimConfig)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.pipeline.config import JobConfig
 from panoramia.pipeline.image_config import ImageJobConfig
@@ -67,8 +68,13 @@ def build_report(
             seed=child_seed(job.seed, "o1"),
         )
     rmrn_result = None
+    games = {
+        "attack": (attack["scores"], membership),
+        "baseline": (baseline["scores"], membership),
+    }
     if "attack_rmrn" in stages:
         reference = _scores(stages["attack_rmrn"])
+        games["rmrn"] = (reference["scores"], reference["membership"])
         rmrn_result = rmrn(
             reference["membership"],
             reference["scores"],
@@ -97,6 +103,8 @@ def build_report(
         config=asdict(job), timings=runner.timings(), target=target_info, data=data_info,
         distinguishers=distinguishers,
     )  # fmt: skip
+    section = claim_section(job.claim.to_claim(), games, confidence=audit.confidence)
+    document["claim"] = section.to_dict()
     roc_curves = {
         "baseline": (baseline["scores"], membership),
         "attack": (attack["scores"], membership),
@@ -108,6 +116,7 @@ def build_report(
     }  # fmt: skip
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     write_atomic(
-        run_dir / "report.html", render_html(document, result, roc_curves, loss_groups, galleries)
+        run_dir / "report.html",
+        render_html(document, result, roc_curves, loss_groups, galleries, claim=section),
     )
     return document

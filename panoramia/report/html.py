@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 
+from panoramia.accounting.report_section import ClaimSection
 from panoramia.measure import Measurement, max_precision_allowed
 
 LOSS_FLOOR = 1e-6
@@ -118,20 +119,91 @@ def _galleries(galleries: dict[str, np.ndarray], columns: int = 8):
     return figure
 
 
+def _tradeoff_plane(section: ClaimSection):
+    """FNR against FPR: the claim's curves and the measured points with their CP boxes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from panoramia.accounting.tradeoff import eps_delta_tradeoff, gdp_tradeoff
+
+    summary = section.summary
+    alphas = np.r_[0.0, np.geomspace(1e-6, 1.0, 400)]
+    figure, axis = plt.subplots(figsize=(6, 5))
+    axis.plot(alphas, summary.curve(alphas), color="black", label="f of the claim (one run)")
+    if summary.tuned:
+        axis.plot(alphas, summary.check_curve(alphas), color="black", linestyle=":",
+                  label="after tuning (certified profile)")  # fmt: skip
+    if summary.mu is not None:
+        axis.plot(alphas, gdp_tradeoff(alphas, summary.mu), color="tab:blue", linestyle="--",
+                  label=f"f_μ*, μ* = {summary.mu:.3g}")  # fmt: skip
+    if "1e-05" in summary.epsilons and summary.mu is not None:
+        epsilon = summary.epsilons["1e-05"]
+        axis.plot(alphas, eps_delta_tradeoff(alphas, epsilon, 1e-5), color="tab:gray",
+                  linestyle="-.", label=f"naive f_(ε,δ), ε = {epsilon:.3g}, δ = 1e-5")  # fmt: skip
+    colours = {"attack": "tab:red", "baseline": "tab:green", "rmrn": "tab:purple"}
+    for name, check in section.checks.items():
+        fpr, fnr = check.fpr, 1 - check.tpr
+        axis.plot(fpr, fnr, ".", color=colours.get(name, "tab:orange"), markersize=3,
+                  label=f"{name} operating points")  # fmt: skip
+        for k in np.linspace(0, fpr.size - 1, min(fpr.size, 12)).astype(int):
+            axis.add_patch(Rectangle(
+                (fpr[k], fnr[k]), check.fpr_upper[k] - fpr[k], check.fnr_upper[k] - fnr[k],
+                fill=False, edgecolor=colours.get(name, "tab:orange"), linewidth=0.7,
+            ))  # fmt: skip
+    axis.plot([0, 1], [1, 0], color="lightgray", linewidth=0.8)
+    axis.set(xlim=(0, 1), ylim=(0, 1), xlabel="FPR α (non-member called member)",
+             ylabel="FNR β (member missed)",
+             title="Trade-off plane: a point below the claim's f contradicts it")  # fmt: skip
+    axis.legend(fontsize=7, loc="upper right")
+    return figure
+
+
+def _claim_html(section: ClaimSection | None) -> str:
+    """The claim section: red banner, plain statements, the key numbers."""
+    if section is None:
+        return ""
+    banner = section.banner()
+    parts = ["<h2>Declared guarantee</h2>"]
+    if banner:
+        parts.append(f"<p class=banner>{html.escape(banner)}</p>")
+    claim = section.summary.claim
+    parts.append(f"<p>Claim: <code>{html.escape(str(claim))}</code></p>")
+    parts.append(
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in section.statements())
+        + "</ul>"
+    )  # fmt: skip
+    for name, check in section.checks.items():
+        parts.append(
+            f"<p>{html.escape(name)}: {'consistent' if check.consistent else 'VIOLATES'} "
+            f"({check.violations.size} of {check.fpr.size} points); leakage-equivalent μ "
+            f"{check.leakage_mu:.3f}, empirical ε(1e-5) {check.empirical_epsilon():.3f} "
+            "(not DP lower bounds with generated non-members).</p>"
+        )
+    return "".join(parts)
+
+
 def render_html(
     document: dict,
     measurement: Measurement,
     roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
     losses: dict[str, dict[str, np.ndarray]],
     galleries: dict[str, np.ndarray] | None = None,
+    *,
+    claim: ClaimSection | None = None,
 ) -> str:
-    """The report page: headline numbers, the meaning of ε̃, figures, reference audits.
+    """The report page: headline numbers, the meaning of ε̃, the declared guarantee beside the
+    audit, figures, reference audits.
 
     ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids.
     """
     import matplotlib.pyplot as plt
 
     figures = [_curves(measurement), _roc(roc_curves), _histograms(losses)]
+    if claim is not None and claim.summary.curve is not None:
+        figures.append(_tradeoff_plane(claim))
     if galleries:
         figures.append(_galleries(galleries))
     images = "".join(f'<img src="data:image/png;base64,{_figure_png(f)}">' for f in figures)
@@ -157,13 +229,15 @@ def render_html(
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>PANORAMIA audit — {target}</title>
 <style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
-td{{padding:2px 12px;}} .warn{{color:#a60;}} img{{max-width:100%;margin:8px 0;}}</style></head>
+td{{padding:2px 12px;}} .warn{{color:#a60;}}
+.banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}
+img{{max-width:100%;margin:8px 0;}}</style></head>
 <body><h1>Privacy audit of {target}</h1>
 <p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
 thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
 confidence {document["confidence"]}, created {document["created"]}.</p>
 <table>{table}</table>{saturated}
-<h2>What ε̃ means</h2><p>{PARAGRAPH}</p>
+<h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
 <h2>Figures</h2>{images}
 <h2>Details</h2><pre>{html.escape(_details(document))}</pre>
 </body></html>"""

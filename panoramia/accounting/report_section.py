@@ -1,0 +1,115 @@
+"""The report's claim section: the declared guarantee beside the audit's operating points.
+
+``claim_section(claim, games)`` summarises the claim (:mod:`~panoramia.accounting.summary`)
+and checks each scored game against the curve the released model satisfies
+(:mod:`~panoramia.accounting.consistency`). Games: ``attack`` (PANORAMIA: members vs generated
+non-members, with the target's losses), ``baseline`` (the same without the target) and
+``rmrn`` (real members vs real non-members, when the audit has them).
+
+A violation by the attack is a red banner. Because PANORAMIA's non-members are generated, an
+attack can also separate them by their synthetic look; when the baseline violates the claim
+as well, the banner says that the generator, not the model, may explain it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from panoramia.accounting.claims import Claim, NoClaim
+from panoramia.accounting.consistency import ConsistencyCheck, check_consistency
+from panoramia.accounting.summary import ClaimSummary, summarize_claim
+
+CHECKED_GAMES = ("attack", "rmrn")
+"""Games whose violation raises the banner (the baseline only qualifies it)."""
+
+
+@dataclass
+class ClaimSection:
+    """In-memory section (curves and checks for the figure) and its JSON form."""
+
+    summary: ClaimSummary
+    checks: dict[str, ConsistencyCheck]
+    confidence: float
+
+    @property
+    def violated_by(self) -> list[str]:
+        return [name for name in CHECKED_GAMES if name in self.checks
+                and not self.checks[name].consistent]  # fmt: skip
+
+    def banner(self) -> str | None:
+        """The red banner's text, or None when every checked game is consistent."""
+        if not self.violated_by:
+            return None
+        games = " and ".join(self.violated_by)
+        text = (
+            f"The audit contradicts the declared guarantee: the {games} operating points "
+            f"beat the claimed trade-off curve even at their {self.confidence:.0%} "
+            "Clopper–Pearson bounds."
+        )
+        baseline = self.checks.get("baseline")
+        if "attack" in self.violated_by and baseline is not None and not baseline.consistent:
+            text += (
+                " The baseline, which never queries the model, violates it too: the generated "
+                "non-members are separable on their own, so the generator may explain this."
+            )
+        return text
+
+    def statements(self) -> list[str]:
+        """Plain-language consequences of the claim (from f, the advantage and tuning)."""
+        summary = self.summary
+        if summary.curve is None:
+            return ["The model's owner declares no privacy guarantee."]
+        lines = []
+        tuned = summary.tuned
+        curve = summary.check_curve
+        if tuned:
+            first = tuned[0]
+            lines.append(
+                f"Tuning ({first['description']}) raises ε at δ = {first['delta']:g} from "
+                f"{first['single_run_epsilon']:.3g} for one run to {first['tuned_epsilon']:.3g}; "
+                "the statements below hold for the released model."
+            )
+        for alpha in (1e-3, 1e-2, 1e-1):
+            lines.append(
+                f"No membership attack exceeds TPR {1 - float(curve(alpha)):.4f} at FPR "
+                f"{alpha:.1%}."
+            )
+        advantage = float(np.max(1 - curve.alphas - curve.betas))
+        lines.append(
+            f"No attack guesses membership of a balanced coin with more than "
+            f"{(1 + advantage) / 2:.2%} accuracy (advantage η = {advantage:.4f})."
+        )
+        if summary.mu is not None and summary.tier == "I" and not tuned:
+            lines.append(f"The model is {summary.mu:.4g}-GDP (regret {summary.regret:.1e}).")
+        return lines
+
+    def to_dict(self) -> dict:
+        return {
+            "summary": self.summary.to_dict(),
+            "consistency": {name: check.to_dict() for name, check in self.checks.items()},
+            "violation": bool(self.violated_by),
+            "violated_by": self.violated_by,
+            "banner": self.banner(),
+            "statements": self.statements(),
+        }
+
+
+def claim_section(
+    claim: Claim,
+    games: dict[str, tuple[np.ndarray, np.ndarray]],
+    *,
+    confidence: float = 0.95,
+) -> ClaimSection:
+    """Summarise ``claim`` and check each game (scores: higher = member; membership 1 =
+    member) against the curve the released model satisfies."""
+    summary = summarize_claim(claim)
+    checks = {}
+    if not isinstance(claim, NoClaim):
+        curve = summary.check_curve
+        checks = {
+            name: check_consistency(curve, scores, membership, confidence=confidence)
+            for name, (scores, membership) in games.items()
+        }
+    return ClaimSection(summary, checks, confidence)
