@@ -51,7 +51,7 @@ def test_health_and_openapi(service: LiveService) -> None:
     with service.client(None) as anonymous:
         health = anonymous.get("/healthz").json()
         assert health == {"status": "ok", "database": "ok", "queue": "celery",
-                          "schema_revision": "0001"}  # fmt: skip
+                          "schema_revision": "0002"}  # fmt: skip
         paths = anonymous.get("/openapi.json").json()["paths"]
     assert set(paths) >= {"/v1/audits", "/v1/audits/{audit_id}", "/v1/reports",
                           "/v1/models", "/v1/models/{model}/reports", "/v1/reports/{report_id}",
@@ -140,8 +140,16 @@ def test_no_contributor_reads_another_ones_reports_or_audits(service: LiveServic
 
 
 def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
+    claim = {"kind": "dpsgd", "phases": [{"noise_multiplier": 1.1, "sample_rate": 0.01,
+                                          "steps": 500}],
+             "tuning": {"kind": "tnb", "eta": 1.0, "gamma": 0.1}}  # fmt: skip
     body = {
-        "model": {"name": "census", "version": "7", "declared": {"dp": {"epsilon": 8}}},
+        "model": {
+            "name": "census",
+            "version": "7",
+            "declared": {"dp": {"epsilon": 8}},
+            "claim": claim,
+        },
         "target": {"config": "mlp_overfit"},
         "overrides": ["seed=3", "audit.confidence=0.9"],
     }
@@ -152,6 +160,8 @@ def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
         assert submitted.headers["location"] == f"/v1/audits/{audit['id']}"
         assert audit["status"] == "queued"
         assert audit["model"]["declared"] == {"dp": {"epsilon": 8}}
+        assert audit["model"]["claim"]["phases"][0]["noise_multiplier"] == 1.1
+        assert audit["model"]["claim"]["neighbouring"] == "add_remove"  # normalised
         assert "overrides_resolved" not in audit["request"]
         broker = redis.Redis.from_url(f"{REDIS_URL}/{QUEUE_DB}")
         message = json.loads(broker.lindex("celery", 0))
@@ -164,6 +174,10 @@ def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
     stored = service.store.get_audit(None, audit["id"])
     assert "seed=3" in stored.request["overrides_resolved"]
     assert "target=mlp_overfit" in stored.request["overrides_resolved"]
+    for line in ("claim.kind=dpsgd", "claim.noise_multiplier=1.1", "claim.steps=500",
+                 "claim.tuning.kind=tnb", "claim.tuning.gamma=0.1"):  # fmt: skip
+        assert line in stored.request["overrides_resolved"]
+    assert stored.model.claim["tuning"] == {"kind": "tnb", "eta": 1.0, "gamma": 0.1}
 
 
 @pytest.mark.parametrize(
@@ -183,6 +197,12 @@ def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
          ["body", "data", "members"]),
         ({"data": {"source": "csv", "label": "y"}}, ["body", "data"]),
         ({"model": {"name": "../evil"}}, ["body", "model", "name"]),
+        ({"model": {"name": "census", "claim": {"kind": "dpsgd", "phases": [
+            {"noise_multiplier": -1, "sample_rate": 0.1, "steps": 10}]}}},
+         ["body", "model", "claim"]),
+        ({"model": {"name": "census", "claim": {"kind": "eps_delta", "epsilon": 1,
+                                                "delta": 0, "tuning": {"kind": "dice"}}}},
+         ["body", "model", "claim"]),
         ({"unexpected": 1}, ["body", "unexpected"]),
     ],
 )  # fmt: skip

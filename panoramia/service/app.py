@@ -89,7 +89,10 @@ def _audit_view(audit: Audit, report_id: str | None) -> AuditView:
         id=audit.id,
         status=audit.status,
         model=ModelRef(
-            name=audit.model.name, version=audit.model.version, declared=audit.model.declared
+            name=audit.model.name,
+            version=audit.model.version,
+            declared=audit.model.declared,
+            claim=audit.model.claim,
         ),
         request=request,
         progress=audit.progress or {},
@@ -105,7 +108,7 @@ def _audit_view(audit: Audit, report_id: str | None) -> AuditView:
 
 
 def _stored_ref(model: ModelRef) -> StoredModelRef:
-    return StoredModelRef(model.name, model.version, model.declared)
+    return StoredModelRef(model.name, model.version, model.declared, model.claim)
 
 
 def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue) -> FastAPI:
@@ -240,6 +243,7 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
             **_summary(report).model_dump(),
             artifact_location=report.artifact_location,
             declared=report.model.declared,
+            claim=report.model.claim,
             document=report.document,
         )
 

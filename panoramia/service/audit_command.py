@@ -3,7 +3,8 @@
 A contributor controls only the audit's own settings: overrides may name ``seed`` and keys
 under ``split``, ``generator``, ``helper``, ``distinguisher``, ``audit``, ``target`` (not its
 path) and ``data.max_members``/``data.pool_size``, or pick a config of those groups. Paths,
-``artifacts_dir``, ``threads`` and Hydra's own settings are the service's. Data files resolve
+``artifacts_dir``, ``threads``, ``claim`` (from the model's declared guarantee) and Hydra's
+own settings are the service's. Data files resolve
 inside the contributor's own data folder, model directories inside the shared models folder.
 """
 
@@ -99,7 +100,29 @@ def audit_overrides(
             f"data.categorical={_quoted_list(data.categorical)}",
             f"data.continuous={_quoted_list(data.continuous)}",
         ]
-    return lines + list(request.overrides)
+    return lines + claim_overrides(request.model.claim) + list(request.overrides)
+
+
+def claim_overrides(claim: dict | None) -> list[str]:
+    """The ``claim.*`` overrides that put the model's declared guarantee (validated JSON form)
+    in its report; a multi-phase DP-SGD claim has no single-phase config form."""
+    if claim is None or claim["kind"] == "none":
+        return []
+    lines = [f"claim.kind={claim['kind']}"]
+    if claim["kind"] == "dpsgd":
+        if len(claim["phases"]) != 1:
+            raise RequestProblem(
+                ("model", "claim", "phases"), "a service audit reports single-phase claims only"
+            )
+        lines += [f"claim.{k}={v}" for k, v in claim["phases"][0].items()]
+        lines.append(f"claim.neighbouring={claim['neighbouring']}")
+        if claim.get("dataset_size") is not None:
+            lines.append(f"claim.dataset_size={claim['dataset_size']}")
+    else:
+        lines += [f"claim.epsilon={claim['epsilon']}", f"claim.delta={claim['delta']}"]
+    for key, value in (claim.get("tuning") or {}).items():
+        lines.append(f"claim.tuning.{key}={value}")
+    return lines
 
 
 def check_composes(overrides: list[str]) -> None:

@@ -51,12 +51,28 @@ class NulFree(BaseModel):
 
 
 class ModelRef(BaseModel):
-    """The audited model. ``declared`` (e.g. the owner's DP claim) is kept from first mention."""
+    """The audited model. ``declared`` (free-form metadata) and ``claim`` (its declared privacy
+    guarantee, checked: ``{"kind": "dpsgd" | "eps_delta" | "none", ...}`` as in
+    ``panoramia.accounting.claims``) are kept from first mention."""
 
     model_config = ConfigDict(extra="forbid")
     name: Name
     version: Name = "1"
     declared: dict = Field(default_factory=dict)
+    claim: dict | None = None
+
+    @field_validator("claim")
+    @classmethod
+    def _valid_claim(cls, claim: dict | None) -> dict | None:
+        if claim is None:
+            return None
+        from panoramia.accounting.claims import claim_from_dict
+        from panoramia.errors import InputError
+
+        try:
+            return claim_from_dict(claim).to_dict()
+        except InputError as error:
+            raise ValueError(str(error)) from None
 
 
 class TargetRef(BaseModel):
@@ -197,6 +213,7 @@ class ReportSummary(BaseModel):
 class ReportView(ReportSummary):
     artifact_location: str | None
     declared: dict
+    claim: dict | None
     document: dict
 
 
@@ -204,6 +221,7 @@ class ModelView(BaseModel):
     name: str
     version: str
     declared: dict
+    claim: dict | None
     reports: int
     latest_report_at: datetime | None
 

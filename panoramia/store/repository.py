@@ -59,11 +59,13 @@ class Principal:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """An audited model by name and version; ``declared`` is kept from its first mention."""
+    """An audited model by name and version; ``declared`` and ``claim`` (the declared
+    guarantee, :mod:`panoramia.accounting.claims` JSON) are kept from its first mention."""
 
     name: str
     version: str
     declared: dict = field(default_factory=dict)
+    claim: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class ModelSummary:
     name: str
     version: str
     declared: dict
+    claim: dict | None
     reports: int
     latest_report_at: datetime | None
 
@@ -140,7 +143,11 @@ class ReportStore:
         try:
             with session.begin_nested():
                 model = AuditedModel(
-                    name=ref.name, version=ref.version, declared=ref.declared, created_at=utcnow()
+                    name=ref.name,
+                    version=ref.version,
+                    declared=ref.declared,
+                    claim=ref.claim,
+                    created_at=utcnow(),
                 )
                 session.add(model)
             return model
@@ -166,7 +173,7 @@ class ReportStore:
             query = query.join(counts, counts.c.model_id == AuditedModel.id)
         with self.sessions() as session:
             return [
-                ModelSummary(m.name, m.version, m.declared, n or 0, as_utc(latest))
+                ModelSummary(m.name, m.version, m.declared, m.claim, n or 0, as_utc(latest))
                 for m, n, latest in session.execute(query)
             ]
 

@@ -47,6 +47,8 @@ class AuditedModel(Base):
     version: Mapped[str] = mapped_column(String(100))
     declared: Mapped[dict] = mapped_column(JsonColumn, default=dict)
     """Owner-declared metadata, e.g. ``{"dp": {"epsilon": 8, "delta": 1e-5}}``."""
+    claim: Mapped[dict | None] = mapped_column(JsonColumn, nullable=True)
+    """The declared guarantee in ``panoramia.accounting.claims`` JSON form (validated)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
