@@ -76,7 +76,7 @@ class ClaimSection:
                 f"No membership attack exceeds TPR {1 - float(curve(alpha)):.4f} at FPR "
                 f"{alpha:.1%}."
             )
-        advantage = float(np.max(1 - curve.alphas - curve.betas))
+        advantage = curve.advantage()
         lines.append(
             f"No attack guesses membership of a balanced coin with more than "
             f"{(1 + advantage) / 2:.2%} accuracy (advantage η = {advantage:.4f})."

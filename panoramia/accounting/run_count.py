@@ -158,6 +158,15 @@ _KINDS = {
 }
 
 
+def fixed_count(runs: RunCount) -> int | None:
+    """K when it is not random (fixed runs, or binomial with p = 1), else None."""
+    if isinstance(runs, FixedRuns):
+        return runs.runs
+    if isinstance(runs, BinomialRuns) and runs.probability == 1:
+        return runs.trials
+    return None
+
+
 def run_count_to_dict(runs: RunCount) -> dict:
     return asdict(runs)
 

@@ -44,11 +44,10 @@ from scipy.optimize import brentq
 from panoramia.accounting.claims import Claim, DpSgdClaim, EpsDeltaClaim
 from panoramia.accounting.dpsgd import RDP_ORDERS
 from panoramia.accounting.run_count import (
-    BinomialRuns,
-    FixedRuns,
     PoissonRuns,
     RunCount,
     TruncatedNegativeBinomial,
+    fixed_count,
     run_count_to_dict,
 )
 from panoramia.accounting.tradeoff import gdp_delta
@@ -217,7 +216,7 @@ def papernot_steinke_poisson(base: RunPrivacy, runs: PoissonRuns, delta: float) 
 def profile_log_ratio(runs: RunCount, epsilon_hat: np.ndarray, delta_hat: np.ndarray) -> np.ndarray:
     """ln R(ε̂) of the privacy-profile bound (module docstring), vectorised over ε̂: the largest
     φ'(1 − u)/φ'(1 − u') over the (ε̂, δ̂) region, attained at u ∈ {0, knee, 1 − δ̂}."""
-    if isinstance(runs, FixedRuns) or (isinstance(runs, BinomialRuns) and runs.probability == 1):
+    if fixed_count(runs) is not None:
         raise TypeError("a fixed number of runs has no privacy-profile bound (φ'(0) = 0)")
     scale = np.exp(epsilon_hat)
     knee = (1 - delta_hat) / (scale + 1)
@@ -239,8 +238,8 @@ def privacy_profile_bound(base: RunPrivacy, runs: RunCount, delta: float) -> flo
 def tuned_profile(base: RunPrivacy, runs: RunCount, epsilons: np.ndarray) -> np.ndarray:
     """A certified privacy profile δ_tuned(ε) of the released model, vectorised over ε: the
     composed run's for a fixed count, else min(1, E[K] δ(ε − min_ε̂ ln R(ε̂)))."""
-    if isinstance(runs, FixedRuns) or (isinstance(runs, BinomialRuns) and runs.probability == 1):
-        count = runs.runs if isinstance(runs, FixedRuns) else runs.trials
+    count = fixed_count(runs)
+    if count is not None:
         return base.composed(count).delta(epsilons)
     shift = float(np.min(profile_log_ratio(runs, PROFILE_EPSILONS, base.delta(PROFILE_EPSILONS))))
     return np.minimum(1.0, runs.mean * base.delta(np.asarray(epsilons) - shift))
@@ -280,15 +279,11 @@ def tuned_guarantee(base: RunPrivacy, runs: RunCount, delta: float) -> TunedGuar
     if not 0 < delta < 1:
         raise InputError(f"tuning: δ must be in (0, 1), got {delta}")
     bounds: list[TuningBound] = []
-    if isinstance(runs, FixedRuns):
+    count = fixed_count(runs)
+    if count is not None:
         bounds.append(TuningBound(
-            "composition", base.composed(runs.runs).epsilon(delta), True,
-            f"{runs.runs}-fold composition: the only certified bound for a fixed number of runs",
-        ))  # fmt: skip
-    elif isinstance(runs, BinomialRuns) and runs.probability == 1:
-        bounds.append(TuningBound(
-            "composition", base.composed(runs.trials).epsilon(delta), True,
-            "binomial with p = 1 is a fixed number of runs",
+            "composition", base.composed(count).epsilon(delta), True,
+            f"{count}-fold composition: the only certified bound for a fixed number of runs",
         ))  # fmt: skip
     else:
         _random_count_bounds(base, runs, delta, bounds)
