@@ -5,7 +5,7 @@ y_val)`` then ``.score(x, side)``: ``x_*`` are :class:`~panoramia.data.images.Im
 ``side_*`` per-example losses (nats, shape (n,)), ``y_*`` 1 = member, 0 = non-member. Scores
 are continuous probabilities of "member" (float64, shape (n,)) — never hard 0/1 predictions,
 whose precision–recall sweep collapses to a single point. The epoch is chosen by the
-validation lower bound (see :mod:`mia.image_module`); ``candidates`` records every epoch.
+validation lower bound (see :mod:`mia.distinguisher_module`); ``candidates`` records every epoch.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ class ImageDistinguisher:
         import torch
         from torch.utils.data import DataLoader
 
-        from mia.image_module import DistinguisherModule, ImageLossDistinguisher
+        from mia.distinguisher_module import DistinguisherModule
+        from mia.image_module import ImageLossDistinguisher
         from panoramia.data.image_module import Normalization
         from panoramia.models.training import TrainingConfig, make_trainer
 

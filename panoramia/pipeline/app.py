@@ -1,8 +1,9 @@
 """``panoramia-audit``: the Hydra job (single run or ``-m`` multirun).
 
 One run = one audit of one target with one seed: the stages of
-:class:`panoramia.pipeline.tabular.TabularPipeline` (``conf/config.yaml``) or of
-:class:`panoramia.pipeline.image.ImagePipeline` (``--config-name image``), then
+:class:`panoramia.pipeline.tabular.TabularPipeline` (``conf/config.yaml``), of
+:class:`panoramia.pipeline.image.ImagePipeline` (``--config-name image``) or of
+:class:`panoramia.pipeline.text.TextPipeline` (``--config-name text``), then
 ``report.json`` and ``report.html`` in the run directory. A multirun ends with a summary per
 target (see :mod:`panoramia.pipeline.summary`).
 """
@@ -51,8 +52,11 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     elif job.modality == "image":
         from panoramia.pipeline.image import STAGE_COUNT
         from panoramia.pipeline.image import ImagePipeline as Pipeline
+    elif job.modality == "text":
+        from panoramia.pipeline.text import STAGE_COUNT
+        from panoramia.pipeline.text import TextPipeline as Pipeline
     else:
-        raise InputError(f"modality: {job.modality!r} is not tabular or image")
+        raise InputError(f"modality: {job.modality!r} is not tabular, image or text")
     _pin_threads(job.threads)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     console = Console(stderr=True)
@@ -66,7 +70,10 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     )
     pipeline = Pipeline(job, runner)
     stages = pipeline.run()
-    document = build_report(job, stages, runner, run_dir, galleries=pipeline.galleries(stages))
+    document = build_report(
+        job, stages, runner, run_dir, galleries=pipeline.galleries(stages),
+        examples=pipeline.examples(stages),
+    )  # fmt: skip
     elapsed = time.perf_counter() - started
     reference = document["reference_audits"]
     headline = {

@@ -217,12 +217,14 @@ class JobConfig:
 
 
 def register_schemas() -> None:
-    """Register the schemas that ``conf/config.yaml`` (tabular) and ``conf/image.yaml`` extend
-    (they type-check every override)."""
+    """Register the schemas that ``conf/config.yaml`` (tabular), ``conf/image.yaml`` and
+    ``conf/text.yaml`` extend (they type-check every override)."""
     from panoramia.pipeline.image_config import ImageJobConfig
+    from panoramia.pipeline.text_config import TextJobConfig
 
     ConfigStore.instance().store(name="job_schema", node=JobConfig)
     ConfigStore.instance().store(name="image_job_schema", node=ImageJobConfig)
+    ConfigStore.instance().store(name="text_job_schema", node=TextJobConfig)
 
 
 def config_dir() -> Path:

@@ -8,6 +8,7 @@ stage's bookkeeping, the Bernoulli game and the order of the graph live here.
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict
 from pathlib import Path
@@ -15,9 +16,26 @@ from typing import Any
 
 import numpy as np
 
+from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_rng
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.targets import load_target
+
+MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
+"""The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
+SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
+"""The disjoint synthetic sets: the distinguishers' train/val, the audit, h's training set."""
+SEQUENCE_LOSSES = "sequence_losses.npz"
+"""Per-token losses (n, T) of each set, beside their means in ``losses.npz`` (text)."""
+
+
+def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+    if sum(fractions.values()) > 1 + 1e-9:
+        raise InputError("data.split: the fractions add up to more than 1")
+    sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
+    if min(sizes.values()) < 10:
+        raise InputError(f"data.split: {n} known members leave a part under 10 rows: {sizes}")
+    return sizes
 
 
 class AuditPipeline(ABC):
@@ -72,9 +90,24 @@ class AuditPipeline(ABC):
     def new_distinguisher(self, data: StageResult) -> Any:
         """An unfitted distinguisher (``fit``, ``score``, ``candidates``, ``chosen``)."""
 
+    def side_losses(self, adapter: Any, examples: Any) -> np.ndarray:
+        """The side information of each example: its loss (n,), or a loss sequence (n, T)."""
+        return adapter.per_example_loss(examples)
+
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """Example inputs to show in the report (uint8 images by caption); none by default."""
         return {}
+
+    def examples(self, stages: dict[str, StageResult]) -> dict[str, list[str]]:
+        """Example inputs to show in the report as text (by caption); none by default."""
+        return {}
+
+    @staticmethod
+    def synthetic_sizes(split: StageResult, helper: int) -> dict[str, int]:
+        """Synthetic examples per set: as many as the members of each distinguisher split and
+        of the audit, and ``helper`` for h (the sets of :data:`SYNTHETIC_SETS`, disjoint)."""
+        sizes = split.info["members"]
+        return {**{name: int(sizes[name]) for name in SYNTHETIC_SETS[:3]}, "helper": helper}
 
     # -- shared stages ------------------------------------------------------------------
     def target(self, data: StageResult) -> StageResult:
@@ -125,8 +158,11 @@ class AuditPipeline(ABC):
             adapter = load_target(self.model_directory(model))
             pattern = f"*{self.SET_SUFFIX}"
             files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
-            losses = {file.stem: adapter.per_example_loss(self.read_set(file)) for file in files}
+            side = {file.stem: self.side_losses(adapter, self.read_set(file)) for file in files}
+            losses = {k: v.mean(axis=1) if v.ndim == 2 else v for k, v in side.items()}
             np.savez(directory / "losses.npz", **losses)
+            if any(v.ndim == 2 for v in side.values()):
+                np.savez(directory / SEQUENCE_LOSSES, **side)
             return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
 
         return self.runner.run(
@@ -153,7 +189,10 @@ class AuditPipeline(ABC):
         others_folder = split.directory if real_nonmembers else synthetic.directory
 
         def build(directory: Path) -> dict:
-            loss = dict(np.load(losses.directory / "losses.npz"))
+            sequences = losses.directory / SEQUENCE_LOSSES
+            loss = dict(
+                np.load(sequences if sequences.exists() else losses.directory / "losses.npz")
+            )
 
             def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
                 members = self.read_set(split.directory / f"member_{which}{self.SET_SUFFIX}")
@@ -173,7 +212,8 @@ class AuditPipeline(ABC):
             coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
             members, others, member_loss, other_loss = part("audit")
             take = coins.astype(bool)
-            side = np.where(take, member_loss[: coins.size], other_loss[: coins.size])
+            slots = take.reshape(-1, *[1] * (member_loss.ndim - 1))
+            side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
             scores = model.score(self.fill_slots(members, others, take), side)
             np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
             return {
@@ -197,6 +237,43 @@ class AuditPipeline(ABC):
         if (path / "external.json").exists():
             path = Path(json.loads((path / "external.json").read_text())["path"])
         return path
+
+    def split_example_files(
+        self, data: StageResult, members_file: str, nonmembers_file: str
+    ) -> StageResult:
+        """The split stage for sets stored as files (images, text): the known members into
+        D_G, attack train/val and audit; real non-members (if any) into attack train/val/audit.
+        """
+        fractions = asdict(self.job.data.split)
+
+        def build(directory: Path) -> dict:
+            members = self.read_set(data.directory / members_file)
+            sizes = split_sizes(len(members), fractions)
+            order = child_rng(self.seed, "split/members").permutation(len(members))
+            start = 0
+            for name in MEMBER_SETS:
+                members.take(order[start : start + sizes[name]]).save(
+                    directory / f"member_{name}{self.SET_SUFFIX}"
+                )
+                start += sizes[name]
+            info: dict = {"members": {name: sizes[name] for name in MEMBER_SETS}}
+            if (data.directory / nonmembers_file).exists():
+                nonmembers = self.read_set(data.directory / nonmembers_file)
+                order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
+                start, info["nonmembers"] = 0, {}
+                for name in ("attack_train", "attack_val", "audit"):
+                    size = min(sizes[name], max(0, len(nonmembers) - start))
+                    if size:
+                        nonmembers.take(order[start : start + size]).save(
+                            directory / f"nonmember_{name}{self.SET_SUFFIX}"
+                        )
+                    info["nonmembers"][name] = size
+                    start += size
+            return info
+
+        return self.runner.run(
+            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
+        )
 
     def game(self, split: StageResult, synthetic: StageResult) -> StageResult:
         """The Bernoulli game: coins s and which member/synthetic row fills each audit slot."""

@@ -17,7 +17,7 @@ import numpy as np
 from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
 from panoramia.errors import InputError
 from panoramia.models.image_nets import ARCHITECTURES
-from panoramia.pipeline.graph import AuditPipeline
+from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
 from panoramia.pipeline.image_config import ImageJobConfig
 from panoramia.pipeline.image_data import (
     CONTROL_POOL,
@@ -26,9 +26,9 @@ from panoramia.pipeline.image_data import (
     build_image_data,
     image_data_identity,
 )
-from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.tabular import MEMBER_SETS, SAMPLING_ONLY, SYNTHETIC_SETS, split_sizes
+from panoramia.pipeline.tabular import SAMPLING_ONLY
 
 STAGE_COUNT = 12
 GALLERY = 48
@@ -115,36 +115,7 @@ class ImagePipeline(AuditPipeline):
         )  # fmt: skip
 
     def split(self, data: StageResult) -> StageResult:
-        fractions = asdict(self.job.data.split)
-
-        def build(directory: Path) -> dict:
-            members = read_npz(data.directory / MEMBERS)
-            sizes = split_sizes(len(members), fractions)
-            order = child_rng(self.seed, "split/members").permutation(len(members))
-            start = 0
-            for name in MEMBER_SETS:
-                members.take(order[start : start + sizes[name]]).save(
-                    directory / f"member_{name}.npz"
-                )
-                start += sizes[name]
-            info: dict = {"members": {name: sizes[name] for name in MEMBER_SETS}}
-            if (data.directory / NONMEMBERS).exists():
-                nonmembers = read_npz(data.directory / NONMEMBERS)
-                order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
-                start, info["nonmembers"] = 0, {}
-                for name in ("attack_train", "attack_val", "audit"):
-                    size = min(sizes[name], max(0, len(nonmembers) - start))
-                    if size:
-                        nonmembers.take(order[start : start + size]).save(
-                            directory / f"nonmember_{name}.npz"
-                        )
-                    info["nonmembers"][name] = size
-                    start += size
-            return info
-
-        return self.runner.run(
-            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
-        )
+        return self.split_example_files(data, MEMBERS, NONMEMBERS)
 
     def _generator_config(self):  # -> generators.image.ImageGeneratorConfig
         from generators.image import ImageGeneratorConfig
@@ -179,9 +150,7 @@ class ImagePipeline(AuditPipeline):
         from panoramia.models.image_training import ImageModelConfig
 
         config = self.job.generator
-        sizes = dict(split.info["members"])
-        needed = {name: sizes[name] for name in ("attack_train", "attack_val", "audit")}
-        needed["helper"] = self.job.helper.n_images
+        needed = self.synthetic_sizes(split, self.job.helper.n_images)
 
         def build(directory: Path) -> dict:
             generator = ImageGenerator.load(gen.directory)

@@ -15,20 +15,12 @@ import numpy as np
 
 from panoramia.data.images import ImageSet, read_images
 from panoramia.errors import InputError
+from panoramia.pipeline.data_identity import input_paths_identity
 from panoramia.pipeline.image_config import ImageDataConfig
-from panoramia.targets.base import file_sha256
 
 MEMBERS = "members.npz"
 CONTROL_POOL = "control_pool.npz"
 NONMEMBERS = "nonmembers.npz"
-
-
-def _tree_sha256(path: Path) -> str | dict[str, str]:
-    if path.is_file():
-        return file_sha256(path)
-    return {
-        str(f.relative_to(path)): file_sha256(f) for f in sorted(path.rglob("*")) if f.is_file()
-    }
 
 
 def image_data_identity(config: ImageDataConfig) -> dict:
@@ -36,15 +28,7 @@ def image_data_identity(config: ImageDataConfig) -> dict:
     identity = asdict(config)
     identity.pop("split")
     if config.source == "files":
-        if not config.members_path:
-            raise InputError("data.members_path: required for data.source=files")
-        for name in ("members_path", "nonmembers_path"):
-            value = getattr(config, name)
-            if value is None:
-                continue
-            if not Path(value).exists():
-                raise InputError(f"data.{name}: {value!r} does not exist")
-            identity[f"{name}_sha256"] = _tree_sha256(Path(value))
+        identity.update(input_paths_identity(config))
     elif config.source not in ("mnist", "digits"):
         raise InputError(f"data.source: {config.source!r} is not mnist, digits or files")
     return identity

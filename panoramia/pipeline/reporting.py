@@ -15,6 +15,7 @@ from panoramia.pipeline.config import JobConfig
 from panoramia.pipeline.image_config import ImageJobConfig
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.text_config import TextJobConfig
 from panoramia.report.document import report_document
 from panoramia.report.html import render_html
 
@@ -31,16 +32,18 @@ def _scores(stage: StageResult) -> dict[str, np.ndarray]:
 
 
 def build_report(
-    job: JobConfig | ImageJobConfig,
+    job: JobConfig | ImageJobConfig | TextJobConfig,
     stages: dict[str, StageResult],
     runner: StageRunner,
     run_dir: Path,
     *,
     galleries: dict[str, np.ndarray] | None = None,
+    examples: dict[str, list[str]] | None = None,
 ) -> dict:
     """Measure, run the reference audits, write report.json and report.html into run_dir.
 
-    ``galleries``: uint8 images (N, H, W, C) by caption, drawn as grids in the HTML page.
+    ``galleries``: uint8 images (N, H, W, C) by caption, drawn as grids in the HTML page;
+    ``examples``: texts by caption (decoded chunks), shown in the page and kept in report.json.
     """
     baseline, attack = _scores(stages["baseline"]), _scores(stages["attack"])
     membership = attack["membership"]
@@ -105,6 +108,8 @@ def build_report(
     )  # fmt: skip
     section = claim_section(job.claim.to_claim(), games, confidence=audit.confidence)
     document["claim"] = section.to_dict()
+    if examples:
+        document["examples"] = examples
     roc_curves = {
         "baseline": (baseline["scores"], membership),
         "attack": (attack["scores"], membership),
@@ -117,6 +122,8 @@ def build_report(
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     write_atomic(
         run_dir / "report.html",
-        render_html(document, result, roc_curves, loss_groups, galleries, claim=section),
+        render_html(
+            document, result, roc_curves, loss_groups, galleries, claim=section, examples=examples
+        ),
     )
     return document

@@ -16,7 +16,7 @@ import pandas as pd
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import JobConfig
-from panoramia.pipeline.graph import AuditPipeline
+from panoramia.pipeline.graph import MEMBER_SETS, SYNTHETIC_SETS, AuditPipeline, split_sizes
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.tabular_data import (
@@ -28,20 +28,9 @@ from panoramia.pipeline.tabular_data import (
     load_schema,
 )
 
-MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
-SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
 STAGE_COUNT = 12
 SAMPLING_ONLY = ("relabel", "filter")
 """Generator settings that the synthetic stage uses and the generator's fit does not."""
-
-
-def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
-    if sum(fractions.values()) > 1 + 1e-9:
-        raise InputError("data.split: the fractions add up to more than 1")
-    sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
-    if min(sizes.values()) < 10:
-        raise InputError(f"data.split: {n} known members leave a part under 10 rows: {sizes}")
-    return sizes
 
 
 class TabularPipeline(AuditPipeline):
@@ -165,9 +154,7 @@ class TabularPipeline(AuditPipeline):
         from generators.tabular import TabularGenerator
 
         config = self.job.generator
-        sizes = dict(split.info["members"])
-        needed = {name: sizes[name] for name in ("attack_train", "attack_val", "audit")}
-        needed["helper"] = self.job.helper.n_rows
+        needed = self.synthetic_sizes(split, self.job.helper.n_rows)
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)

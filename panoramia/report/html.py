@@ -193,11 +193,13 @@ def render_html(
     galleries: dict[str, np.ndarray] | None = None,
     *,
     claim: ClaimSection | None = None,
+    examples: dict[str, list[str]] | None = None,
 ) -> str:
     """The report page: headline numbers, the meaning of ε̃, the declared guarantee beside the
     audit, figures, reference audits.
 
-    ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids.
+    ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids;
+    ``examples``: texts by caption (decoded chunks), listed under "Examples".
     """
     import matplotlib.pyplot as plt
 
@@ -231,16 +233,27 @@ def render_html(
 <style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
 td{{padding:2px 12px;}} .warn{{color:#a60;}}
 .banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}
-img{{max-width:100%;margin:8px 0;}}</style></head>
+img{{max-width:100%;margin:8px 0;}}
+pre.chunk{{white-space:pre-wrap;background:#f4f4f4;padding:4px;}}</style></head>
 <body><h1>Privacy audit of {target}</h1>
 <p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
 thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
 confidence {document["confidence"]}, created {document["created"]}.</p>
 <table>{table}</table>{saturated}
 <h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
-<h2>Figures</h2>{images}
+<h2>Figures</h2>{images}{_examples_html(examples)}
 <h2>Details</h2><pre>{html.escape(_details(document))}</pre>
 </body></html>"""
+
+
+def _examples_html(examples: dict[str, list[str]] | None) -> str:
+    if not examples:
+        return ""
+    parts = ["<h2>Examples</h2>"]
+    for caption, texts in examples.items():
+        items = "".join(f"<li><pre class=chunk>{html.escape(t)}</pre></li>" for t in texts)
+        parts.append(f"<h3>{html.escape(caption)}</h3><ol>{items}</ol>")
+    return "".join(parts)
 
 
 def _details(document: dict) -> str:

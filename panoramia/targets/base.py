@@ -23,8 +23,9 @@ class TargetModel(Protocol):
     def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
         """Cross-entropy (nats) of each example's true label; float64 array of shape (n,).
 
-        ``rows`` is a DataFrame for tabular targets and a
-        :class:`panoramia.data.images.ImageSet` for image targets (``"modality": "image"``).
+        ``rows`` is a DataFrame for tabular targets, a :class:`panoramia.data.images.ImageSet`
+        for image targets (``"modality": "image"``) and a :class:`panoramia.data.text.TextSet`
+        of token chunks for causal LMs (the mean next-token loss of each chunk).
         """
         ...
 
@@ -48,8 +49,11 @@ def file_sha256(path: Path) -> str:
 
 
 def read_manifest(directory: Path) -> dict:
+    """The target's manifest; a bare Hugging Face causal-LM directory gets an implicit one."""
     path = Path(directory) / MANIFEST
     if not path.is_file():
+        if _is_causal_lm_directory(Path(directory)):
+            return {"format": "hf-causal-lm", "modality": "text", "directory": "."}
         raise InputError(f"target {str(directory)!r}: no {MANIFEST} manifest")
     try:
         manifest = json.loads(path.read_text())
@@ -58,6 +62,17 @@ def read_manifest(directory: Path) -> dict:
     if not isinstance(manifest, dict) or "format" not in manifest:
         raise InputError(f"target manifest {str(path)!r}: needs a 'format' field")
     return manifest
+
+
+def _is_causal_lm_directory(directory: Path) -> bool:
+    config = directory / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        architectures = json.loads(config.read_text()).get("architectures") or []
+    except (ValueError, AttributeError):
+        return False
+    return any(str(name).endswith("ForCausalLM") or "LMHead" in str(name) for name in architectures)
 
 
 def manifest_file(directory: Path, manifest: dict, field: str) -> Path:
@@ -75,6 +90,10 @@ def load_target(directory: str | Path) -> TargetModel:
     directory = Path(directory)
     manifest = read_manifest(directory)
     kind = manifest["format"]
+    if kind == "hf-causal-lm":
+        from panoramia.targets.text_models import load_causal_lm_target
+
+        return load_causal_lm_target(directory, manifest)
     if manifest.get("modality") == "image" or kind == "hf-image-classification":
         from panoramia.targets.image_models import load_image_target
 
@@ -97,5 +116,5 @@ def load_target(directory: str | Path) -> TargetModel:
         return HttpTarget.from_manifest(manifest)
     raise InputError(
         f"target {str(directory)!r}: unknown format {kind!r}; expected torch-safetensors, "
-        "torchscript, hf-image-classification, xgboost-json, skops or http"
+        "torchscript, hf-image-classification, hf-causal-lm, xgboost-json, skops or http"
     )

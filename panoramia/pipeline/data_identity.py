@@ -1,0 +1,33 @@
+"""Content hashes of the user's input files, for the data stage's key (images, text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from panoramia.errors import InputError
+from panoramia.targets.base import file_sha256
+
+
+def tree_sha256(path: Path) -> str | dict[str, str]:
+    """SHA-256 of a file, or of every file under a directory (by relative path)."""
+    if path.is_file():
+        return file_sha256(path)
+    return {
+        str(f.relative_to(path)): file_sha256(f) for f in sorted(path.rglob("*")) if f.is_file()
+    }
+
+
+def input_paths_identity(config: object) -> dict[str, object]:
+    """``{members_path_sha256, nonmembers_path_sha256}`` of a ``data.source=files`` config;
+    InputError naming the setting when members_path is unset or a path does not exist."""
+    if not getattr(config, "members_path", None):
+        raise InputError("data.members_path: required for data.source=files")
+    identity: dict[str, object] = {}
+    for name in ("members_path", "nonmembers_path"):
+        value = getattr(config, name)
+        if value is None:
+            continue
+        if not Path(value).exists():
+            raise InputError(f"data.{name}: {value!r} does not exist")
+        identity[f"{name}_sha256"] = tree_sha256(Path(value))
+    return identity

@@ -1,0 +1,246 @@
+"""The text audit's stages (TextSet ``.npz`` chunks, causal LMs trained with Lightning).
+
+The graph and the game are :class:`~panoramia.pipeline.graph.AuditPipeline`'s. The side
+information of a chunk is its loss *sequence* under f or h (L−1 per-token losses), stored in
+``sequence_losses.npz`` beside the per-chunk means. Every stage writes a content-addressed
+artifact: a rerun (another target, a resumed run) reuses the tokenizer and chunks, the
+generator, the synthetic chunks and h.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from panoramia.data.text import TextSet, concat_chunks, read_chunks
+from panoramia.errors import InputError
+from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
+from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.stages import StageResult
+from panoramia.pipeline.text_config import TextJobConfig
+from panoramia.pipeline.text_data import (
+    CONTROL_POOL,
+    MEMBERS,
+    NONMEMBERS,
+    TOKENIZER,
+    build_text_data,
+    text_data_identity,
+)
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
+STAGE_COUNT = 12
+EXAMPLES = 6
+"""Chunks of each kind shown in the report."""
+TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
+"""Generator settings that only the synthetic stage uses."""
+PROMPTS = "prompts.npz"
+
+
+class TextPipeline(AuditPipeline):
+    """The stages of a text audit."""
+
+    job: TextJobConfig
+    SET_SUFFIX = ".npz"
+
+    def read_set(self, path: Path) -> TextSet:
+        return read_chunks(path)
+
+    def stack(self, members: TextSet, others: TextSet) -> TextSet:
+        return concat_chunks([members, others])
+
+    def fill_slots(self, members: TextSet, others: TextSet, take: np.ndarray) -> TextSet:
+        m = take.size
+        return TextSet(
+            np.where(take[:, None], members.tokens[:m], others.tokens[:m]),
+            np.where(take, members.documents[:m], others.documents[:m]),
+            np.where(take, members.positions[:m], others.positions[:m]),
+        )
+
+    def side_losses(self, adapter, examples: TextSet) -> np.ndarray:
+        """The loss sequence (N, L−1) of each chunk."""
+        return adapter.per_token_loss(examples)
+
+    def new_distinguisher(self, data: StageResult):  # -> mia.text.TextDistinguisher
+        from mia.text import TextDistinguisher
+
+        return TextDistinguisher(
+            self.job.distinguisher,
+            seed=child_seed(self.seed, "distinguisher"),
+            vocab_size=int(data.info["vocab_size"]),
+        )
+
+    def examples(self, stages: dict[str, StageResult]) -> dict[str, list[str]]:
+        """The first audit member chunks and synthetic audit chunks, decoded."""
+        from panoramia.models.text_tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(stages["data"].directory / TOKENIZER)
+        split, synthetic = stages["split"].directory, stages["synthetic"].directory
+        sets = {
+            "members (audit set)": read_chunks(split / "member_audit.npz"),
+            "synthetic non-members (audit set)": read_chunks(synthetic / "synthetic_audit.npz"),
+        }
+        return {
+            caption: tokenizer.batch_decode(chunks.tokens[:EXAMPLES].tolist())
+            for caption, chunks in sets.items()
+        }
+
+    def check(self) -> None:
+        target, data = self.job.target, self.job.data
+        if target.kind not in ("train", "path"):
+            raise InputError(f"target.kind: {target.kind!r} is not train or path")
+        if target.kind == "path" and not target.path:
+            raise InputError("target.path: a model directory is required for target.kind=path")
+        if target.members not in ("same", "disjoint"):
+            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
+        if target.members == "disjoint" and data.source == "files":
+            raise InputError("target.members=disjoint needs embedded data with a control pool")
+        if target.kind == "train" and not target.base_model and target.n_embd % target.n_head:
+            raise InputError(
+                f"target.n_embd: {target.n_embd} is not a multiple of target.n_head {target.n_head}"
+            )
+        if data.chunk_length < 2:
+            raise InputError(f"data.chunk_length: {data.chunk_length} (at least 2 tokens)")
+        if not 0 < self.job.generator.prompt_fraction < 1:
+            raise InputError(
+                f"generator.prompt_fraction: {self.job.generator.prompt_fraction} is not in (0, 1)"
+            )
+
+    def data(self) -> StageResult:
+        identity = text_data_identity(self.job.data, self.job.target)
+        return self.runner.run(
+            "data",
+            lambda d: build_text_data(self.job.data, self.job.target, d),
+            config=identity,
+            inputs=[],
+            label="data (tokenizer, chunks)",
+        )
+
+    def architecture(self, data: StageResult) -> PretrainedConfig:
+        """The target's architecture: its config.json, or the demo GPT-2 of ``target.*``."""
+        from panoramia.models.causal_lm import architecture_of, gpt2_architecture
+        from panoramia.models.text_tokenizer import load_tokenizer
+
+        if self.job.target.kind == "path":
+            assert self.job.target.path is not None
+            return architecture_of(self.job.target.path)
+        if self.job.target.base_model:
+            return architecture_of(self.job.target.base_model)
+        tokenizer = load_tokenizer(data.directory / TOKENIZER)
+        return gpt2_architecture(
+            self.job.target, vocab_size=len(tokenizer), n_positions=self.job.data.chunk_length,
+            eos_token_id=int(tokenizer.eos_token_id),
+        )  # fmt: skip
+
+    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+        from panoramia.models.causal_lm import (
+            fit_causal_lm,
+            mean_loss,
+            new_causal_lm,
+            save_causal_lm,
+        )
+
+        target = self.job.target
+        pool = read_chunks(
+            data.directory / (CONTROL_POOL if target.members == "disjoint" else MEMBERS)
+        )
+        model = new_causal_lm(
+            base_model=target.base_model, architecture=self.architecture(data),
+            seed=target.train_seed,
+        )  # fmt: skip
+        model, metrics = fit_causal_lm(model, pool.tokens, target, seed=target.train_seed)
+        save_causal_lm(model, data.directory / TOKENIZER, directory)
+        metrics["train_loss_per_token"] = mean_loss(model, pool.tokens)
+        if (data.directory / NONMEMBERS).exists():
+            holdout = read_chunks(data.directory / NONMEMBERS)
+            metrics["holdout_loss_per_token"] = mean_loss(model, holdout.tokens)
+        return metrics
+
+    def split(self, data: StageResult) -> StageResult:
+        return self.split_example_files(data, MEMBERS, NONMEMBERS)
+
+    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+        from generators.text import TextGenerator
+        from panoramia.models.causal_lm import architecture_key, with_context
+
+        config = self.job.generator
+        architecture = self.architecture(data)
+
+        def build(directory: Path) -> dict:
+            members = read_chunks(split.directory / "member_generator.npz")
+            order = child_rng(self.seed, "generator/prompts").permutation(len(members))
+            n_prompts = max(1, round(config.prompt_fraction * len(members)))
+            prompts, train = members.take(order[:n_prompts]), members.take(order[n_prompts:])
+            prompts.save(directory / PROMPTS)
+            generator = TextGenerator(config)
+            metrics = generator.fit(
+                train, architecture=architecture, seed=child_seed(self.seed, "generator"),
+                validation=prompts,
+            )  # fmt: skip
+            generator.save(directory, data.directory / TOKENIZER)
+            return {"trained_on": len(train), "prompts": len(prompts), **metrics}
+
+        fit_config = {k: v for k, v in asdict(config).items() if k not in TEXT_SAMPLING_ONLY}
+        shape = with_context(architecture, 2 * self.job.data.chunk_length, dropout=config.dropout)
+        fit_config.update(seed=self.seed, architecture=architecture_key(shape))
+        return self.runner.run(
+            "generator", build, config=fit_config, inputs=[data, split], label="generator (LM)"
+        )
+
+    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+        from generators.text import TextGenerator
+
+        needed = self.synthetic_sizes(split, self.job.helper.n_chunks)
+
+        def build(directory: Path) -> dict:
+            generator = TextGenerator.load(gen.directory)
+            prompts = read_chunks(gen.directory / PROMPTS)
+            seed = child_seed(self.seed, "synthetic")
+            chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
+            start = 0
+            for name in SYNTHETIC_SETS:  # disjoint: h's chunks are never audited
+                chunks.take(np.arange(start, start + needed[name])).save(
+                    directory / f"synthetic_{name}.npz"
+                )
+                start += needed[name]
+            (directory / "seeds.json").write_text(json.dumps({"synthetic": seed}))
+            return {
+                "tokens_per_second": round(float(generator.tokens_per_second or 0.0), 1),
+                "prompts": len(prompts),
+                **needed,
+            }
+
+        sample_config = {
+            "generator": asdict(self.job.generator),
+            "needed": needed,
+            "seed": self.seed,
+        }
+        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
+
+    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+        from baselines.text import train_text_helper
+        from panoramia.models.causal_lm import architecture_key, with_context
+
+        architecture = self.architecture(data)
+        length, dropout = self.job.data.chunk_length, self.job.helper.dropout
+
+        def build(directory: Path) -> dict:
+            return train_text_helper(
+                read_chunks(synthetic.directory / "synthetic_helper.npz"), self.job.helper,
+                directory, architecture=architecture, tokenizer_dir=data.directory / TOKENIZER,
+                seed=child_seed(self.seed, "helper"),
+            )  # fmt: skip
+
+        config = {
+            **asdict(self.job.helper),
+            "seed": self.seed,
+            "architecture": architecture_key(with_context(architecture, length, dropout=dropout)),
+        }
+        return self.runner.run(
+            "helper", build, config=config, inputs=[data, synthetic], label="helper h (LM)"
+        )

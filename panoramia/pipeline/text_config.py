@@ -1,0 +1,71 @@
+"""Structured configuration of the text audit (``panoramia-audit --config-name text``).
+
+``conf/text.yaml`` extends ``text_job_schema``; Hydra rejects unknown keys and wrongly typed
+values against these dataclasses before any stage runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from baselines.text import TextHelperConfig
+from generators.text import TextGeneratorConfig
+from mia.text import TextDistinguisherConfig
+from panoramia.models.causal_lm import CausalLMConfig, GPT2Size
+from panoramia.pipeline.config import AuditConfig, ClaimConfig, SplitConfig
+
+
+@dataclass
+class TextDataConfig:
+    source: str = "python_docs"
+    """``python_docs`` (embedded: CPython's documentation topics and stdlib docstrings),
+    ``pydoc`` (the topics only) or ``files``."""
+    members_path: str | None = None
+    """files: the known members (``.txt``, ``.jsonl`` or a directory of them)."""
+    nonmembers_path: str | None = None
+    """files: optional real non-members (for the O(1) and RM;RN reference audits)."""
+    text_field: str = "text"
+    """JSONL: the field that holds a document's text."""
+    chunk_length: int = 64
+    """Tokens per chunk (the membership unit)."""
+    max_chunks_per_document: int | None = 50
+    vocab_size: int = 2048
+    """Demo targets: the byte-level BPE trained on the corpus (a target directory brings its
+    own tokenizer)."""
+    pool_seed: int = 0
+    """Embedded data: fixed shuffle of the documents into the target's pool, the control's pool
+    and held-out real non-members (by document: no document is in two pools)."""
+    pool_chunks: int = 1600
+    """Embedded data: chunks in each of the two pools (whole documents, at least this many)."""
+    max_members: int | None = None
+    split: SplitConfig = field(default_factory=SplitConfig)
+
+
+@dataclass
+class TextTargetConfig(CausalLMConfig, GPT2Size):
+    """The audited causal LM: a demo GPT-2 trained here (``kind: train``; its size, then how
+    Lightning trains it) or a directory (``kind: path``)."""
+
+    kind: str = "train"
+    name: str = "gpt2"
+    members: str = "same"
+    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
+    train_seed: int = 0
+    path: str | None = None
+    """kind=path: a local causal-LM directory (Hugging Face format, with its tokenizer)."""
+
+
+@dataclass
+class TextJobConfig:
+    modality: str = "text"
+    seed: int = 0
+    artifacts_dir: str = ".panoramia/artifacts"
+    threads: int | None = None
+    """Pin torch threads (1 when jobs run in parallel on few cores)."""
+    data: TextDataConfig = field(default_factory=TextDataConfig)
+    target: TextTargetConfig = field(default_factory=TextTargetConfig)
+    generator: TextGeneratorConfig = field(default_factory=TextGeneratorConfig)
+    helper: TextHelperConfig = field(default_factory=TextHelperConfig)
+    distinguisher: TextDistinguisherConfig = field(default_factory=TextDistinguisherConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    claim: ClaimConfig = field(default_factory=ClaimConfig)

@@ -1,0 +1,128 @@
+"""The text audit end to end (``--config-name text``) on the documentation topics, tiny."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BIN = Path(sys.executable).parent
+TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
+HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("text-artifacts")
+
+
+def audit(*args: str, artifacts: Path, run_dir: Path) -> subprocess.CompletedProcess:
+    command = [str(BIN / "panoramia-audit"), *TINY, f"artifacts_dir={artifacts}", *args,
+               f"hydra.run.dir={run_dir}"]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def test_text_audit_writes_a_full_report_and_reruns_from_cache(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    done = audit(artifacts=artifacts, run_dir=tmp_path / "first")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "first" / "report.json").read_text())
+    assert report["modality"] == "text"
+    assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
+    data = report["data"]
+    assert data["chunk_length"] == 32
+    assert data["vocab_size"] == 512
+    assert report["m"] == data["split"]["members"]["audit"] == data["synthetic"]["audit"]
+    assert data["synthetic"]["tokens_per_second"] > 0
+    assert report["reference_audits"]["o1"]["n"] == report["m"]
+    assert report["target"]["identity"]["format"] == "hf-causal-lm"
+    assert "holdout_loss_per_token" in report["target"]
+    phases = [c["params"]["phase"] for c in report["attack"]["distinguisher"]["selection"]]
+    assert phases == ["head", "all"]
+    examples = report["examples"]
+    assert set(examples) == {"members (audit set)", "synthetic non-members (audit set)"}
+    assert all(len(texts) == 6 and all(texts) for texts in examples.values())
+    page = (tmp_path / "first" / "report.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 3  # curves, ROC, losses
+    assert page.count("<pre class=chunk>") == 12
+    scores = np.load(next((artifacts / "attack").glob("*/scores.npz")))
+    assert np.unique(scores["scores"]).size > 50  # continuous scores
+    assert scores["side"].shape == (report["m"], 31)  # the loss sequence of each chunk
+    synthetic = next((artifacts / "synthetic").glob("*/"))
+    audit_chunks = np.load(synthetic / "synthetic_audit.npz")["tokens"]
+    helper_chunks = np.load(synthetic / "synthetic_helper.npz")["tokens"]
+    assert not {tuple(r) for r in audit_chunks} & {tuple(r) for r in helper_chunks}
+
+    again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
+    assert again.returncode == 0
+    assert again.stderr.count(": reused (") == 12
+    second = json.loads((tmp_path / "second" / "report.json").read_text())
+    assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
+
+
+def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> None:
+    """A JSONL corpus and a bare Hugging Face directory (no target.json) of a causal LM."""
+    from panoramia.datasets.text import load_pydoc_topics
+
+    trained = next((artifacts / "target").glob("*/config.json"), None)
+    if trained is None:
+        pytest.skip("needs the first test's target")
+    model = tmp_path / "model"
+    shutil.copytree(trained.parent, model)
+    (model / "target.json").unlink()
+    topics = load_pydoc_topics()
+    members, held_out = tmp_path / "members.jsonl", tmp_path / "held_out.jsonl"
+    members.write_text("".join(json.dumps({"text": t}) + "\n" for t in topics[:50]))
+    held_out.write_text("".join(json.dumps({"text": t}) + "\n" for t in topics[50:]))
+    done = audit(
+        "data=text_files", f"data.members_path={members}", f"data.nonmembers_path={held_out}",
+        "data.chunk_length=32", "data.max_members=700", "target=text_path",
+        f"target.path={model}", artifacts=artifacts, run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["target"]["kind"] == "path"
+    assert report["data"]["members"] == 700
+    assert report["data"]["nonmembers"] > 0
+    assert report["m"] == 140
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("target.augment=crop", "Key 'augment' not in 'TextTargetConfig'"),
+        ("data.source=wikipedia", "data.source: 'wikipedia' is not one of"),
+        ("data.source=files", "data.members_path: required"),
+        ("target=text_path", "target.path"),
+        ("data.pool_chunks=5000", "data.pool_chunks: 5000 is too large"),
+        ("target.n_head=3", "target.n_embd: 32 is not a multiple of target.n_head 3"),
+    ],
+)
+def test_bad_text_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
+    done = audit(override, artifacts=tmp_path / "a", run_dir=tmp_path / "run")
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("panoramia-audit: error: "), done.stderr
+    assert message in lines[-1]
+    assert "Traceback" not in done.stderr
+    # before any stage runs, except what only the data stage can know (chunks per pool)
+    assert len(lines) == (2 if "pool_chunks" in message else 1), done.stderr
+
+
+def test_paper_scale_wikitext_experiment_composes() -> None:
+    done = subprocess.run(
+        [str(BIN / "panoramia-audit"), "--config-name", "text", "+experiment=wikitext_gpt2",
+         "data.members_path=/data/wiki.jsonl", "target.path=/models/ft",
+         "generator.base_model=/models/gpt2", "helper.base_model=/models/gpt2",
+         "--cfg", "job", "--resolve"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for expected in ("name: gpt2-wikitext", "kind: path", "base_model: /models/gpt2", "top_k: 200"):
+        assert expected in done.stdout
