@@ -198,3 +198,29 @@ def test_first_phase_trains_the_head_with_the_encoder_frozen() -> None:
                                     heads=2, hidden=8)  # fmt: skip
     assert torch.equal(initial.embedding.weight, model.model.embedding.weight)
     assert not torch.equal(initial.head[0].weight, model.model.head[0].weight)
+
+
+def test_public_base_reads_package_docstrings_never_the_audited_text(
+    corpus: tuple[Path, TextSet], tmp_path: Path
+) -> None:
+    from panoramia.datasets.text import package_modules
+    from panoramia.models.public_base import pretrain_public_base, public_chunks
+
+    tokenizer_dir, _ = corpus
+    modules = package_modules(["sklearn"])
+    assert modules
+    assert all("tests" not in m.parts[-3:-1] for m in modules)
+    tokens = public_chunks(modules, load_tokenizer(tokenizer_dir), length=LENGTH, count=50, seed=0)
+    assert tokens.shape == (50, LENGTH)
+    again = public_chunks(modules, load_tokenizer(tokenizer_dir), length=LENGTH, count=50, seed=0)
+    assert np.array_equal(tokens, again)
+    architecture = gpt2_architecture(TINY, vocab_size=400, n_positions=2 * LENGTH, eos_token_id=0)
+    metrics = pretrain_public_base(
+        modules, tokenizer_dir, architecture, tmp_path / "base", length=LENGTH, count=40,
+        training=CausalLMConfig(epochs=1, accelerator="cpu"), seed=0,
+    )  # fmt: skip
+    assert metrics["chunks"] == 40
+    base = new_causal_lm(base_model=str(tmp_path / "base"), architecture=None, seed=0)
+    assert base.config.n_positions == 2 * LENGTH
+    with pytest.raises(InputError, match="not an installed package"):
+        package_modules(["no_such_package_here"])

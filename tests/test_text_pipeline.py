@@ -43,6 +43,9 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     assert report["reference_audits"]["o1"]["n"] == report["m"]
     assert report["target"]["identity"]["format"] == "hf-causal-lm"
     assert "holdout_loss_per_token" in report["target"]
+    assert report["timings"]["base"]["seconds"] > 0  # the public base LM, pre-trained here
+    generator = json.loads(next((artifacts / "generator").glob("*/generator.json")).read_text())
+    assert generator["base_model"].startswith(str(artifacts / "base"))
     phases = [c["params"]["phase"] for c in report["attack"]["distinguisher"]["selection"]]
     assert phases == ["head", "all"]
     examples = report["examples"]
@@ -61,7 +64,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
 
     again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
     assert again.returncode == 0
-    assert again.stderr.count(": reused (") == 12
+    assert again.stderr.count(": reused (") == 13
     second = json.loads((tmp_path / "second" / "report.json").read_text())
     assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
 
@@ -102,6 +105,8 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
         ("target=text_path", "target.path"),
         ("data.pool_chunks=5000", "data.pool_chunks: 5000 is too large"),
         ("target.n_head=3", "target.n_embd: 32 is not a multiple of target.n_head 3"),
+        ("base.packages=[nosuchpackage]", "base.packages: 'nosuchpackage' is not an installed"),
+        ("base.source=web", "base.source: 'web' is not package_docs or none"),
     ],
 )
 def test_bad_text_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
@@ -126,3 +131,4 @@ def test_paper_scale_wikitext_experiment_composes() -> None:
     assert done.returncode == 0, done.stderr
     for expected in ("name: gpt2-wikitext", "kind: path", "base_model: /models/gpt2", "top_k: 200"):
         assert expected in done.stdout
+    assert "source: none" in done.stdout.split("base:")[1]  # no public base: GPT-2 is given

@@ -12,6 +12,10 @@
 Both are © Python Software Foundation (PSF License Agreement), installed with the interpreter
 itself, so the text audit's demo needs no download and no extra package. The text is that of
 the running Python (the data stage hashes it into its key).
+
+Public text for pre-training (never audited): the docstrings of installed packages
+(:func:`package_modules`) (numpy, SciPy, scikit-learn, pandas: BSD licences), the
+stand-in for the public web text GPT-2 was pre-trained on.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import ast
 import sysconfig
 from pathlib import Path
+
+from panoramia.errors import InputError
 
 MIN_DOCSTRING_WORDS = 8
 DOCSTRING_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -51,6 +57,24 @@ def load_python_docs() -> list[str]:
     library = Path(sysconfig.get_paths()["stdlib"])
     modules = (module_docstrings(path) for path in sorted(library.glob("*.py")))
     return load_pydoc_topics() + [text for text in modules if text]
+
+
+def package_modules(packages: list[str]) -> list[Path]:
+    """The module files of the installed ``packages`` (test modules left out), sorted; their
+    docstrings (:func:`module_docstrings`) are public text for pre-training."""
+    import importlib.util
+
+    paths = []
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise InputError(f"base.packages: {package!r} is not an installed package")
+        root = Path(next(iter(spec.submodule_search_locations)))
+        paths += [
+            path for path in sorted(root.rglob("*.py"))
+            if "tests" not in path.relative_to(root).parts
+        ]  # fmt: skip
+    return paths
 
 
 EMBEDDED_TEXT = {"python_docs": load_python_docs, "pydoc": load_pydoc_topics}

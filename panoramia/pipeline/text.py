@@ -10,7 +10,7 @@ generator, the synthetic chunks and h.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from panoramia.pipeline.text_data import (
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-STAGE_COUNT = 12
+STAGE_COUNT = 13
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
@@ -42,11 +42,26 @@ TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_
 PROMPTS = "prompts.npz"
 
 
+def _package_versions(packages: list[str]) -> dict[str, str]:
+    """Installed versions of the public text's packages (their docstrings are the text)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = {"sklearn": "scikit-learn"}
+    found = {}
+    for package in packages:
+        try:
+            found[package] = version(names.get(package, package))
+        except PackageNotFoundError:
+            raise InputError(f"base.packages: {package!r} is not an installed package") from None
+    return found
+
+
 class TextPipeline(AuditPipeline):
     """The stages of a text audit."""
 
     job: TextJobConfig
     SET_SUFFIX = ".npz"
+    _base: StageResult | None = None
 
     def read_set(self, path: Path) -> TextSet:
         return read_chunks(path)
@@ -106,6 +121,10 @@ class TextPipeline(AuditPipeline):
             )
         if data.chunk_length < 2:
             raise InputError(f"data.chunk_length: {data.chunk_length} (at least 2 tokens)")
+        if self.job.base.source not in ("package_docs", "none"):
+            raise InputError(f"base.source: {self.job.base.source!r} is not package_docs or none")
+        if self.job.base.source == "package_docs":
+            _package_versions(self.job.base.packages)
         if not 0 < self.job.generator.prompt_fraction < 1:
             raise InputError(
                 f"generator.prompt_fraction: {self.job.generator.prompt_fraction} is not in (0, 1)"
@@ -164,12 +183,65 @@ class TextPipeline(AuditPipeline):
     def split(self, data: StageResult) -> StageResult:
         return self.split_example_files(data, MEMBERS, NONMEMBERS)
 
+    def public_base(self, data: StageResult) -> StageResult:
+        """The public base LM (stage ``base``; once per tokenizer and settings, whatever the
+        seed or target), or an empty stage when ``base.source=none``."""
+        if self._base is not None:
+            return self._base
+        from panoramia.models.causal_lm import CausalLMConfig, architecture_key, with_context
+
+        config, generator = self.job.base, self.job.generator
+        length = self.job.data.chunk_length
+        wanted = config.source != "none" and not (
+            generator.base_model and self.job.helper.base_model
+        )
+        identity: dict = {**asdict(config), "length": length} if wanted else {"source": "none"}
+        if wanted:
+            architecture = with_context(
+                self.architecture(data), 2 * length, dropout=generator.dropout
+            )
+            identity["architecture"] = architecture_key(architecture)
+            identity["versions"] = _package_versions(config.packages)
+
+        def build(directory: Path) -> dict:
+            if not wanted:
+                return {"source": "none"}
+            from panoramia.datasets.text import package_modules
+            from panoramia.models.public_base import pretrain_public_base
+
+            training = CausalLMConfig(
+                epochs=config.epochs, batch_size=config.batch_size,
+                learning_rate=config.learning_rate, weight_decay=generator.weight_decay,
+                accelerator=generator.accelerator, devices=generator.devices,
+                strategy=generator.strategy, precision=generator.precision,
+                num_workers=generator.num_workers,
+            )  # fmt: skip
+            metrics = pretrain_public_base(
+                package_modules(config.packages), data.directory / TOKENIZER,
+                architecture, directory, length=length, count=config.chunks,
+                training=training, seed=0,
+            )  # fmt: skip
+            return {"source": config.source, **metrics}
+
+        self._base = self.runner.run(
+            "base", build, config=identity, inputs=[data], label="public base LM"
+        )
+        return self._base
+
+    @staticmethod
+    def _from_base(config, base: StageResult):  # -> the same config type
+        """``config`` with its ``base_model`` set to the public base, unless it names one."""
+        if config.base_model or base.info.get("source", "none") == "none":
+            return config
+        return replace(config, base_model=str(base.directory))
+
     def generator(self, data: StageResult, split: StageResult) -> StageResult:
         from generators.text import TextGenerator
         from panoramia.models.causal_lm import architecture_key, with_context
 
-        config = self.job.generator
         architecture = self.architecture(data)
+        base = self.public_base(data)
+        config = self._from_base(self.job.generator, base)
 
         def build(directory: Path) -> dict:
             members = read_chunks(split.directory / "member_generator.npz")
@@ -185,12 +257,14 @@ class TextPipeline(AuditPipeline):
             generator.save(directory, data.directory / TOKENIZER)
             return {"trained_on": len(train), "prompts": len(prompts), **metrics}
 
-        fit_config = {k: v for k, v in asdict(config).items() if k not in TEXT_SAMPLING_ONLY}
+        settings = asdict(self.job.generator)  # the base, if any, is an input (its key)
+        fit_config = {k: v for k, v in settings.items() if k not in TEXT_SAMPLING_ONLY}
         shape = with_context(architecture, 2 * self.job.data.chunk_length, dropout=config.dropout)
         fit_config.update(seed=self.seed, architecture=architecture_key(shape))
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, split], label="generator (LM)"
-        )
+            "generator", build, config=fit_config, inputs=[data, split, base],
+            label="generator (LM)",
+        )  # fmt: skip
 
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
         from generators.text import TextGenerator
@@ -228,19 +302,21 @@ class TextPipeline(AuditPipeline):
 
         architecture = self.architecture(data)
         length, dropout = self.job.data.chunk_length, self.job.helper.dropout
+        base = self.public_base(data)
+        helper = self._from_base(self.job.helper, base)
 
         def build(directory: Path) -> dict:
             return train_text_helper(
-                read_chunks(synthetic.directory / "synthetic_helper.npz"), self.job.helper,
+                read_chunks(synthetic.directory / "synthetic_helper.npz"), helper,
                 directory, architecture=architecture, tokenizer_dir=data.directory / TOKENIZER,
                 seed=child_seed(self.seed, "helper"),
             )  # fmt: skip
 
         config = {
-            **asdict(self.job.helper),
+            **asdict(self.job.helper),  # the base, if any, is an input (its key)
             "seed": self.seed,
             "architecture": architecture_key(with_context(architecture, length, dropout=dropout)),
         }
         return self.runner.run(
-            "helper", build, config=config, inputs=[data, synthetic], label="helper h (LM)"
+            "helper", build, config=config, inputs=[data, synthetic, base], label="helper h (LM)"
         )

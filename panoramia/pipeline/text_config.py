@@ -56,6 +56,22 @@ class TextTargetConfig(CausalLMConfig, GPT2Size):
 
 
 @dataclass
+class PublicBaseConfig:
+    """A public base LM (the paper's pre-trained GPT-2): pre-trained once on public text, it
+    initialises the generator and h when they name no ``base_model`` of their own."""
+
+    source: str = "package_docs"
+    """``package_docs``: docstrings of the installed ``packages`` (never the audited text);
+    ``none``: no base (the generator and h start from fresh weights)."""
+    packages: list[str] = field(default_factory=lambda: ["numpy", "scipy", "sklearn", "pandas"])
+    chunks: int = 8000
+    """Chunks pre-trained on (drawn at random; trained as pairs, to learn 2L positions)."""
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+
+
+@dataclass
 class TextJobConfig:
     modality: str = "text"
     seed: int = 0
@@ -64,6 +80,7 @@ class TextJobConfig:
     """Pin torch threads (1 when jobs run in parallel on few cores)."""
     data: TextDataConfig = field(default_factory=TextDataConfig)
     target: TextTargetConfig = field(default_factory=TextTargetConfig)
+    base: PublicBaseConfig = field(default_factory=PublicBaseConfig)
     generator: TextGeneratorConfig = field(default_factory=TextGeneratorConfig)
     helper: TextHelperConfig = field(default_factory=TextHelperConfig)
     distinguisher: TextDistinguisherConfig = field(default_factory=TextDistinguisherConfig)
