@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia.tabular import CandidateRecord
+from mia.network import NetworkDistinguisher
 from panoramia.data.text import TextSet
 
 LOSS_FLOOR = 1e-8
-SCORE_BATCH = 1024
 
 
 @dataclass
@@ -56,31 +55,24 @@ def loss_sequence_features(losses: np.ndarray) -> np.ndarray:
     return np.concatenate([losses, logs, summary], axis=1).astype(np.float32)
 
 
-class TextDistinguisher:
-    def __init__(self, config: TextDistinguisherConfig, *, seed: int, vocab_size: int) -> None:
-        self.config = config
-        self.seed = seed
-        self.vocab_size = vocab_size
-        self.model = None
-        self.side_mean: np.ndarray | None = None
-        self.side_std: np.ndarray | None = None
-        self.candidates: list[CandidateRecord] = []
+class TextDistinguisher(NetworkDistinguisher):
+    score_batch = 1024
 
-    def _side(self, losses: np.ndarray) -> np.ndarray:
-        assert self.side_mean is not None
-        assert self.side_std is not None
-        return (loss_sequence_features(losses) - self.side_mean) / self.side_std
+    def __init__(self, config: TextDistinguisherConfig, *, seed: int, vocab_size: int) -> None:
+        super().__init__(config, seed=seed)
+        self.vocab_size = vocab_size
+
+    side_features = staticmethod(loss_sequence_features)
+
+    def _inputs(self, x: TextSet):
+        import torch
+
+        return torch.from_numpy(x.tokens)
 
     def _dataset(self, x: TextSet, side: np.ndarray, y: np.ndarray | None = None):
-        import torch
-        from torch.utils.data import TensorDataset
-
         if side.shape != (len(x), x.length - 1):
             raise ValueError(f"side: shape {side.shape}, expected ({len(x)}, {x.length - 1})")
-        tensors = [torch.from_numpy(x.tokens), torch.from_numpy(self._side(side))]
-        if y is not None:
-            tensors.append(torch.from_numpy(np.asarray(y, np.float32)))
-        return TensorDataset(*tensors)
+        return super()._dataset(x, side, y)
 
     def fit(
         self,
@@ -91,69 +83,18 @@ class TextDistinguisher:
         side_val: np.ndarray,
         y_val: np.ndarray,
     ) -> TextDistinguisher:
-        import lightning as L
-        import torch
-        from torch.utils.data import DataLoader
-
-        from mia.distinguisher_module import DistinguisherModule
         from mia.text_module import TextLossDistinguisher
-        from panoramia.models.training import TrainingConfig, make_trainer
 
-        features = loss_sequence_features(side_train)
-        self.side_mean = features.mean(axis=0)
-        self.side_std = np.maximum(features.std(axis=0), 1e-6).astype(np.float32)
-        L.seed_everything(self.seed, workers=True, verbose=False)
         config = self.config
+        n_side = self._prepare(side_train)
         network = TextLossDistinguisher(
-            self.vocab_size, x_train.length, features.shape[1], d_model=config.d_model,
+            self.vocab_size, x_train.length, n_side, d_model=config.d_model,
             layers=config.layers, heads=config.heads, hidden=config.hidden,
             dropout=config.dropout,
         )  # fmt: skip
-        module = DistinguisherModule(
-            network, learning_rate=config.learning_rate, weight_decay=config.weight_decay,
-            thresholds=config.selection_thresholds, confidence=config.selection_confidence,
-        )  # fmt: skip
-        options = {"num_workers": config.num_workers, "pin_memory": torch.cuda.is_available()}
-        train = DataLoader(
-            self._dataset(x_train, side_train, y_train), batch_size=config.batch_size,
-            shuffle=True, generator=torch.Generator().manual_seed(self.seed), **options,
-        )  # fmt: skip
-        val = DataLoader(self._dataset(x_val, side_val, y_val), batch_size=1024, **options)
-        phases = [("head", config.head_epochs, False), ("all", config.epochs, True)]
-        for phase, epochs, encoder_trains in phases:
-            if epochs <= 0:
-                continue
-            for parameter in network.sequence_parameters():
-                parameter.requires_grad_(encoder_trains)
-            training = TrainingConfig(
-                epochs=epochs, seed=self.seed, accelerator=config.accelerator,
-                devices=config.devices, precision=config.precision,
-            )  # fmt: skip
-            before = len(module.epoch_bounds)
-            make_trainer(training, validate=True).fit(module, train, val)
-            self.candidates += [
-                CandidateRecord({"phase": phase, "epoch": epoch + 1}, bound)
-                for epoch, bound in enumerate(module.epoch_bounds[before:])
-            ]
-        if module.best_state is not None:
-            network.load_state_dict(module.best_state)
-        self.model = network.cpu().float().eval()
+        phases = [
+            ({"phase": "head"}, config.head_epochs, network.sequence_parameters()),
+            ({"phase": "all"}, config.epochs, []),
+        ]
+        self._train(network, (x_train, side_train, y_train), (x_val, side_val, y_val), phases)
         return self
-
-    def score(self, x: TextSet, side: np.ndarray) -> np.ndarray:
-        """P(member) of each chunk given its loss sequence, float64 of shape (N,)."""
-        import torch
-
-        assert self.model is not None
-        tokens, features = self._dataset(x, side).tensors
-        with torch.no_grad():
-            logits = [
-                self.model(tokens[i : i + SCORE_BATCH], features[i : i + SCORE_BATCH])
-                for i in range(0, len(tokens), SCORE_BATCH)
-            ]
-        return torch.sigmoid(torch.cat(logits).double()).numpy()
-
-    @property
-    def chosen(self) -> CandidateRecord:
-        """The first epoch with the largest validation θ_lb (the weights that score)."""
-        return max(self.candidates, key=lambda c: c.validation_theta_lb)
