@@ -122,7 +122,9 @@ class TextGenerator:
                 outputs.append(generated[:, length : 2 * length].cpu().numpy())
         seconds = time.perf_counter() - started
         self.tokens_per_second = n * length / max(seconds, 1e-9)
-        tokens = np.concatenate(outputs).astype(np.int64) if outputs else np.zeros((0, length))
+        tokens = (
+            np.concatenate(outputs).astype(np.int64) if outputs else np.zeros((0, length), np.int64)
+        )
         return TextSet(tokens, prompts.documents[which], np.full(n, -1, np.int64))
 
     def save(self, directory: Path, tokenizer_dir: Path) -> None:
