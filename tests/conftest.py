@@ -27,6 +27,19 @@ TINY_AUDIT = [
     "distinguisher.grid=[{max_depth:3,n_estimators:40,learning_rate:0.1}]",
 ]
 """Overrides of a tabular audit that runs in ~12 s (real Lightning, sdv, xgboost)."""
+TINY_IMAGE_AUDIT = [
+    "target.epochs=2",
+    "target.width=8",
+    "helper.epochs=1",
+    "helper.n_images=200",
+    "generator.epochs=2",
+    "generator.labeler_epochs=1",
+    "generator.filter.extra_fraction=0.5",
+    "distinguisher.epochs=2",
+    "distinguisher.width=8",
+]
+"""Overrides of an image audit on sklearn's digits (``data.source: digits``) as in
+``+experiment=digits_tiny``, in the form a service request may carry (~1 min)."""
 
 
 @pytest.fixture

@@ -180,6 +180,42 @@ def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
     assert stored.model.claim["tuning"] == {"kind": "tnb", "eta": 1.0, "gamma": 0.1}
 
 
+def test_the_data_source_picks_the_image_or_text_audit(service: LiveService) -> None:
+    """Image and text requests become ``--config-name image|text`` jobs with their own data and
+    target configs; files resolve inside the contributor's folder."""
+    own = service.settings.data_dir / "alice"
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "scans.npz").write_bytes(b"not read before the job runs")
+    (own / "notes.jsonl").write_text('{"text": "a note"}\n')
+    requests = {
+        "image": {"model": {"name": "digits-cnn"}, "target": {"config": "cnn_overfit"},
+                  "data": {"source": "images", "members": "scans.npz"},
+                  "overrides": ["distinguisher.epochs=2"]},
+        "text": {"model": {"name": "notes-lm"}, "target": {"config": "gpt2_few_epochs"},
+                 "data": {"source": "text_files", "members": "notes.jsonl",
+                          "nonmembers": "notes.jsonl"}},
+        "embedded": {"model": {"name": "mnist-cnn"}, "target": {"config": "resnet_overfit"},
+                     "data": {"source": "mnist"}, "overrides": ["data.pool_size=1500"]},
+    }  # fmt: skip
+    resolved = {}
+    with service.client(service.token("alice")) as alice:
+        for name, body in requests.items():
+            submitted = alice.post("/v1/audits", json=body)
+            assert submitted.status_code == 202, submitted.text
+            audit_id = submitted.json()["id"]
+            resolved[name] = service.store.get_audit(None, audit_id).request["overrides_resolved"]
+            alice.delete(f"/v1/audits/{audit_id}")
+    assert resolved["image"][:2] == ["--config-name=image", "target=cnn_overfit"]
+    assert "data=images" in resolved["image"]
+    assert f"data.members_path='{(own / 'scans.npz').resolve()}'" in resolved["image"]
+    assert resolved["text"][:2] == ["--config-name=text", "target=gpt2_few_epochs"]
+    assert "data=text_files" in resolved["text"]
+    assert f"data.nonmembers_path='{(own / 'notes.jsonl').resolve()}'" in resolved["text"]
+    assert resolved["embedded"][0] == "--config-name=image"
+    assert "data=mnist" in resolved["embedded"]
+    assert resolved["embedded"][-1] == "data.pool_size=1500"
+
+
 @pytest.mark.parametrize(
     ("change", "location"),
     [
@@ -196,6 +232,14 @@ def test_audit_submission_queues_and_cancels(service: LiveService) -> None:
         ({"data": {"source": "csv", "members": "../bob/members.csv", "label": "y"}},
          ["body", "data", "members"]),
         ({"data": {"source": "csv", "label": "y"}}, ["body", "data"]),
+        ({"data": {"source": "images"}}, ["body", "data"]),
+        ({"data": {"source": "mnist", "members": "m.npz"}}, ["body", "data"]),
+        ({"data": {"source": "mnist", "label": "y"}}, ["body", "data"]),
+        ({"data": {"source": "mnist"}}, ["body", "target", "config"]),  # mlp on images
+        ({"target": {"config": "cnn_overfit"}}, ["body", "target", "config"]),  # cnn on Adult
+        ({"target": {"config": "image_path"}}, ["body", "target"]),
+        ({"data": {"source": "python_docs"}, "overrides": ["generator.base_model=/m"]},
+         ["body", "overrides", 0]),
         ({"model": {"name": "../evil"}}, ["body", "model", "name"]),
         ({"model": {"name": "census", "claim": {"kind": "dpsgd", "phases": [
             {"noise_multiplier": -1, "sample_rate": 0.1, "steps": 10}]}}},

@@ -65,6 +65,16 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
         bad = run("audits", "submit", "--model", "census", "--target-config", "nope", env=env)
         assert bad.exit_code == 2
         assert "target.config: no target config 'nope'" in bad.output
+        image = run("audits", "submit", "--model", "mnist-cnn", "--target-config", "cnn_overfit",
+                    "--source", "mnist", env=env)  # fmt: skip
+        assert image.exit_code == 0, image.output
+        image_status = json.loads(run("audits", "status", image.output.strip(), env=env).output)
+        assert image_status["request"]["data"]["source"] == "mnist"
+        run("audits", "cancel", image.output.strip(), env=env)
+        mismatched = run("audits", "submit", "--model", "mnist-cnn", "--target-config",
+                         "mlp_overfit", "--source", "mnist", env=env)  # fmt: skip
+        assert mismatched.exit_code == 2
+        assert "'mlp_overfit' is not a target of an audit of image data" in mismatched.output
         other = {**env, "PANORAMIA_TOKEN": service.token("bob")}
         denied = run("reports", "show", report_id, env=other)
         assert denied.exit_code == 2

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import redis
 
-from tests.conftest import TINY_AUDIT
+from tests.conftest import TINY_AUDIT, TINY_IMAGE_AUDIT
 from tests.service_support import (
     REDIS_URL,
     free_port,
@@ -56,6 +56,27 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         assert report["artifact_location"] == str(tmp_path / "audits" / audit_id)
         page = alice.get(f"/v1/reports/{done['report_id']}/html").text
         assert page.count('<img src="data:image/png;base64,') == 3
+
+
+def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
+    """The data source picks the image audit: its report (modality, galleries) is stored."""
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    body = {"model": {"name": "digits-cnn"}, "target": {"config": "cnn_overfit"},
+            "data": {"source": "digits"}, "overrides": TINY_IMAGE_AUDIT}  # fmt: skip
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=body).json()["id"]
+        done = wait_for(
+            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
+            timeout=300,
+        )
+        assert done["status"] == "succeeded", done["error"]
+        assert done["progress"]["done"] == done["progress"]["total"] == 12
+        report = alice.get(f"/v1/reports/{done['report_id']}").json()["document"]
+        assert report["modality"] == "image"
+        assert report["target"]["name"] == "digits-cnn-1"
+        assert report["data"]["source"] == "digits"
+        page = alice.get(f"/v1/reports/{done['report_id']}/html").text
+        assert page.count('<img src="data:image/png;base64,') == 4  # 3 figures + image grids
 
 
 def test_a_running_audit_can_be_cancelled(tmp_path: Path) -> None:

@@ -173,8 +173,16 @@ def audits_submit(
     target_path: Annotated[
         str | None, typer.Option(help="A model directory under the service's models folder.")
     ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="Data source, which picks the audit: adult or csv (tabular); mnist, digits or "
+            "images (image); python_docs or text_files (text). Default: csv with --members, "
+            "else adult."
+        ),
+    ] = None,
     members: Annotated[
-        str | None, typer.Option(help="Your members file (in your data folder); default Adult.")
+        str | None, typer.Option(help="Your members file or folder (in your data folder).")
     ] = None,
     label: Annotated[str | None, typer.Option(help="Label column of your file.")] = None,
     override: Annotated[
@@ -186,9 +194,11 @@ def audits_submit(
 ) -> None:
     """Submit an audit; prints its id (with --wait: its final status and report id)."""
     target = {"config": target_config} if target_config else {"path": target_path}
-    data: dict = {"source": "adult"}
+    data: dict = {"source": source or ("csv" if members is not None else "adult")}
     if members is not None:
-        data = {"source": "csv", "members": members, "label": label}
+        data["members"] = members
+    if label is not None:
+        data["label"] = label
     client = _client(url, token)
     audit = client.submit_audit(
         {

@@ -1,10 +1,12 @@
 """From an :class:`AuditRequest` to the ``panoramia-audit`` command line a worker runs.
 
-A contributor controls only the audit's own settings: overrides may name ``seed`` and keys
-under ``split``, ``generator``, ``helper``, ``distinguisher``, ``audit``, ``target`` (not its
-path) and ``data.max_members``/``data.pool_size``, or pick a config of those groups. Paths,
-``artifacts_dir``, ``threads``, ``claim`` (from the model's declared guarantee) and Hydra's
-own settings are the service's. Data files resolve
+The request's data source picks the audit (the primary config: ``config`` for tabular data,
+``image``, ``text``). A contributor controls only the audit's own settings: overrides may
+name ``seed`` and keys under ``split``, ``generator``, ``helper``, ``distinguisher``,
+``audit``, ``target`` (not its path) and ``data.max_members``/``data.pool_size``/
+``data.pool_chunks``, or pick a config of those groups. Paths (including a base model's),
+``artifacts_dir``, ``threads``, ``claim`` (from the model's declared guarantee), the text
+audit's public ``base`` model and Hydra's own settings are the service's. Data files resolve
 inside the contributor's own data folder, model directories inside the shared models folder.
 """
 
@@ -22,8 +24,12 @@ from panoramia.service.schemas import AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
-KEYS = {"seed", "data.max_members", "data.pool_size"}
-RESERVED_TARGET_KEYS = {"target.path", "target.kind"}
+KEYS = {"seed", "data.max_members", "data.pool_size", "data.pool_chunks"}
+RESERVED_KEYS = {"target.path", "target.kind", "generator.base_model", "helper.base_model"}
+PRIMARY_CONFIG = {"tabular": "config", "image": "image", "text": "text"}
+"""Each modality's primary config (``--config-name``)."""
+PATH_TARGET = {"tabular": "path", "image": "image_path", "text": "text_path"}
+"""Each modality's target config for a model directory."""
 _compose_lock = threading.Lock()  # Hydra's global state: one composition at a time
 
 
@@ -69,32 +75,57 @@ def check_overrides(overrides: list[str]) -> None:
         if parsed.is_hydra_override() or parsed.package:
             raise RequestProblem(field, f"{key!r} is not an audit setting")
         allowed = key in KEYS or key in GROUPS or key.startswith(KEY_PREFIXES)
-        if not allowed or key in RESERVED_TARGET_KEYS:
+        if not allowed or key in RESERVED_KEYS:
             raise RequestProblem(field, f"{key!r} cannot be set by a contributor")
+
+
+def _fits(target_config: Path, modality: str) -> bool:
+    """Whether a target config sets only keys of ``modality``'s target schema."""
+    from dataclasses import fields
+
+    import yaml
+
+    from panoramia.pipeline.config import TargetConfig
+    from panoramia.pipeline.image_config import ImageTargetConfig
+    from panoramia.pipeline.text_config import TextTargetConfig
+
+    schema = {"tabular": TargetConfig, "image": ImageTargetConfig, "text": TextTargetConfig}
+    keys = set(yaml.safe_load(target_config.read_text()) or {})
+    return keys <= {field.name for field in fields(schema[modality])}
 
 
 def audit_overrides(
     request: AuditRequest, *, contributor: str, data_dir: Path, models_dir: Path
 ) -> list[str]:
-    """The Hydra overrides of this audit (without the service's own: paths and threads)."""
+    """The command-line arguments of this audit (without the service's own: paths, threads):
+    ``--config-name`` for image and text audits, then Hydra overrides."""
     check_overrides(request.overrides)
-    target = request.target
+    target, data = request.target, request.data
+    modality = data.modality
+    lines = [] if modality == "tabular" else [f"--config-name={PRIMARY_CONFIG[modality]}"]
     if target.config is not None:
-        if not (config_dir() / "target" / f"{target.config}.yaml").is_file():
+        path = config_dir() / "target" / f"{target.config}.yaml"
+        if not path.is_file():
             raise RequestProblem(("target", "config"), f"no target config {target.config!r}")
-        lines = [f"target={target.config}"]
+        if not _fits(path, modality):
+            raise RequestProblem(
+                ("target", "config"),
+                f"{target.config!r} is not a target of an audit of {modality} data",
+            )
+        lines.append(f"target={target.config}")
     else:
         directory = _inside(models_dir, target.path or "", ("target", "path"))
-        lines = ["target=path", f"target.path={_quoted(str(directory))}"]
+        lines += [f"target={PATH_TARGET[modality]}", f"target.path={_quoted(str(directory))}"]
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
-    data = request.data
+    own = data_dir / contributor
+    lines.append(f"data={data.source}")
+    if data.members is not None:
+        members = _inside(own, data.members, ("data", "members"))
+        lines.append(f"data.members_path={_quoted(str(members))}")
+    if data.nonmembers is not None:
+        nonmembers = _inside(own, data.nonmembers, ("data", "nonmembers"))
+        lines.append(f"data.nonmembers_path={_quoted(str(nonmembers))}")
     if data.source == "csv":
-        own = data_dir / contributor
-        members = _inside(own, data.members or "", ("data", "members"))
-        lines += ["data=csv", f"data.members_path={_quoted(str(members))}"]
-        if data.nonmembers is not None:
-            nonmembers = _inside(own, data.nonmembers, ("data", "nonmembers"))
-            lines.append(f"data.nonmembers_path={_quoted(str(nonmembers))}")
         lines += [
             f"data.label={_quoted(data.label or '')}",
             f"data.categorical={_quoted_list(data.categorical)}",

@@ -89,31 +89,60 @@ class TargetRef(BaseModel):
     def _exactly_one(self) -> TargetRef:
         if (self.config is None) == (self.path is None):
             raise ValueError("give exactly one of config or path")
-        if self.config == "path":
-            raise ValueError("config 'path' needs a path: give path instead")
+        if self.config in ("path", "image_path", "text_path"):
+            raise ValueError(f"config {self.config!r} needs a path: give path instead")
         return self
 
 
-class DataRef(BaseModel):
-    """The contributor's known members: the embedded Adult data, or its own CSV/Parquet files.
+DATA_MODALITY: dict[str, Literal["tabular", "image", "text"]] = {
+    "adult": "tabular",
+    "csv": "tabular",
+    "mnist": "image",
+    "digits": "image",
+    "images": "image",
+    "python_docs": "text",
+    "text_files": "text",
+}
+"""Each data source and the audit (primary config) it belongs to."""
+FILE_SOURCES = ("csv", "images", "text_files")
+"""Sources read from the contributor's own files (``members`` required)."""
 
-    File names are relative to the contributor's data folder (``$PANORAMIA_HOME/data/<name>``).
+
+class DataRef(BaseModel):
+    """The contributor's known members: embedded data or its own files; the source picks the
+    audit: ``adult``/``csv`` tabular, ``mnist``/``digits``/``images`` image,
+    ``python_docs``/``text_files`` text.
+
+    File names are relative to the contributor's data folder (``$PANORAMIA_HOME/data/<name>``):
+    a CSV/Parquet table (``csv``, with ``label``); an ``.npz``, a folder of class folders or a
+    CIFAR-10 batch directory (``images``); a ``.txt``/``.jsonl`` file or a folder of them
+    (``text_files``).
     """
 
     model_config = ConfigDict(extra="forbid")
-    source: Literal["adult", "csv"] = "adult"
+    source: Literal["adult", "csv", "mnist", "digits", "images", "python_docs", "text_files"] = (
+        "adult"
+    )
     members: RelativePath | None = None
     nonmembers: RelativePath | None = None
     label: Column | None = None
     categorical: list[Column] = Field(default_factory=list, max_length=1000)
     continuous: list[Column] = Field(default_factory=list, max_length=1000)
 
+    @property
+    def modality(self) -> Literal["tabular", "image", "text"]:
+        return DATA_MODALITY[self.source]
+
     @model_validator(mode="after")
-    def _csv_needs_files(self) -> DataRef:
-        if self.source == "csv" and (self.members is None or self.label is None):
-            raise ValueError("source 'csv' needs members and label")
-        if self.source == "adult" and (self.members or self.nonmembers or self.label):
-            raise ValueError("source 'adult' takes no files or label")
+    def _files_match_the_source(self) -> DataRef:
+        if self.source in FILE_SOURCES and self.members is None:
+            raise ValueError(f"source {self.source!r} needs members")
+        if self.source not in FILE_SOURCES and (self.members or self.nonmembers):
+            raise ValueError(f"source {self.source!r} takes no files")
+        if self.source == "csv" and self.label is None:
+            raise ValueError("source 'csv' needs label")
+        if self.source != "csv" and (self.label or self.categorical or self.continuous):
+            raise ValueError("label, categorical and continuous are columns of source 'csv'")
         return self
 
 
@@ -127,7 +156,8 @@ class AuditRequest(NulFree):
     overrides: list[Annotated[str, Field(max_length=500)]] = Field(
         default_factory=list,
         max_length=100,
-        description="Hydra overrides of seed, split, generator, helper, distinguisher, audit.",
+        description="Hydra overrides of seed, split, generator, helper, distinguisher, audit, "
+        "target (not its path).",
     )
 
 
