@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli_support import run_audit
 from tests.conftest import TINY_AUDIT
 
 BIN = Path(sys.executable).parent
@@ -25,10 +26,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def audit(*args: str, artifacts: Path, run_dir: Path | None = None) -> subprocess.CompletedProcess:
-    command = [str(BIN / "panoramia-audit"), *TINY, f"artifacts_dir={artifacts}", *args]
-    if run_dir is not None:
-        command.append(f"hydra.run.dir={run_dir}")
-    return subprocess.run(command, capture_output=True, text=True, check=False)
+    return run_audit(TINY, *args, artifacts=artifacts, run_dir=run_dir)
 
 
 def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli_support import run_audit
+
 BIN = Path(sys.executable).parent
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
@@ -21,10 +23,8 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("text-artifacts")
 
 
-def audit(*args: str, artifacts: Path, run_dir: Path) -> subprocess.CompletedProcess:
-    command = [str(BIN / "panoramia-audit"), *TINY, f"artifacts_dir={artifacts}", *args,
-               f"hydra.run.dir={run_dir}"]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, check=False)
+def audit(*args: str, artifacts: Path, run_dir: Path | None = None) -> subprocess.CompletedProcess:
+    return run_audit(TINY, *args, artifacts=artifacts, run_dir=run_dir)
 
 
 def test_text_audit_writes_a_full_report_and_reruns_from_cache(
