@@ -56,7 +56,8 @@ def real_vs_synthetic(train: tuple[ImageSet, ImageSet], test: tuple[ImageSet, Im
 def pixel_statistics(images: np.ndarray) -> str:
     flat = images.reshape(len(images), -1)
     ink = np.median((flat > 0).sum(axis=1))
-    return f"ink/image {ink:5.0f}, white {(flat == 255).mean():6.2%}, black {(flat == 0).mean():6.1%}"
+    white, black = (flat == 255).mean(), (flat == 0).mean()
+    return f"ink/image {ink:5.0f}, white {white:6.2%}, black {black:6.1%}"
 
 
 def main() -> None:
