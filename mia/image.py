@@ -14,29 +14,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia.network import NetworkDistinguisher
+from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
 from panoramia.data.images import ImageSet
 
 LOSS_FLOOR = 1e-8
 
 
 @dataclass
-class ImageDistinguisherConfig:
+class ImageDistinguisherConfig(NetworkDistinguisherConfig):
     width: int = 16
     """Channels of the image branch's first conv layer."""
     hidden: int = 32
     """Width of the loss branch and the stacking head."""
     epochs: int = 20
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    selection_thresholds: str = "grid:100"
-    selection_confidence: float = 0.95
-    accelerator: str = "auto"
-    devices: str = "1"
-    """One device: the per-epoch selection scores the whole validation split in one process."""
-    precision: str | None = None
-    num_workers: int = 0
 
 
 def loss_features(losses: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ and scores continuous probabilities of "member".
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,30 @@ SIDE_STD_FLOOR = 1e-6
 VALIDATION_BATCH = 1024
 
 
+@dataclass
+class NetworkDistinguisherConfig:
+    """Training and selection settings every network distinguisher has; a subclass adds its
+    architecture and epochs."""
+
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    selection_thresholds: str = "grid:100"
+    selection_confidence: float = 0.95
+    accelerator: str = "auto"
+    devices: str = "1"
+    """One device: the per-epoch selection scores the whole validation split in one process."""
+    precision: str | None = None
+    num_workers: int = 0
+
+
 class NetworkDistinguisher(ABC):
     """``fit(x_train, side_train, y_train, x_val, side_val, y_val)``, ``score(x, side)``,
     ``candidates``, ``chosen``; y: 1 = member, 0 = non-member."""
 
     score_batch: int = 4096
 
-    def __init__(self, config: Any, *, seed: int) -> None:
+    def __init__(self, config: NetworkDistinguisherConfig, *, seed: int) -> None:
         self.config = config
         self.seed = seed
         self.model = None

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia.network import NetworkDistinguisher
+from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
 from panoramia.data.text import TextSet
 
 LOSS_FLOOR = 1e-8
 
 
 @dataclass
-class TextDistinguisherConfig:
+class TextDistinguisherConfig(NetworkDistinguisherConfig):
     d_model: int = 64
     layers: int = 2
     heads: int = 4
@@ -34,16 +34,6 @@ class TextDistinguisherConfig:
     """Phase 1: the sequence encoder frozen."""
     epochs: int = 15
     """Phase 2: everything trained."""
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    selection_thresholds: str = "grid:100"
-    selection_confidence: float = 0.95
-    accelerator: str = "auto"
-    devices: str = "1"
-    """One device: the per-epoch selection scores the whole validation split in one process."""
-    precision: str | None = None
-    num_workers: int = 0
 
 
 def loss_sequence_features(losses: np.ndarray) -> np.ndarray:
