@@ -23,13 +23,14 @@ import numpy as np
 
 from panoramia.data.images import ImageSet
 from panoramia.errors import InputError
+from panoramia.models.device_settings import DeviceSettings
 
 WEIGHTS = "generator.safetensors"
 SETTINGS = "generator.json"
 
 
 @dataclass
-class ImageGeneratorConfig:
+class ImageGeneratorConfig(DeviceSettings):
     """The conditional DCGAN and its training (Lightning, Adam, EMA of the weights)."""
 
     epochs: int = 100
@@ -38,12 +39,6 @@ class ImageGeneratorConfig:
     width: int = 32
     learning_rate: float = 2e-4
     ema_decay: float = 0.995
-    accelerator: str = "auto"
-    devices: str = "auto"
-    strategy: str = "auto"
-    precision: str | None = None
-    """None: 32-true on CPU, bf16-mixed on CUDA."""
-    num_workers: int = 0
 
 
 class ImageGenerator:
@@ -93,9 +88,7 @@ class ImageGenerator:
             pin_memory=torch.cuda.is_available(),
         )  # fmt: skip
         training = TrainingConfig(
-            epochs=self.config.epochs, seed=seed, accelerator=self.config.accelerator,
-            devices=self.config.devices, strategy=self.config.strategy,
-            precision=self.config.precision,
+            epochs=self.config.epochs, seed=seed, **self.config.trainer_settings()
         )  # fmt: skip
         make_trainer(training, validate=False).fit(model, loader)
         self.network = model.ema.cpu().eval()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.models.device_settings import DeviceSettings
 from panoramia.targets.base import MANIFEST
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ DROPOUT_FIELDS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "dropout", "attenti
 
 
 @dataclass
-class CausalLMConfig:
+class CausalLMConfig(DeviceSettings):
     """How Lightning trains a causal LM, and the weights it starts from."""
 
     base_model: str | None = None
@@ -44,13 +45,6 @@ class CausalLMConfig:
     batch_size: int = 32
     learning_rate: float = 1e-3
     weight_decay: float = 0.01
-    accelerator: str = "auto"
-    devices: str = "auto"
-    strategy: str = "auto"
-    """Lightning strategy (``ddp`` for several GPUs)."""
-    precision: str | None = None
-    """None: 32-true on CPU, bf16-mixed on CUDA."""
-    num_workers: int = 0
 
 
 @dataclass
@@ -204,8 +198,7 @@ def fit_causal_lm(
         model, learning_rate=config.learning_rate, weight_decay=config.weight_decay
     )
     training = TrainingConfig(
-        epochs=config.epochs, seed=seed, accelerator=config.accelerator, devices=config.devices,
-        strategy=config.strategy, precision=config.precision,
+        epochs=config.epochs, seed=seed, **config.trainer_settings()
     )  # fmt: skip
     trainer = make_trainer(training, validate=validation is not None)
     trainer.fit(module, train_loader, val_loader)

@@ -15,11 +15,12 @@ import numpy as np
 
 from panoramia.data.images import ImageSet
 from panoramia.errors import InputError
+from panoramia.models.device_settings import DeviceSettings
 from panoramia.targets.base import MANIFEST
 
 
 @dataclass
-class ImageModelConfig:
+class ImageModelConfig(DeviceSettings):
     """A network of ``panoramia.models.image_nets`` and how Lightning trains it."""
 
     arch: str = "cnn"
@@ -36,12 +37,6 @@ class ImageModelConfig:
     optimizer: str = "adam"
     augment: str = "none"
     """``none``, ``crop`` (random shifts) or ``crop_flip`` (and horizontal flips)."""
-    num_workers: int = 0
-    accelerator: str = "auto"
-    devices: str = "auto"
-    strategy: str = "auto"
-    precision: str | None = None
-    """None: 32-true on CPU, bf16-mixed on CUDA."""
 
 
 def network_kwargs(config: ImageModelConfig, *, channels: int, n_classes: int) -> dict:
@@ -89,8 +84,7 @@ def train_image_directory(
     )  # fmt: skip
     training = TrainingConfig(
         epochs=config.epochs, batch_size=config.batch_size, learning_rate=config.learning_rate,
-        weight_decay=config.weight_decay, seed=seed, accelerator=config.accelerator,
-        devices=config.devices, strategy=config.strategy, precision=config.precision,
+        weight_decay=config.weight_decay, seed=seed, **config.trainer_settings(),
         optimizer=config.optimizer, select_best_on_validation=validation is not None,
     )  # fmt: skip
     torch.manual_seed(seed)  # initial weights follow the seed too

@@ -212,9 +212,7 @@ class TextPipeline(AuditPipeline):
             training = CausalLMConfig(
                 epochs=config.epochs, batch_size=config.batch_size,
                 learning_rate=config.learning_rate, weight_decay=generator.weight_decay,
-                accelerator=generator.accelerator, devices=generator.devices,
-                strategy=generator.strategy, precision=generator.precision,
-                num_workers=generator.num_workers,
+                **generator.device_settings(),
             )  # fmt: skip
             metrics = pretrain_public_base(
                 package_modules(config.packages), data.directory / TOKENIZER,
