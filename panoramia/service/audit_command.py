@@ -20,7 +20,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import config_dir
-from panoramia.service.schemas import AuditRequest
+from panoramia.service.schemas import PATH_TARGET, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
@@ -28,8 +28,6 @@ KEYS = {"seed", "data.max_members", "data.pool_size", "data.pool_chunks"}
 RESERVED_KEYS = {"target.path", "target.kind", "generator.base_model", "helper.base_model"}
 PRIMARY_CONFIG = {"tabular": "config", "image": "image", "text": "text"}
 """Each modality's primary config (``--config-name``)."""
-PATH_TARGET = {"tabular": "path", "image": "image_path", "text": "text_path"}
-"""Each modality's target config for a model directory."""
 _compose_lock = threading.Lock()  # Hydra's global state: one composition at a time
 
 

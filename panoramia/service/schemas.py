@@ -75,6 +75,10 @@ class ModelRef(BaseModel):
             raise ValueError(str(error)) from None
 
 
+PATH_TARGET = {"tabular": "path", "image": "image_path", "text": "text_path"}
+"""Each modality's target config for a model directory (``TargetRef.path``)."""
+
+
 class TargetRef(BaseModel):
     """How the worker reaches the model: a demo target config, or a directory with target.json.
 
@@ -89,7 +93,7 @@ class TargetRef(BaseModel):
     def _exactly_one(self) -> TargetRef:
         if (self.config is None) == (self.path is None):
             raise ValueError("give exactly one of config or path")
-        if self.config in ("path", "image_path", "text_path"):
+        if self.config in PATH_TARGET.values():
             raise ValueError(f"config {self.config!r} needs a path: give path instead")
         return self
 
