@@ -1,6 +1,7 @@
 """How far the image generator's samples are from real images (the baseline's raw material).
 
-Trains the demo's conditional DCGAN on ``--train`` MNIST images (the demo's D_G has 800), then
+Trains the demo's conditional generator (``--model ddpm`` or ``dcgan``, with the settings of
+``conf/generator/<model>.yaml``) on ``--train`` MNIST images (the demo's D_G has 800), then
 a CNN (the distinguisher's image branch: SmallCNN, 10 epochs) on ``--probe`` real vs as many
 synthetic images, and rates ``--probe`` held-out real and synthetic images. Prints:
 
@@ -12,16 +13,19 @@ synthetic images, and rates ``--probe`` held-out real and synthetic images. Prin
 
 The real images never overlap: D_G, the probe's training and test images are disjoint slices.
 
-    .venv/bin/python benchmarks/image_generator_quality.py [--epochs 100] [--seeds 0 1]
+    .venv/bin/python benchmarks/image_generator_quality.py [--model dcgan] [--seeds 0 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 import torch
+from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
 from generators.image import ImageGenerator, ImageGeneratorConfig
@@ -32,6 +36,15 @@ from panoramia.models.image_nets import SmallCNN
 from panoramia.models.training import TrainingConfig, fit_classifier
 
 PROBE_EPOCHS = 10
+CONFIGS = Path(__file__).resolve().parent.parent / "conf" / "generator"
+
+
+def demo_settings(model: str, **changes) -> ImageGeneratorConfig:
+    """The generator of ``conf/generator/<model>.yaml`` (its model fields), with ``changes``."""
+    settings = OmegaConf.to_container(OmegaConf.load(CONFIGS / f"{model}.yaml"))
+    names = {field.name for field in fields(ImageGeneratorConfig)}
+    settings = {key: value for key, value in settings.items() if key in names}
+    return ImageGeneratorConfig(**{**settings, **changes})
 
 
 def real_vs_synthetic(train: tuple[ImageSet, ImageSet], test: tuple[ImageSet, ImageSet], seed: int):
@@ -64,7 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", type=int, default=800)
     parser.add_argument("--probe", type=int, default=500)
-    parser.add_argument("--epochs", type=int, default=ImageGeneratorConfig.epochs)
+    parser.add_argument("--model", choices=("ddpm", "dcgan"), default="ddpm")
+    parser.add_argument("--epochs", type=int, help="default: the demo's")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     arguments = parser.parse_args()
     everything = load_mnist_subset()
@@ -75,14 +89,19 @@ def main() -> None:
     print(f"D_G {n} MNIST images, probe {p} + {p} real; real: {pixel_statistics(real_test.images)}")
     for seed in arguments.seeds:
         started = time.perf_counter()
-        generator = ImageGenerator(ImageGeneratorConfig(epochs=arguments.epochs))
+        changes = {"epochs": arguments.epochs} if arguments.epochs else {}
+        config = demo_settings(arguments.model, **changes)
+        generator = ImageGenerator(config)
         generator.fit(d_g, seed=seed)
         seconds = time.perf_counter() - started
+        started = time.perf_counter()
         synthetic = generator.sample(2 * p, seed=seed + 1)
+        sampling = time.perf_counter() - started
         fake_train, fake_test = synthetic.take(np.arange(p)), synthetic.take(np.arange(p, 2 * p))
         auc, recall = real_vs_synthetic((real_train, fake_train), (real_test, fake_test), seed)
         print(
-            f"seed {seed}: {arguments.epochs} epochs in {seconds:.0f} s; real vs synthetic AUC "
+            f"seed {seed}: {config.model} {config.epochs} epochs in {seconds:.0f} s, "
+            f"{2 * p} samples in {sampling:.0f} s; real vs synthetic AUC "
             f"{auc:.3f}, recall at precision 1 {recall:.2f}; synthetic: "
             f"{pixel_statistics(synthetic.images)}"
         )

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn.utils import spectral_norm
 
+from generators.ema import update_ema
+
 OVERSHOOT = 0.1
 """The output is (1 + OVERSHOOT)·tanh, clamped to [−1, 1]: black and white pixels are
 reachable exactly. Real images hold point masses there (MNIST: ~80 % of pixels are exactly
@@ -112,20 +114,10 @@ class ConditionalDCGAN(L.LightningModule):
         g_opt.zero_grad()
         self.manual_backward(g_loss)
         g_opt.step()
-        self._update_ema()
+        update_ema(self.ema, self.generator, self.ema_decay)
         self.log_dict(
             {"d_loss": d_loss, "g_loss": g_loss}, prog_bar=True, on_epoch=True, on_step=False
         )
-
-    @torch.no_grad()
-    def _update_ema(self) -> None:
-        for average, current in zip(
-            self.ema.state_dict().values(), self.generator.state_dict().values(), strict=True
-        ):
-            if average.dtype.is_floating_point:
-                average.lerp_(current, 1.0 - self.ema_decay)
-            else:
-                average.copy_(current)
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         betas = (0.5, 0.999)

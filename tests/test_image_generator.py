@@ -1,7 +1,9 @@
-"""The image generator (DCGAN), the quality filter, the labeler and the distinguisher."""
+"""The image generators (DDPM, DCGAN), the quality filter, the labeler and the distinguisher."""
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +22,11 @@ def digits() -> ImageSet:
     return load_digits()
 
 
-@pytest.fixture(scope="module")
-def generator(digits: ImageSet) -> ImageGenerator:
-    config = ImageGeneratorConfig(epochs=2, width=8, latent=16, batch_size=64)
+@pytest.fixture(scope="module", params=["ddpm", "dcgan"])
+def generator(request: pytest.FixtureRequest, digits: ImageSet) -> ImageGenerator:
+    config = ImageGeneratorConfig(
+        model=request.param, epochs=2, width=8, latent=16, batch_size=64, sampling_steps=10
+    )
     return ImageGenerator(config).fit(digits.take(np.arange(300)), seed=0)
 
 
@@ -43,10 +47,89 @@ def test_samples_are_reproducible_and_follow_the_class_prior(
     np.testing.assert_array_equal(again.labels, first.labels)
 
 
+def test_black_level_comes_from_a_pure_black_background() -> None:
+    from generators.image import black_level_of
+
+    mnist_like = np.r_[np.zeros(1000), np.full(10, 5), np.full(10, 9), np.full(500, 200)]
+    assert black_level_of(mnist_like.astype(np.uint8)) == 8  # (0, 8]: 1 % of the zeros
+    assert black_level_of(np.arange(256, dtype=np.uint8).repeat(10)) == 0  # natural images
+    assert black_level_of(np.full(100, 30, np.uint8)) == 0  # no black at all
+
+
+def test_samples_at_or_below_the_black_level_are_black(generator: ImageGenerator) -> None:
+    plain = copy.copy(generator)
+    plain.config = replace(generator.config, black_level=0)
+    snapped = copy.copy(generator)
+    snapped.config = replace(generator.config, black_level=40)
+    before, after = plain.sample(300, seed=3).images, snapped.sample(300, seed=3).images
+    np.testing.assert_array_equal(after, np.where(before <= 40, 0, before))
+    assert ((before > 0) & (before <= 40)).any()  # the test sees pixels to blacken
+
+
 def test_generator_needs_square_images_divisible_by_four() -> None:
     odd = ImageSet(np.zeros((4, 10, 10, 1), np.uint8), np.zeros(4, np.int64))
     with pytest.raises(InputError, match="divisible by 4"):
         ImageGenerator(ImageGeneratorConfig(epochs=1)).fit(odd, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"model": "vae"}, "generator.model: 'vae' is not one of ddpm, dcgan"),
+        ({"width": 12}, "generator.width: 12 is not a multiple of 8"),
+        ({"sampling_steps": 0}, "generator.sampling_steps: 0 is not in"),
+        ({"black_level": 256}, "generator.black_level: 256 is not in"),
+    ],
+)
+def test_bad_generator_settings_are_named(change: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        ImageGeneratorConfig(**change)
+
+
+def test_ddim_returns_the_data_under_an_exact_denoiser() -> None:
+    """Oracle: when every image is x*, the exact noise is ε = (x_t − √ᾱ_t·x*)/√(1 − ᾱ_t) and
+    deterministic DDIM must land on x* from any start, for any number of steps."""
+    import torch
+
+    from generators.ddpm import cosine_alpha_bar, ddim_sample
+
+    target = torch.linspace(-1.0, 1.0, 2 * 4 * 4).reshape(2, 4, 4)
+    alpha_bar = cosine_alpha_bar(1000)
+
+    class ExactDenoiser(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.classes = torch.nn.Embedding(3, 1)  # two classes and "none"
+
+        def forward(self, x: torch.Tensor, steps: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
+            kept = alpha_bar[steps][:, None, None, None]
+            return (x - kept.sqrt() * target) / (1.0 - kept).sqrt()
+
+    for steps, guidance in [(1, 1.0), (7, 1.0), (50, 3.0)]:
+        images = ddim_sample(
+            ExactDenoiser(), torch.tensor([0, 1, 1]), (2, 4, 4), diffusion_steps=1000,
+            sampling_steps=steps, guidance=guidance, generator=torch.Generator().manual_seed(0),
+        )  # fmt: skip
+        torch.testing.assert_close(images, target.expand(3, -1, -1, -1), atol=1e-4, rtol=0)
+
+
+def test_ddpm_learns_each_class_pattern() -> None:
+    """Two classes with one image each (black; a white centre square): after a short training
+    the samples of each class are close to its image, far from the other's."""
+    patterns = np.zeros((2, 8, 8, 1), np.uint8)
+    patterns[1, 2:6, 2:6] = 255
+    labels = np.repeat([0, 1], 512)
+    members = ImageSet(patterns[labels], labels)
+    config = ImageGeneratorConfig(
+        model="ddpm", epochs=40, width=8, batch_size=64, learning_rate=1e-3, ema_decay=0.9,
+        sampling_steps=20,
+    )  # fmt: skip
+    samples = ImageGenerator(config).fit(members, seed=0).sample(200, seed=1)
+    pixels = samples.images.astype(float)
+    distance = np.abs(pixels[:, None] - patterns[None].astype(float)).mean(axis=(2, 3, 4))
+    own = distance[np.arange(200), samples.labels]
+    other = distance[np.arange(200), 1 - samples.labels]
+    assert np.median(own) < 20 < np.median(other)
 
 
 def test_quality_filter_keeps_at_least_one_minus_max_drop(

@@ -88,6 +88,7 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ("data.members_path=/nonexistent.npz", "does not exist"),
         ("target.augment=rotate", "augmentation 'rotate'"),
         ("target=image_path", "target.path"),
+        ("generator.model=vae", "generator.model: 'vae' is not one of ddpm, dcgan"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

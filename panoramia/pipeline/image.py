@@ -1,4 +1,4 @@
-"""The image audit's stages (ImageSet ``.npz`` files, a DCGAN, CNNs trained with Lightning).
+"""The image audit's stages (ImageSet ``.npz`` files, a DDPM or DCGAN, CNNs trained with Lightning).
 
 The graph and the game are :class:`~panoramia.pipeline.graph.AuditPipeline`'s; every stage
 writes a content-addressed artifact, so a rerun (another target, a resumed run) reuses the
@@ -33,7 +33,7 @@ from panoramia.pipeline.tabular import SAMPLING_ONLY
 STAGE_COUNT = 12
 GALLERY = 48
 """Images of each kind shown in the report."""
-IMAGE_SAMPLING_ONLY = (*SAMPLING_ONLY, "labeler_epochs")
+IMAGE_SAMPLING_ONLY = (*SAMPLING_ONLY, "labeler_epochs", "sampling_steps", "guidance")
 """Generator settings that only the synthetic stage uses."""
 
 
@@ -96,6 +96,7 @@ class ImagePipeline(AuditPipeline):
                 )
             if model.optimizer not in ("adam", "sgd"):
                 raise InputError(f"{section}.optimizer: {model.optimizer!r} is not adam or sgd")
+        self._generator_config()  # validates generator.model and its settings
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)
@@ -128,20 +129,23 @@ class ImagePipeline(AuditPipeline):
     def generator(self, data: StageResult, split: StageResult) -> StageResult:
         from generators.image import ImageGenerator
 
+        model = self.job.generator.model.upper()
+
         def build(directory: Path) -> dict:
             members = read_npz(split.directory / "member_generator.npz")
             generator = ImageGenerator(self._generator_config())
             generator.fit(members, seed=child_seed(self.seed, "generator"))
             generator.save(directory)
-            return {"trained_on": len(members), "kind": "conditional DCGAN"}
+            return {"trained_on": len(members), "kind": f"conditional {model}"}
 
         fit_config = {
             k: v for k, v in asdict(self.job.generator).items() if k not in IMAGE_SAMPLING_ONLY
         }
         fit_config["seed"] = self.seed
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, split], label="generator (DCGAN)"
-        )
+            "generator", build, config=fit_config, inputs=[data, split],
+            label=f"generator ({model})",
+        )  # fmt: skip
 
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
         from baselines.image import ImageLabeler
