@@ -19,12 +19,19 @@ from panoramia.data.images import ImageSet
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
+HELPER_DATA = ("synthetic", "real")
+
 
 @dataclass
 class ImageHelperConfig(ImageModelConfig):
-    """h: a network of the target's architecture trained on this many synthetic images."""
+    """h: a network of the target's architecture and task, trained on labelled images that are
+    never audited: ``n_images`` synthetic ones (``training_data: synthetic``, PANORAMIA's
+    design) or D_G, the real known members the generator learnt from (``real``)."""
 
+    training_data: str = "synthetic"
     n_images: int = 2000
+    """Synthetic images drawn for h (also when ``training_data`` is ``real``: the draws of the
+    audit's sets do not depend on it)."""
     validation_fraction: float = 0.2
 
 
@@ -55,17 +62,18 @@ class ImageLabeler:
 
 
 def train_image_helper(
-    synthetic: ImageSet,
+    images: ImageSet,
     config: ImageHelperConfig,
     directory: Path,
     *,
     seed: int,
     n_classes: int,
 ) -> dict[str, float]:
-    """Train h on labelled synthetic images, holding out a synthetic validation split."""
-    order = np.random.default_rng(seed).permutation(len(synthetic))
-    n_val = max(1, round(config.validation_fraction * len(synthetic)))
+    """Train h on labelled ``images``, holding out a validation split of them (the epoch with
+    the lowest validation loss is kept)."""
+    order = np.random.default_rng(seed).permutation(len(images))
+    n_val = max(1, round(config.validation_fraction * len(images)))
     return train_image_directory(
-        synthetic.take(order[n_val:]), config, directory, seed=seed, n_classes=n_classes,
-        validation=synthetic.take(order[:n_val]),
+        images.take(order[n_val:]), config, directory, seed=seed, n_classes=n_classes,
+        validation=images.take(order[:n_val]),
     )  # fmt: skip

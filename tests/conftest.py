@@ -33,7 +33,6 @@ TINY_IMAGE_AUDIT = [
     "helper.epochs=1",
     "helper.n_images=200",
     "generator.epochs=2",
-    "generator.sampling_steps=10",
     "generator.labeler_epochs=1",
     "generator.filter.extra_fraction=0.5",
     "distinguisher.epochs=2",

@@ -59,11 +59,13 @@ def test_black_level_comes_from_a_pure_black_background() -> None:
 def test_samples_at_or_below_the_black_level_are_black(generator: ImageGenerator) -> None:
     plain = copy.copy(generator)
     plain.config = replace(generator.config, black_level=0)
+    before = plain.sample(300, seed=3).images
+    level = int(np.median(before[before > 0]))  # whatever the two epochs learnt
     snapped = copy.copy(generator)
-    snapped.config = replace(generator.config, black_level=40)
-    before, after = plain.sample(300, seed=3).images, snapped.sample(300, seed=3).images
-    np.testing.assert_array_equal(after, np.where(before <= 40, 0, before))
-    assert ((before > 0) & (before <= 40)).any()  # the test sees pixels to blacken
+    snapped.config = replace(generator.config, black_level=level)
+    after = snapped.sample(300, seed=3).images
+    np.testing.assert_array_equal(after, np.where(before <= level, 0, before))
+    assert ((before > 0) & (before <= level)).any()  # the test sees pixels to blacken
 
 
 def test_generator_needs_square_images_divisible_by_four() -> None:
@@ -75,9 +77,9 @@ def test_generator_needs_square_images_divisible_by_four() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"model": "vae"}, "generator.model: 'vae' is not one of ddpm, dcgan"),
-        ({"width": 12}, "generator.width: 12 is not a multiple of 8"),
-        ({"sampling_steps": 0}, "generator.sampling_steps: 0 is not in"),
+        ({"model": "vae"}, "generator.model: 'vae' is not one of dcgan, ddpm"),
+        ({"model": "ddpm", "width": 12}, "generator.width: 12 is not a multiple of 8"),
+        ({"model": "ddpm", "sampling_steps": 0}, "generator.sampling_steps: 0 is not in"),
         ({"black_level": 256}, "generator.black_level: 256 is not in"),
     ],
 )

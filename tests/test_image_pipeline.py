@@ -70,10 +70,11 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
     done = audit(
         "data=images", f"data.members_path={tmp_path / 'members.npz'}",
         f"data.nonmembers_path={tmp_path / 'nonmembers.npz'}", "target=image_path",
-        f"target.path={tmp_path / 'model'}", "target.width=8",
+        f"target.path={tmp_path / 'model'}", "target.width=8", "helper.training_data=real",
         artifacts=artifacts, run_dir=tmp_path / "run",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "helper h (cnn, real images): done" in done.stderr  # h learnt from D_G
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["target"]["kind"] == "path"
     assert report["data"]["members"] == 500
@@ -88,7 +89,8 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ("data.members_path=/nonexistent.npz", "does not exist"),
         ("target.augment=rotate", "augmentation 'rotate'"),
         ("target=image_path", "target.path"),
-        ("generator.model=vae", "generator.model: 'vae' is not one of ddpm, dcgan"),
+        ("generator.model=vae", "generator.model: 'vae' is not one of dcgan, ddpm"),
+        ("helper.training_data=public", "helper.training_data: 'public' is not one of"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

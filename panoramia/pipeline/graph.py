@@ -69,7 +69,9 @@ class AuditPipeline(ABC):
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult: ...
 
     @abstractmethod
-    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult: ...
+    def helper(
+        self, data: StageResult, split: StageResult, synthetic: StageResult
+    ) -> StageResult: ...
 
     SET_SUFFIX: str
     """File suffix of a stored example set (``.parquet`` rows, ``.npz`` images)."""
@@ -311,7 +313,7 @@ class AuditPipeline(ABC):
         split = self.split(data)
         gen = self.generator(data, split)
         synthetic = self.synthetic(data, split, gen)
-        helper = self.helper(data, synthetic)
+        helper = self.helper(data, split, synthetic)
         losses_h = self.losses(helper, split, synthetic, which="helper")
         losses_f = self.losses(target, split, synthetic, which="target")
         game = self.game(split, synthetic)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.image import HELPER_DATA
 from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
 from panoramia.errors import InputError
 from panoramia.models.image_nets import ARCHITECTURES
@@ -96,6 +97,11 @@ class ImagePipeline(AuditPipeline):
                 )
             if model.optimizer not in ("adam", "sgd"):
                 raise InputError(f"{section}.optimizer: {model.optimizer!r} is not adam or sgd")
+        if self.job.helper.training_data not in HELPER_DATA:
+            raise InputError(
+                f"helper.training_data: {self.job.helper.training_data!r} is not one of "
+                f"{', '.join(HELPER_DATA)}"
+            )
         self._generator_config()  # validates generator.model and its settings
 
     def data(self) -> StageResult:
@@ -208,20 +214,27 @@ class ImagePipeline(AuditPipeline):
         sample_config = {"generator": asdict(config), "needed": needed, "seed": self.seed}
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
 
-    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.image import train_image_helper
 
+        config = self.job.helper
+        real = config.training_data == "real"
+
         def build(directory: Path) -> dict:
+            images = read_npz(
+                split.directory / "member_generator.npz"
+                if real
+                else synthetic.directory / "synthetic_helper.npz"
+            )
             return train_image_helper(
-                read_npz(synthetic.directory / "synthetic_helper.npz"), self.job.helper,
-                directory, seed=child_seed(self.seed, "helper"),
+                images, config, directory, seed=child_seed(self.seed, "helper"),
                 n_classes=int(data.info["n_classes"]),
             )  # fmt: skip
 
         return self.runner.run(
             "helper",
             build,
-            config={**asdict(self.job.helper), "seed": self.seed},
-            inputs=[data, synthetic],
-            label=f"helper h ({self.job.helper.arch})",
+            config={**asdict(config), "seed": self.seed},
+            inputs=[data, split] if real else [data, synthetic],
+            label=f"helper h ({config.arch}, {config.training_data} images)",
         )

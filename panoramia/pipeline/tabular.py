@@ -214,7 +214,7 @@ class TabularPipeline(AuditPipeline):
             "synthetic", build, config=sample_config, inputs=[gen, split], version=2
         )
 
-    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.helper import train_helper
 
         def build(directory: Path) -> dict:

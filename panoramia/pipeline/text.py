@@ -294,7 +294,7 @@ class TextPipeline(AuditPipeline):
         }
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
 
-    def helper(self, data: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.text import train_text_helper
         from panoramia.models.causal_lm import architecture_key, with_context
 
