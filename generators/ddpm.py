@@ -194,9 +194,8 @@ def ddim_sample(
             noise = free + guidance * (conditional - free)
         kept = alpha_bar[step]
         clean = ((x - (1.0 - kept).sqrt() * noise) / kept.sqrt()).clamp(-1.0, 1.0)
-        if position + 1 == len(schedule):
-            return clean
-        noise = (x - kept.sqrt() * clean) / (1.0 - kept).sqrt()
-        following = alpha_bar[schedule[position + 1]]
-        x = following.sqrt() * clean + (1.0 - following).sqrt() * noise
-    return x
+        if position + 1 < len(schedule):
+            noise = (x - kept.sqrt() * clean) / (1.0 - kept).sqrt()
+            following = alpha_bar[schedule[position + 1]]
+            x = following.sqrt() * clean + (1.0 - following).sqrt() * noise
+    return clean

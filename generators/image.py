@@ -96,6 +96,16 @@ def black_level_of(images: np.ndarray) -> int:
     return int(np.count_nonzero(dark <= BLACK_TOLERANCE))
 
 
+def check_shape(shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``shape`` (H, W, C) if both generators can make such images, else an InputError."""
+    height, width, _ = shape
+    if height != width or height % 4 or height < 8:
+        raise InputError(
+            f"generator: images must be square with a side divisible by 4 (≥ 8), got {shape}"
+        )
+    return shape
+
+
 class ImageGenerator:
     def __init__(self, config: ImageGeneratorConfig) -> None:
         self.config = config
@@ -105,11 +115,7 @@ class ImageGenerator:
 
     def _build(self, shape: tuple[int, int, int], n_classes: int):
         """The sampling network for images of ``shape`` (H, W, C)."""
-        height, width, channels = shape
-        if height != width or height % 4 or height < 8:
-            raise InputError(
-                f"generator: images must be square with a side divisible by 4 (≥ 8), got {shape}"
-            )
+        height, _, channels = check_shape(shape)
         if self.config.model == "ddpm":
             from generators.ddpm import ConditionalUNet
 
@@ -129,8 +135,7 @@ class ImageGenerator:
             return ConditionalDDPM(
                 channels, n_classes, width=config.width, diffusion_steps=config.diffusion_steps,
                 label_dropout=config.label_dropout, offset_noise=config.offset_noise,
-                learning_rate=config.learning_rate,
-                ema_decay=config.ema_decay,
+                learning_rate=config.learning_rate, ema_decay=config.ema_decay,
             )  # fmt: skip
         from generators.dcgan import ConditionalDCGAN
 
@@ -150,7 +155,7 @@ class ImageGenerator:
         self.shape = members.shape
         n_classes = int(members.labels.max()) + 1
         self.class_prior = np.bincount(members.labels, minlength=n_classes) / len(members)
-        self._build(self.shape, n_classes)  # validates the shape
+        check_shape(self.shape)
         if self.config.black_level is None:
             self.config = replace(self.config, black_level=black_level_of(members.images))
         L.seed_everything(seed, workers=True, verbose=False)
