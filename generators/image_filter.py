@@ -69,3 +69,49 @@ def filter_synthetic_images(
     )
     keep = np.flatnonzero(candidate_probability >= threshold)
     return ImageFilterResult(candidates.take(keep), candidate_probability, threshold)
+
+
+@dataclass(frozen=True)
+class CrossFittedLosses:
+    """Classifier losses (nats) from two models trained on the two halves of D_G."""
+
+    held_out_real: np.ndarray
+    """Loss of every D_G image under the fold model that did not train on it, shape (n_real,)."""
+    real_fold: np.ndarray
+    """The fold (0 or 1) of every D_G image: model k trained on the images of the other fold."""
+    models: tuple
+    """The two fold models (image targets: ``per_example_loss``)."""
+    seed: int
+
+    def of(self, candidates: ImageSet) -> np.ndarray:
+        """Each candidate's loss under one of the fold models, drawn at random (seeded), so
+        that candidates and held-out real images are rated by the same mix of models."""
+        fold = np.random.default_rng(self.seed).integers(0, 2, len(candidates))
+        losses = np.empty(len(candidates))
+        for k, model in enumerate(self.models):
+            rows = np.flatnonzero(fold == k)
+            if rows.size:
+                losses[rows] = model.per_example_loss(candidates.take(rows))
+        return losses
+
+
+def cross_fitted_losses(
+    real: ImageSet, config, directory, *, seed: int, n_classes: int
+) -> CrossFittedLosses:
+    """Train ``config``'s classifier (an ImageModelConfig) on each half of ``real`` (D_G) into
+    ``directory``/fold0 and fold1, and rate every real image with the model that did not see it."""
+    from panoramia.models.image_training import train_image_directory
+    from panoramia.targets import load_target
+
+    fold = np.random.default_rng(seed).integers(0, 2, len(real))
+    held_out = np.empty(len(real))
+    models = []
+    for k in (0, 1):
+        model_directory = directory / f"fold{k}"
+        train_image_directory(
+            real.take(np.flatnonzero(fold != k)), config, model_directory, seed=seed + k,
+            n_classes=n_classes,
+        )  # fmt: skip
+        models.append(load_target(model_directory))
+        held_out[fold == k] = models[k].per_example_loss(real.take(np.flatnonzero(fold == k)))
+    return CrossFittedLosses(held_out, fold, tuple(models), seed)

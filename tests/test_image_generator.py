@@ -210,3 +210,32 @@ def test_distinguisher_without_signal_stays_near_chance() -> None:
     from sklearn.metrics import roc_auc_score
 
     assert abs(roc_auc_score(membership, model.score(images, losses)) - 0.5) < 0.1
+
+
+def test_cross_fitted_losses_rate_real_images_with_the_model_that_did_not_see_them(
+    digits: ImageSet, tmp_path: Path
+) -> None:
+    from generators.image_filter import cross_fitted_losses
+    from panoramia.models.image_training import ImageModelConfig
+
+    real, candidates = digits.take(np.arange(300)), digits.take(np.arange(300, 400))
+    fitted = cross_fitted_losses(
+        real, ImageModelConfig(width=8, epochs=8), tmp_path, seed=3, n_classes=10
+    )
+    for k, model in enumerate(fitted.models):
+        held_out, trained = (
+            np.flatnonzero(fitted.real_fold == k),
+            np.flatnonzero(fitted.real_fold != k),
+        )
+        np.testing.assert_allclose(
+            fitted.held_out_real[held_out], model.per_example_loss(real.take(held_out))
+        )
+        assert (
+            model.per_example_loss(real.take(trained)).mean()
+            < fitted.held_out_real[held_out].mean()
+        )
+    losses = fitted.of(candidates)
+    assert losses.shape == (100,)
+    assert np.all(np.isfinite(losses))
+    assert np.all(losses >= 0)
+    np.testing.assert_array_equal(losses, fitted.of(candidates))

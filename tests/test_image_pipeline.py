@@ -71,10 +71,15 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         "data=images", f"data.members_path={tmp_path / 'members.npz'}",
         f"data.nonmembers_path={tmp_path / 'nonmembers.npz'}", "target=image_path",
         f"target.path={tmp_path / 'model'}", "target.width=8", "helper.training_data=real",
+        "generator.loss_matching.enabled=true", "generator.loss_matching.epochs=1",
         artifacts=artifacts, run_dir=tmp_path / "run",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "helper h (cnn, real images): done" in done.stderr  # h learnt from D_G
+    records = [json.loads(p.read_text()) for p in (artifacts / "synthetic").glob("*/_done.json")]
+    matching = next(r["info"]["loss_matching"] for r in records if "loss_matching" in r["info"])
+    assert 0.5 <= matching["kept_fraction"] <= 1.0  # loss_matching.max_drop 0.5
+    assert 0.0 <= matching["ks_kept"] <= 1.0  # 1-epoch classifiers: no closer match promised
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["target"]["kind"] == "path"
     assert report["data"]["members"] == 500
@@ -91,6 +96,7 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ("target=image_path", "target.path"),
         ("generator.model=vae", "generator.model: 'vae' is not one of dcgan, ddpm"),
         ("helper.training_data=public", "helper.training_data: 'public' is not one of"),
+        ("generator.loss_matching.max_drop=1", "generator.loss_matching: bins, epochs"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

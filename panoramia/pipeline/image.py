@@ -34,7 +34,9 @@ from panoramia.pipeline.tabular import SAMPLING_ONLY
 STAGE_COUNT = 12
 GALLERY = 48
 """Images of each kind shown in the report."""
-IMAGE_SAMPLING_ONLY = (*SAMPLING_ONLY, "labeler_epochs", "sampling_steps", "guidance")
+IMAGE_SAMPLING_ONLY = (
+    *SAMPLING_ONLY, "labeler_epochs", "sampling_steps", "guidance", "loss_matching",
+)  # fmt: skip
 """Generator settings that only the synthetic stage uses."""
 
 
@@ -103,6 +105,14 @@ class ImagePipeline(AuditPipeline):
                 f"{', '.join(HELPER_DATA)}"
             )
         self._generator_config()  # validates generator.model and its settings
+        matching = self.job.generator.loss_matching
+        if min(matching.bins, matching.epochs, matching.batch_size) < 1 or not (
+            0.0 <= matching.max_drop < 1.0
+        ):
+            raise InputError(
+                "generator.loss_matching: bins, epochs and batch_size must be ≥ 1 and max_drop "
+                f"in [0, 1), got {asdict(matching)}"
+            )
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)
@@ -156,7 +166,8 @@ class ImagePipeline(AuditPipeline):
     def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
         from baselines.image import ImageLabeler
         from generators.image import ImageGenerator
-        from generators.image_filter import filter_synthetic_images
+        from generators.image_filter import cross_fitted_losses, filter_synthetic_images
+        from generators.loss_matching import loss_matching_keep, matching_summary
         from panoramia.models.image_training import ImageModelConfig
 
         config = self.job.generator
@@ -182,10 +193,22 @@ class ImagePipeline(AuditPipeline):
                 return labeler.relabel(images, seed=child_seed(self.seed, f"{name}/labels"))
 
             extra = None
+            factor = 1.05
             if config.filter.enabled:
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
                 extra = draw(n_extra, "synthetic/extra")
-            factor = 1.05 / (1.0 - config.filter.max_drop) if extra is not None else 1.0
+                factor /= 1.0 - config.filter.max_drop
+            matching = matching_info = None
+            if config.loss_matching.enabled:
+                matching = cross_fitted_losses(
+                    real, ImageModelConfig(
+                        epochs=config.loss_matching.epochs, augment="crop",
+                        batch_size=config.loss_matching.batch_size,
+                    ),
+                    directory / "loss_matching", seed=child_seed(self.seed, "synthetic/matching"),
+                    n_classes=int(data.info["n_classes"]),
+                )  # fmt: skip
+                matching_info = {"candidates": [], "kept": []}
             total, kept_parts, drawn, rounds = sum(needed.values()), [], 0, 0
             while sum(map(len, kept_parts)) < total:
                 if rounds == 5:
@@ -193,14 +216,28 @@ class ImagePipeline(AuditPipeline):
                 missing = total - sum(map(len, kept_parts))
                 batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
                 drawn += len(batch)
+                realness = np.zeros(len(batch))
                 if extra is not None:
-                    batch = filter_synthetic_images(
+                    result = filter_synthetic_images(
                         real, extra, batch, real_quantile=config.filter.real_quantile,
                         max_drop=config.filter.max_drop,
                         seed=child_seed(self.seed, "synthetic/filter"),
-                    ).kept  # fmt: skip
+                    )  # fmt: skip
+                    batch = result.kept
+                    realness = result.real_probability[result.real_probability >= result.threshold]
+                if matching is not None:
+                    losses = matching.of(batch)
+                    keep = loss_matching_keep(
+                        matching.held_out_real, losses, priority=realness,
+                        bins=config.loss_matching.bins, max_drop=config.loss_matching.max_drop,
+                    )  # fmt: skip
+                    batch = batch.take(np.flatnonzero(keep))
+                    matching_info["candidates"].append(losses)
+                    matching_info["kept"].append(losses[keep])
                 kept_parts.append(batch)
                 rounds += 1
+                # Later rounds are sized by the share kept so far (loss matching's varies).
+                factor = max(factor, 1.05 * drawn / max(1, sum(map(len, kept_parts))))
             kept = concat(kept_parts)
             start = 0
             for name in SYNTHETIC_SETS:  # disjoint: h's images are never audited
@@ -209,9 +246,19 @@ class ImagePipeline(AuditPipeline):
                 )
                 start += needed[name]
             (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
-            return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+            info = {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+            if matching is not None:
+                info["loss_matching"] = matching_summary(
+                    matching.held_out_real,
+                    np.concatenate(matching_info["candidates"]),
+                    np.concatenate(matching_info["kept"]),
+                )
+            return info
 
-        sample_config = {"generator": asdict(config), "needed": needed, "seed": self.seed}
+        settings = asdict(config)
+        if not config.loss_matching.enabled:  # keeps the keys of sets drawn before it existed
+            settings.pop("loss_matching")
+        sample_config = {"generator": settings, "needed": needed, "seed": self.seed}
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
 
     def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
