@@ -10,14 +10,20 @@ synthetic images and rated on 500 + 500 held-out ones (positive class: real): th
 samples are separated completely, whatever its variant (AUC 1.000, every held-out real image
 above every synthetic one), which pins the baseline's c_lb at its ceiling; the DDPM's, with
 the black level below, are not (AUC 0.96, 9–14 % of the real images above every synthetic
-one; without it, AUC 0.99–1.00: a faint background haze gives them away). In the audit,
-though, the DDPM's baseline falls to c_lb 0 while the target's loss still tells real from
-synthetic: the negative control (a target that never saw the members) showed ε̃ 0.39–0.94
-on one seed, a false detection, where the saturated DCGAN baseline reports ~0. So the
-DCGAN stays the default until the baseline matches the target's real-vs-synthetic loss gap.
-``benchmarks/image_generator_quality.py`` prints the separability figures. The DDPM costs
-more on a CPU: ~2,900 training steps of 0.14 s at batch 64 (the DCGAN: 1,250 of 0.12 s) and
-50 network evaluations per sample (~20 images/s, ~10 with guidance, against thousands).
+one; without it, AUC 0.99–1.00: a faint background haze gives them away).
+
+With the DDPM the audit's weak point moves to the losses: a target trained on real images
+rates the samples differently from real images whether or not it saw the members (guided
+samples are easier: median loss 0.003 against 0.005 on real images under the negative
+control), and the attack reads that gap. ``conf/generator/ddpm.yaml`` therefore turns on loss
+matching (:mod:`generators.loss_matching`, in the synthetic stage): measured on seed 0, the
+control's loss no longer tells real from synthetic (AUC 0.42 → 0.47) while the over-fitted
+target's tells members from synthetic better (0.48 → 0.55); the baseline's c_lb is 0.94 (the
+ceiling is 3.26) and ε̃ is 0 for the control. The DCGAN stays the demo's default for cost: the
+DDPM costs ~2,900 training steps of 0.14 s at batch 64 (the DCGAN: 1,250 of 0.12 s) and 50
+network evaluations per sample (~10 images/s with guidance, against thousands); with loss
+matching its MNIST audit takes ~40 min on 2 CPU cores. ``benchmarks/image_generator_quality.py``
+prints the separability figures.
 """
 
 from __future__ import annotations
