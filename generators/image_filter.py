@@ -25,6 +25,8 @@ class ImageFilterResult:
     real_probability: np.ndarray
     """P(real) of every candidate, shape (n_candidates,)."""
     threshold: float
+    kept_real_probability: np.ndarray
+    """P(real) of the kept candidates, in the order of ``kept``."""
 
 
 def filter_synthetic_images(
@@ -68,7 +70,9 @@ def filter_synthetic_images(
         held_out_real, candidate_probability, real_quantile=real_quantile, max_drop=max_drop
     )
     keep = np.flatnonzero(candidate_probability >= threshold)
-    return ImageFilterResult(candidates.take(keep), candidate_probability, threshold)
+    return ImageFilterResult(
+        candidates.take(keep), candidate_probability, threshold, candidate_probability[keep]
+    )
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ def test_quality_filter_keeps_at_least_one_minus_max_drop(
     assert np.all((result.real_probability >= 0) & (result.real_probability <= 1))
     kept = result.real_probability >= result.threshold
     np.testing.assert_array_equal(result.kept.labels, generator.sample(400, seed=2).labels[kept])
+    np.testing.assert_array_equal(result.kept_real_probability, result.real_probability[kept])
 
 
 def test_draw_classes_follows_the_probabilities() -> None:

@@ -223,8 +223,7 @@ class ImagePipeline(AuditPipeline):
                         max_drop=config.filter.max_drop,
                         seed=child_seed(self.seed, "synthetic/filter"),
                     )  # fmt: skip
-                    batch = result.kept
-                    realness = result.real_probability[result.real_probability >= result.threshold]
+                    batch, realness = result.kept, result.kept_real_probability
                 if matching is not None:
                     losses = matching.of(batch)
                     keep = loss_matching_keep(
