@@ -35,7 +35,8 @@ STAGE_COUNT = 12
 GALLERY = 48
 """Images of each kind shown in the report."""
 IMAGE_SAMPLING_ONLY = (
-    *SAMPLING_ONLY, "labeler_epochs", "sampling_steps", "guidance", "loss_matching",
+    *SAMPLING_ONLY, "labeler_epochs", "labeler_batch_size", "sampling_steps", "guidance",
+    "loss_matching",
 )  # fmt: skip
 """Generator settings that only the synthetic stage uses."""
 
@@ -105,7 +106,17 @@ class ImagePipeline(AuditPipeline):
                 f"{', '.join(HELPER_DATA)}"
             )
         self._generator_config()  # validates generator.model and its settings
-        matching = self.job.generator.loss_matching
+        generator = self.job.generator
+        if min(generator.labeler_epochs, generator.labeler_batch_size) < 1:
+            raise InputError(
+                "generator.labeler_epochs and labeler_batch_size must be ≥ 1, got "
+                f"{generator.labeler_epochs} and {generator.labeler_batch_size}"
+            )
+        if not 0.0 <= generator.filter.max_drop < 1.0:
+            raise InputError(
+                f"generator.filter.max_drop: {generator.filter.max_drop} is not in [0, 1)"
+            )
+        matching = generator.loss_matching
         if min(matching.bins, matching.epochs, matching.batch_size) < 1 or not (
             0.0 <= matching.max_drop < 1.0
         ):
@@ -179,7 +190,11 @@ class ImagePipeline(AuditPipeline):
             labeler = None
             if config.relabel:
                 labeler = ImageLabeler(
-                    ImageModelConfig(epochs=config.labeler_epochs, augment="crop"),
+                    ImageModelConfig(
+                        epochs=config.labeler_epochs,
+                        batch_size=config.labeler_batch_size,
+                        augment="crop",
+                    ),
                     directory / "labeler",
                     seed=child_seed(self.seed, "labeler"),
                 ).fit(real, n_classes=int(data.info["n_classes"]))
