@@ -5,15 +5,17 @@ its members score above almost every non-member. This script trains the recipes 
 ``conf/target/<name>.yaml`` on the demo's embedded MNIST members (the image audit's pools:
 ``pool_seed`` 0, the first ``--members`` of the 2,000), and a reference model of the same
 recipe on ``--reference`` images of the disjoint control pool (as a helper trained on real
-images would be). It rates the members and the 1,000 real non-members with two scores:
+images would be). The pools come from the image audit's own data stage (``data=mnist``
+defaults). It rates the members and the 1,000 real non-members with two scores:
 
 - ``-loss``: the target's per-example loss, negated (the attack's loss feature alone);
 - ``calibrated``: reference loss − target loss (difficulty calibration: an image that is hard
   for a model that never saw it but easy for the target).
 
-and prints, per score: the AUC (positive class: member), the TPR at 1 % and 10 % FPR, and the
-share of members among the top ``--top`` fraction of scores against the members' base rate
-(precision above the base rate is what a member-side guess can exploit).
+and prints, per score: the AUC (positive class: member), the TPR at 1 % and 10 % FPR (as the
+report computes them: the largest TPR with FPR ≤ α), and the share of members among the top
+``--top`` fraction of scores against the members' base rate (precision above the base rate is
+what a member-side guess can exploit).
 
     .venv/bin/python benchmarks/image_target_leakage.py cnn_overfit cnn_generalised \
         [--members 2000] [--reference 800] [--top 0.05]
@@ -30,15 +32,15 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from sklearn.metrics import roc_auc_score, roc_curve
 
-from panoramia.data.images import ImageSet
-from panoramia.datasets.images import load_mnist_subset
+from panoramia.data.images import ImageSet, read_npz
+from panoramia.measure.roc import roc_summary
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
+from panoramia.pipeline.image_config import ImageDataConfig
+from panoramia.pipeline.image_data import CONTROL_POOL, MEMBERS, NONMEMBERS, build_image_data
 from panoramia.targets import load_target
 
-POOL_SIZE = 2000
-NONMEMBERS = 1000
+FPRS = (0.01, 0.10)
 CONFIGS = Path(__file__).resolve().parent.parent / "conf" / "target"
 
 
@@ -60,14 +62,23 @@ def trained_losses(
         return [model.per_example_loss(images) for images in rated]  # type: ignore[attr-defined]
 
 
+def demo_pools() -> tuple[ImageSet, ImageSet, ImageSet]:
+    """(members, control pool, real non-members) as the image audit's data stage writes them."""
+    with tempfile.TemporaryDirectory() as directory:
+        build_image_data(ImageDataConfig(), Path(directory))
+        return tuple(
+            read_npz(Path(directory) / name) for name in (MEMBERS, CONTROL_POOL, NONMEMBERS)
+        )
+
+
 def leakage(scores: np.ndarray, is_member: np.ndarray, top: float) -> dict[str, float]:
     """AUC, TPR at 1 % / 10 % FPR and the members' share of the top ``top`` of ``scores``."""
-    fpr, tpr, _ = roc_curve(is_member, scores)
+    roc = roc_summary(scores, is_member, fprs=FPRS)
     k = max(1, round(top * scores.size))
     return {
-        "auc": roc_auc_score(is_member, scores),
-        "tpr@1%": float(np.interp(0.01, fpr, tpr)),
-        "tpr@10%": float(np.interp(0.10, fpr, tpr)),
+        "auc": roc.auc,
+        "tpr@1%": roc.tpr_at_fpr[0.01],
+        "tpr@10%": roc.tpr_at_fpr[0.10],
         "top_precision": float(is_member[np.argsort(-scores, kind="stable")[:k]].mean()),
     }
 
@@ -75,20 +86,19 @@ def leakage(scores: np.ndarray, is_member: np.ndarray, top: float) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="+", help="names in conf/target (image recipes)")
-    parser.add_argument("--members", type=int, default=POOL_SIZE)
+    parser.add_argument("--members", type=int, default=ImageDataConfig.pool_size)
     parser.add_argument("--reference", type=int, default=800)
     parser.add_argument("--top", type=float, default=0.05)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    if not 0 < args.members <= POOL_SIZE or not 0 < args.reference <= POOL_SIZE:
-        parser.error(f"--members and --reference must be in (0, {POOL_SIZE}]")
+    pool_size = ImageDataConfig.pool_size
+    if not 0 < args.members <= pool_size or not 0 < args.reference <= pool_size:
+        parser.error(f"--members and --reference must be in (0, {pool_size}]")
     torch.set_num_threads(args.threads)
-    everything = load_mnist_subset()
-    order = np.random.default_rng(0).permutation(len(everything))
-    members = everything.take(order[: args.members])
-    control = everything.take(order[POOL_SIZE : POOL_SIZE + args.reference])
-    nonmembers = everything.take(order[-NONMEMBERS:])
-    is_member = np.r_[np.ones(len(members)), np.zeros(len(nonmembers))]
+    members, control, nonmembers = demo_pools()
+    members = members.take(np.arange(args.members))
+    control = control.take(np.arange(args.reference))
+    is_member = np.r_[np.ones(len(members)), np.zeros(len(nonmembers))].astype(np.int64)
     base_rate = is_member.mean()
     print(f"{len(members)} members, {len(nonmembers)} real non-members (base rate {base_rate:.3f})")
     print(f"reference models trained on {len(control)} images of the control pool")
