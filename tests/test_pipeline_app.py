@@ -101,7 +101,7 @@ def test_rerun_reuses_every_stage_and_gives_the_same_report(
     assert audit(artifacts=artifacts, run_dir=first).returncode == 0
     done = audit(artifacts=artifacts, run_dir=second)
     assert done.returncode == 0
-    assert done.stderr.count(": reused (") == 12
+    assert done.stderr.count(": reused (") == 14
     assert ": running" not in done.stderr
     reports = [json.loads((d / "report.json").read_text()) for d in (first, second)]
     assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
@@ -131,11 +131,53 @@ def test_killed_during_the_attack_resumes_from_finished_stages(
     resumed = audit("seed=7", artifacts=artifacts, run_dir=tmp_path / "resumed")
     assert resumed.returncode == 0
     assert not any(d.exists() for d in leftovers)  # swept: its process is gone
-    assert resumed.stderr.count(": reused (") == 10  # everything before the attack
+    assert resumed.stderr.count(": reused (") == 12  # everything before the attack
     fresh = audit("seed=7", artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
     reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]
     assert [reports[0][k] for k in HEADLINE] == [reports[1][k] for k in HEADLINE]
     assert fresh.returncode == 0
+
+
+def test_a_fixed_generation_seed_reuses_the_generator_and_resplits_the_rest(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """seed=3 with generation_seed=0 keeps D_G, the generator, the synthetic pool and h of the
+    seed-0 audit, and draws other members and other pooled synthetic rows for the attack,
+    the validation and the audit (disjoint from D_G)."""
+    runs = {"seed0": (), "seed3": ("generation_seed=0", "seed=3")}
+    reports, stderr = {}, {}
+    for name, overrides in runs.items():
+        done = audit(*overrides, artifacts=artifacts, run_dir=tmp_path / name)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+        stderr[name] = done.stderr
+    keys = {name: {s: t["key"] for s, t in r["timings"].items()} for name, r in reports.items()}
+    for stage in ("generator_data", "generator", "synthetic", "helper"):
+        assert keys["seed0"][stage] == keys["seed3"][stage], stage
+    for stage in ("split", "synthetic_split", "game", "attack", "baseline"):
+        assert keys["seed0"][stage] != keys["seed3"][stage], stage
+    assert stderr["seed3"].count(": running") == 8  # split … attack_rmrn
+
+    def rows(stage: str, run: str, name: str) -> set[tuple]:
+        frame = pd.read_parquet(artifacts / stage / keys[run][stage] / f"{name}.parquet")
+        return set(frame.itertuples(index=False, name=None))
+
+    generator_rows = rows("generator_data", "seed0", "member_generator")
+    for run in runs:
+        audited = rows("split", run, "member_audit")
+        assert audited.isdisjoint(generator_rows)
+        assert audited.isdisjoint(rows("split", run, "member_attack_train"))
+    assert rows("split", "seed0", "member_audit") != rows("split", "seed3", "member_audit")
+    pooled = {
+        run: {n: rows("synthetic_split", run, f"synthetic_{n}") for n in ("attack_train", "audit")}
+        for run in runs
+    }
+    assert pooled["seed0"]["audit"] != pooled["seed3"]["audit"]
+    pool = rows("synthetic", "seed0", "synthetic_audit") | rows(
+        "synthetic", "seed0", "synthetic_attack_train"
+    )
+    assert pooled["seed3"]["audit"] <= pool | rows("synthetic", "seed0", "synthetic_attack_val")
+    assert pooled["seed3"]["audit"].isdisjoint(rows("synthetic", "seed0", "synthetic_helper"))
 
 
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:

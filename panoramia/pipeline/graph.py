@@ -1,8 +1,14 @@
 """The stage graph every audit shares, whatever the modality.
 
-data → target → split → generator → synthetic → helper → losses (h, f) → game → baseline /
-attack (/ RM;RN attack). A modality's pipeline implements the data-specific stages; the target
-stage's bookkeeping, the Bernoulli game and the order of the graph live here.
+data → target → generator_data (D_G) → generator → synthetic (pool) → helper → split (the
+other members) → synthetic_split → losses (h, f) → game → baseline / attack (/ RM;RN attack).
+A modality's pipeline implements the data-specific stages; the splits, the target stage's
+bookkeeping, the Bernoulli game and the order of the graph live here.
+
+Two seeds drive it: ``generation_seed`` (D_G, the generator, the synthetic pool, h) and
+``seed`` (which remaining members and which pooled synthetic examples train, validate and
+fill the audit; the coins; the distinguishers' training). With ``generation_seed`` fixed,
+repeated seeds reuse the generator stages and re-run only the cheap ones (SPEC §2.5).
 """
 
 from __future__ import annotations
@@ -30,12 +36,31 @@ SEQUENCE_LOSSES = "sequence_losses.npz"
 
 
 def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+    """Examples per part of :data:`MEMBER_SETS` for ``n`` known members (floors)."""
     if sum(fractions.values()) > 1 + 1e-9:
         raise InputError("data.split: the fractions add up to more than 1")
     sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
     if min(sizes.values()) < 10:
         raise InputError(f"data.split: {n} known members leave a part under 10 rows: {sizes}")
     return sizes
+
+
+def member_parts(
+    n: int, sizes: dict[str, int], *, generation_seed: int, seed: int
+) -> dict[str, np.ndarray]:
+    """Indices into the ``n`` known members of each part of :data:`MEMBER_SETS` (disjoint).
+
+    D_G depends on ``generation_seed`` alone; the other parts are drawn by ``seed`` among the
+    members D_G leaves, so changing ``seed`` never moves an example into or out of D_G."""
+    order = child_rng(generation_seed, "split/members").permutation(n)
+    n_generator = sizes["generator"]
+    rest = order[n_generator:]
+    rest = rest[child_rng(seed, "split/rest").permutation(rest.size)]
+    parts, start = {"generator": order[:n_generator]}, 0
+    for name in MEMBER_SETS[1:]:
+        parts[name] = rest[start : start + sizes[name]]
+        start += sizes[name]
+    return parts
 
 
 class AuditPipeline(ABC):
@@ -46,6 +71,7 @@ class AuditPipeline(ABC):
         self.job = job
         self.runner = runner
         self.seed = job.seed
+        self.generation_seed = job.seed if job.generation_seed is None else job.generation_seed
 
     # -- modality-specific stages -------------------------------------------------------
     @abstractmethod
@@ -60,25 +86,33 @@ class AuditPipeline(ABC):
         """Train the demo target into ``directory``; returns its metrics."""
 
     @abstractmethod
-    def split(self, data: StageResult) -> StageResult: ...
+    def generator(self, data: StageResult, known: StageResult) -> StageResult:
+        """Fit the generator on D_G (``known``: the generator_data stage)."""
 
     @abstractmethod
-    def generator(self, data: StageResult, split: StageResult) -> StageResult: ...
-
-    @abstractmethod
-    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult: ...
+    def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
+        """Sample the synthetic pool: one file per set of :data:`SYNTHETIC_SETS`, sized by
+        :meth:`synthetic_sizes`."""
 
     @abstractmethod
     def helper(
-        self, data: StageResult, split: StageResult, synthetic: StageResult
+        self, data: StageResult, known: StageResult, synthetic: StageResult
     ) -> StageResult: ...
 
     SET_SUFFIX: str
-    """File suffix of a stored example set (``.parquet`` rows, ``.npz`` images)."""
+    """File suffix of a stored example set (``.parquet`` rows, ``.npz`` images or chunks)."""
+    MEMBERS_FILE: str
+    """The data stage's file of known members."""
+    NONMEMBERS_FILE: str
+    """The data stage's file of real non-members (absent when the user has none)."""
 
     @abstractmethod
     def read_set(self, path: Path) -> Any:
-        """One stored example set: a DataFrame of rows or an ImageSet."""
+        """One stored example set: a DataFrame of rows, an ImageSet or a TextSet."""
+
+    @abstractmethod
+    def write_subset(self, examples: Any, indices: np.ndarray, path: Path) -> None:
+        """Store ``examples[indices]`` (in that order) as one set at ``path``."""
 
     @abstractmethod
     def stack(self, members: Any, others: Any) -> Any:
@@ -105,10 +139,11 @@ class AuditPipeline(ABC):
         return {}
 
     @staticmethod
-    def synthetic_sizes(split: StageResult, helper: int) -> dict[str, int]:
+    def synthetic_sizes(known: StageResult, helper: int) -> dict[str, int]:
         """Synthetic examples per set: as many as the members of each distinguisher split and
-        of the audit, and ``helper`` for h (the sets of :data:`SYNTHETIC_SETS`, disjoint)."""
-        sizes = split.info["members"]
+        of the audit, and ``helper`` for h (the sets of :data:`SYNTHETIC_SETS`, disjoint).
+        ``known``: the generator_data stage (it records every part's size)."""
+        sizes = known.info["members"]
         return {**{name: int(sizes[name]) for name in SYNTHETIC_SETS[:3]}, "helper": helper}
 
     # -- shared stages ------------------------------------------------------------------
@@ -240,42 +275,90 @@ class AuditPipeline(ABC):
             path = Path(json.loads((path / "external.json").read_text())["path"])
         return path
 
-    def split_example_files(
-        self, data: StageResult, members_file: str, nonmembers_file: str
-    ) -> StageResult:
-        """The split stage for sets stored as files (images, text): the known members into
-        D_G, attack train/val and audit; real non-members (if any) into attack train/val/audit.
-        """
+    def _member_parts(self, data: StageResult) -> tuple[Any, dict[str, np.ndarray]]:
+        members = self.read_set(data.directory / self.MEMBERS_FILE)
+        sizes = split_sizes(len(members), asdict(self.job.data.split))
+        parts = member_parts(
+            len(members), sizes, generation_seed=self.generation_seed, seed=self.seed
+        )
+        return members, parts
+
+    def generator_data(self, data: StageResult) -> StageResult:
+        """D_G: the known members the generator (and the labeler) learn from; it depends on
+        ``generation_seed`` only. Its info records the size of every member part."""
         fractions = asdict(self.job.data.split)
 
         def build(directory: Path) -> dict:
-            members = self.read_set(data.directory / members_file)
-            sizes = split_sizes(len(members), fractions)
-            order = child_rng(self.seed, "split/members").permutation(len(members))
-            start = 0
-            for name in MEMBER_SETS:
-                members.take(order[start : start + sizes[name]]).save(
-                    directory / f"member_{name}{self.SET_SUFFIX}"
+            members, parts = self._member_parts(data)
+            self.write_subset(
+                members, parts["generator"], directory / f"member_generator{self.SET_SUFFIX}"
+            )
+            return {"members": {name: int(part.size) for name, part in parts.items()}}
+
+        return self.runner.run(
+            "generator_data",
+            build,
+            config={"fractions": fractions, "generation_seed": self.generation_seed},
+            inputs=[data],
+            label="D_G (generator's members)",
+        )
+
+    def split(self, data: StageResult) -> StageResult:
+        """The known members outside D_G into attack train/val and audit (by ``seed``); real
+        non-members (if any) into attack train/val/audit, for RM;RN and O(1)."""
+        fractions = asdict(self.job.data.split)
+
+        def build(directory: Path) -> dict:
+            members, parts = self._member_parts(data)
+            for name in MEMBER_SETS[1:]:
+                self.write_subset(
+                    members, parts[name], directory / f"member_{name}{self.SET_SUFFIX}"
                 )
-                start += sizes[name]
-            info: dict = {"members": {name: sizes[name] for name in MEMBER_SETS}}
-            if (data.directory / nonmembers_file).exists():
-                nonmembers = self.read_set(data.directory / nonmembers_file)
+            info: dict = {"members": {name: int(part.size) for name, part in parts.items()}}
+            if (data.directory / self.NONMEMBERS_FILE).exists():
+                nonmembers = self.read_set(data.directory / self.NONMEMBERS_FILE)
                 order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
                 start, info["nonmembers"] = 0, {}
-                for name in ("attack_train", "attack_val", "audit"):
-                    size = min(sizes[name], max(0, len(nonmembers) - start))
+                for name in MEMBER_SETS[1:]:
+                    size = min(parts[name].size, max(0, len(nonmembers) - start))
                     if size:
-                        nonmembers.take(order[start : start + size]).save(
-                            directory / f"nonmember_{name}{self.SET_SUFFIX}"
-                        )
+                        self.write_subset(
+                            nonmembers, order[start : start + size],
+                            directory / f"nonmember_{name}{self.SET_SUFFIX}",
+                        )  # fmt: skip
                     info["nonmembers"][name] = size
                     start += size
             return info
 
+        config = {"fractions": fractions, "generation_seed": self.generation_seed}
+        return self.runner.run("split", build, config={**config, "seed": self.seed}, inputs=[data])
+
+    def synthetic_split(self, pool: StageResult) -> StageResult:
+        """The pool's distinguisher and audit sets, pooled and re-dealt by ``seed`` into sets
+        of the same sizes (h's set stays out: h never sees an audited example)."""
+        names = SYNTHETIC_SETS[:3]
+
+        def build(directory: Path) -> dict:
+            sets = [
+                self.read_set(pool.directory / f"synthetic_{n}{self.SET_SUFFIX}") for n in names
+            ]
+            sizes = [len(part) for part in sets]
+            pooled = sets[0]
+            for part in sets[1:]:
+                pooled = self.stack(pooled, part)
+            order = child_rng(self.seed, "split/synthetic").permutation(len(pooled))
+            for name, end, size in zip(names, np.cumsum(sizes), sizes, strict=True):
+                self.write_subset(
+                    pooled,
+                    order[end - size : end],
+                    directory / f"synthetic_{name}{self.SET_SUFFIX}",
+                )
+            return dict(zip(names, sizes, strict=True))
+
         return self.runner.run(
-            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
-        )
+            "synthetic_split", build, config={"seed": self.seed}, inputs=[pool],
+            label="synthetic split",
+        )  # fmt: skip
 
     def game(self, split: StageResult, synthetic: StageResult) -> StageResult:
         """The Bernoulli game: coins s and which member/synthetic row fills each audit slot."""
@@ -310,20 +393,24 @@ class AuditPipeline(ABC):
         self.check()
         data = self.data()
         target = self.target(data)
+        known = self.generator_data(data)
+        gen = self.generator(data, known)
+        pool = self.synthetic(data, known, gen)
+        helper = self.helper(data, known, pool)
         split = self.split(data)
-        gen = self.generator(data, split)
-        synthetic = self.synthetic(data, split, gen)
-        helper = self.helper(data, split, synthetic)
+        synthetic = self.synthetic_split(pool)
         losses_h = self.losses(helper, split, synthetic, which="helper")
         losses_f = self.losses(target, split, synthetic, which="target")
         game = self.game(split, synthetic)
         stages = {
             "data": data,
             "target": target,
-            "split": split,
+            "generator_data": known,
             "generator": gen,
-            "synthetic": synthetic,
+            "synthetic": pool,
             "helper": helper,
+            "split": split,
+            "synthetic_split": synthetic,
             "losses_helper": losses_h,
             "losses_target": losses_f,
             "game": game,

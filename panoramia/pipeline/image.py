@@ -31,7 +31,7 @@ from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.tabular import SAMPLING_ONLY
 
-STAGE_COUNT = 12
+STAGE_COUNT = 14
 GALLERY = 48
 """Images of each kind shown in the report."""
 IMAGE_SAMPLING_ONLY = (
@@ -46,9 +46,14 @@ class ImagePipeline(AuditPipeline):
 
     job: ImageJobConfig
     SET_SUFFIX = ".npz"
+    MEMBERS_FILE = MEMBERS
+    NONMEMBERS_FILE = NONMEMBERS
 
     def read_set(self, path: Path) -> ImageSet:
         return read_npz(path)
+
+    def write_subset(self, examples: ImageSet, indices: np.ndarray, path: Path) -> None:
+        examples.take(indices).save(path)
 
     def stack(self, members: ImageSet, others: ImageSet) -> ImageSet:
         return concat([members, others])
@@ -69,7 +74,7 @@ class ImagePipeline(AuditPipeline):
 
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """The first audit members and synthetic audit images, side by side in the report."""
-        split, synthetic = stages["split"].directory, stages["synthetic"].directory
+        split, synthetic = stages["split"].directory, stages["synthetic_split"].directory
         return {
             "members (audit set)": read_npz(split / "member_audit.npz").images[:GALLERY],
             "synthetic non-members (audit set)": read_npz(synthetic / "synthetic_audit.npz").images[
@@ -142,9 +147,6 @@ class ImagePipeline(AuditPipeline):
             holdout=read_npz(holdout) if holdout.exists() else None,
         )  # fmt: skip
 
-    def split(self, data: StageResult) -> StageResult:
-        return self.split_example_files(data, MEMBERS, NONMEMBERS)
-
     def _generator_config(self):  # -> generators.image.ImageGeneratorConfig
         from generators.image import ImageGeneratorConfig
 
@@ -153,28 +155,28 @@ class ImagePipeline(AuditPipeline):
             **{k: v for k, v in asdict(self.job.generator).items() if k in names}
         )
 
-    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+    def generator(self, data: StageResult, known: StageResult) -> StageResult:
         from generators.image import ImageGenerator
 
         model = self.job.generator.model.upper()
 
         def build(directory: Path) -> dict:
-            members = read_npz(split.directory / "member_generator.npz")
+            members = read_npz(known.directory / "member_generator.npz")
             generator = ImageGenerator(self._generator_config())
-            generator.fit(members, seed=child_seed(self.seed, "generator"))
+            generator.fit(members, seed=child_seed(self.generation_seed, "generator"))
             generator.save(directory)
             return {"trained_on": len(members), "kind": f"conditional {model}"}
 
         fit_config = {
             k: v for k, v in asdict(self.job.generator).items() if k not in IMAGE_SAMPLING_ONLY
         }
-        fit_config["seed"] = self.seed
+        fit_config["generation_seed"] = self.generation_seed
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, split],
+            "generator", build, config=fit_config, inputs=[data, known],
             label=f"generator ({model})",
         )  # fmt: skip
 
-    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+    def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         from baselines.image import ImageLabeler
         from generators.image import ImageGenerator
         from generators.image_filter import cross_fitted_losses, filter_synthetic_images
@@ -182,11 +184,11 @@ class ImagePipeline(AuditPipeline):
         from panoramia.models.image_training import ImageModelConfig
 
         config = self.job.generator
-        needed = self.synthetic_sizes(split, self.job.helper.n_images)
+        needed = self.synthetic_sizes(known, self.job.helper.n_images)
 
         def build(directory: Path) -> dict:
             generator = ImageGenerator.load(gen.directory)
-            real = read_npz(split.directory / "member_generator.npz")
+            real = read_npz(known.directory / "member_generator.npz")
             labeler = None
             if config.relabel:
                 labeler = ImageLabeler(
@@ -196,16 +198,18 @@ class ImagePipeline(AuditPipeline):
                         augment="crop",
                     ),
                     directory / "labeler",
-                    seed=child_seed(self.seed, "labeler"),
+                    seed=child_seed(self.generation_seed, "labeler"),
                 ).fit(real, n_classes=int(data.info["n_classes"]))
             seeds: dict[str, int] = {}
 
             def draw(n: int, name: str) -> ImageSet:
-                seeds[name] = child_seed(self.seed, name)
+                seeds[name] = child_seed(self.generation_seed, name)
                 images = generator.sample(n, seed=seeds[name])
                 if labeler is None:
                     return images
-                return labeler.relabel(images, seed=child_seed(self.seed, f"{name}/labels"))
+                return labeler.relabel(
+                    images, seed=child_seed(self.generation_seed, f"{name}/labels")
+                )
 
             extra = None
             factor = 1.05
@@ -220,7 +224,8 @@ class ImagePipeline(AuditPipeline):
                         epochs=config.loss_matching.epochs, augment="crop",
                         batch_size=config.loss_matching.batch_size,
                     ),
-                    directory / "loss_matching", seed=child_seed(self.seed, "synthetic/matching"),
+                    directory / "loss_matching",
+                    seed=child_seed(self.generation_seed, "synthetic/matching"),
                     n_classes=int(data.info["n_classes"]),
                 )  # fmt: skip
                 matching_info = {"candidates": [], "kept": []}
@@ -236,7 +241,7 @@ class ImagePipeline(AuditPipeline):
                     result = filter_synthetic_images(
                         real, extra, batch, real_quantile=config.filter.real_quantile,
                         max_drop=config.filter.max_drop,
-                        seed=child_seed(self.seed, "synthetic/filter"),
+                        seed=child_seed(self.generation_seed, "synthetic/filter"),
                     )  # fmt: skip
                     batch, realness = result.kept, result.kept_real_probability
                 if matching is not None:
@@ -272,10 +277,14 @@ class ImagePipeline(AuditPipeline):
         settings = asdict(config)
         if not config.loss_matching.enabled:  # keeps the keys of sets drawn before it existed
             settings.pop("loss_matching")
-        sample_config = {"generator": settings, "needed": needed, "seed": self.seed}
-        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
+        sample_config = {
+            "generator": settings,
+            "needed": needed,
+            "generation_seed": self.generation_seed,
+        }
+        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
 
-    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.image import train_image_helper
 
         config = self.job.helper
@@ -283,19 +292,19 @@ class ImagePipeline(AuditPipeline):
 
         def build(directory: Path) -> dict:
             images = read_npz(
-                split.directory / "member_generator.npz"
+                known.directory / "member_generator.npz"
                 if real
                 else synthetic.directory / "synthetic_helper.npz"
             )
             return train_image_helper(
-                images, config, directory, seed=child_seed(self.seed, "helper"),
+                images, config, directory, seed=child_seed(self.generation_seed, "helper"),
                 n_classes=int(data.info["n_classes"]),
             )  # fmt: skip
 
         return self.runner.run(
             "helper",
             build,
-            config={**asdict(config), "seed": self.seed},
-            inputs=[data, split] if real else [data, synthetic],
+            config={**asdict(config), "generation_seed": self.generation_seed},
+            inputs=[data, known] if real else [data, synthetic],
             label=f"helper h ({config.arch}, {config.training_data} images)",
         )

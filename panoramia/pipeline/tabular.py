@@ -1,5 +1,5 @@
-"""The tabular audit as stages: data → target → split → generator → synthetic → helper →
-losses → game → baseline / attack (/ RM;RN attack) → measurement and report.
+"""The tabular audit's stages (rows in parquet files, sdv, xgboost); the graph, the splits
+and the game are :class:`~panoramia.pipeline.graph.AuditPipeline`'s.
 
 Every stage writes a content-addressed artifact (see :mod:`panoramia.pipeline.store`), so a
 rerun reuses finished stages and a killed run loses at most the stage that was running.
@@ -16,8 +16,8 @@ import pandas as pd
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import JobConfig
-from panoramia.pipeline.graph import MEMBER_SETS, SYNTHETIC_SETS, AuditPipeline, split_sizes
-from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
+from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.tabular_data import (
     CONTROL_POOL,
@@ -28,7 +28,7 @@ from panoramia.pipeline.tabular_data import (
     load_schema,
 )
 
-STAGE_COUNT = 12
+STAGE_COUNT = 14
 SAMPLING_ONLY = ("relabel", "filter")
 """Generator settings that the synthetic stage uses and the generator's fit does not."""
 
@@ -38,9 +38,14 @@ class TabularPipeline(AuditPipeline):
 
     job: JobConfig
     SET_SUFFIX = ".parquet"
+    MEMBERS_FILE = MEMBERS
+    NONMEMBERS_FILE = NONMEMBERS
 
     def read_set(self, path: Path) -> pd.DataFrame:
         return pd.read_parquet(path)
+
+    def write_subset(self, examples: pd.DataFrame, indices: np.ndarray, path: Path) -> None:
+        examples.iloc[indices].reset_index(drop=True).to_parquet(path)
 
     def stack(self, members: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
         return pd.concat([members, others], ignore_index=True)
@@ -89,89 +94,57 @@ class TabularPipeline(AuditPipeline):
             rows, schema, self.job.target, directory, seed=self.job.target.train_seed
         )
 
-    def split(self, data: StageResult) -> StageResult:
-        fractions = asdict(self.job.data.split)
-
-        def build(directory: Path) -> dict:
-            members = pd.read_parquet(data.directory / MEMBERS)
-            sizes = split_sizes(len(members), fractions)
-            order = child_rng(self.seed, "split/members").permutation(len(members))
-            start, parts = 0, {}
-            for name in MEMBER_SETS:
-                parts[name] = order[start : start + sizes[name]]
-                start += sizes[name]
-                members.iloc[parts[name]].reset_index(drop=True).to_parquet(
-                    directory / f"member_{name}.parquet"
-                )
-            info: dict = {"members": {k: int(v.size) for k, v in parts.items()}}
-            if (data.directory / NONMEMBERS).exists():
-                nonmembers = pd.read_parquet(data.directory / NONMEMBERS)
-                order = child_rng(self.seed, "split/nonmembers").permutation(len(nonmembers))
-                start = 0
-                info["nonmembers"] = {}
-                for name in ("attack_train", "attack_val", "audit"):
-                    size = min(sizes[name], max(0, len(nonmembers) - start))
-                    nonmembers.iloc[order[start : start + size]].reset_index(drop=True).to_parquet(
-                        directory / f"nonmember_{name}.parquet"
-                    )
-                    info["nonmembers"][name] = size
-                    start += size
-            np.savez(directory / "indices.npz", **{f"member_{k}": v for k, v in parts.items()})
-            return info
-
-        return self.runner.run(
-            "split", build, config={"fractions": fractions, "seed": self.seed}, inputs=[data]
-        )
-
-    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+    def generator(self, data: StageResult, known: StageResult) -> StageResult:
         from generators.tabular import TabularGenerator
 
         config = self.job.generator
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)
-            members = pd.read_parquet(split.directory / "member_generator.parquet")
+            members = pd.read_parquet(known.directory / "member_generator.parquet")
             generator = TabularGenerator(schema, config)
-            generator.fit(members, seed=child_seed(self.seed, "generator"))
+            generator.fit(members, seed=child_seed(self.generation_seed, "generator"))
             generator.save(directory)
             return {"trained_on": len(members)}
 
         # Every generator setting except those used only when sampling (a new field counts).
         fit_config = {k: v for k, v in asdict(config).items() if k not in SAMPLING_ONLY}
-        fit_config["seed"] = self.seed
+        fit_config["generation_seed"] = self.generation_seed
         return self.runner.run(
             "generator",
             build,
             config=fit_config,
-            inputs=[data, split],
+            inputs=[data, known],
             version=2,
             label=f"generator ({config.synthesizer})",
         )
 
-    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+    def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         from baselines.labeler import TabularLabeler
         from generators.quality_filter import filter_synthetic
         from generators.tabular import TabularGenerator
 
         config = self.job.generator
-        needed = self.synthetic_sizes(split, self.job.helper.n_rows)
+        needed = self.synthetic_sizes(known, self.job.helper.n_rows)
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)
             generator = TabularGenerator.load(gen.directory, schema, config)
             total = sum(needed.values())
-            real = pd.read_parquet(split.directory / "member_generator.parquet")
+            real = pd.read_parquet(known.directory / "member_generator.parquet")
             labeler = (
-                TabularLabeler(schema, seed=child_seed(self.seed, "labeler")).fit(real)
+                TabularLabeler(schema, seed=child_seed(self.generation_seed, "labeler")).fit(real)
                 if config.relabel
                 else None
             )
 
             def draw(n: int, name: str) -> pd.DataFrame:
-                rows = generator.sample(n, seed=child_seed(self.seed, name))
+                rows = generator.sample(n, seed=child_seed(self.generation_seed, name))
                 if labeler is None:
                     return rows
-                return labeler.relabel(rows, seed=child_seed(self.seed, f"{name}/labels"))
+                return labeler.relabel(
+                    rows, seed=child_seed(self.generation_seed, f"{name}/labels")
+                )
 
             kept_parts, drawn, rounds = [], 0, 0
             extra = None
@@ -195,7 +168,7 @@ class TabularPipeline(AuditPipeline):
                         real, extra, batch, schema,
                         real_quantile=config.filter.real_quantile,
                         max_drop=config.filter.max_drop,
-                        seed=child_seed(self.seed, "synthetic/filter"),
+                        seed=child_seed(self.generation_seed, "synthetic/filter"),
                     ).kept  # fmt: skip
                 kept_parts.append(batch)
                 rounds += 1
@@ -209,26 +182,30 @@ class TabularPipeline(AuditPipeline):
             return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
 
         # The whole generator section: every setting of sampling, labelling and filtering.
-        sample_config = {"generator": asdict(config), "needed": needed, "seed": self.seed}
+        sample_config = {
+            "generator": asdict(config),
+            "needed": needed,
+            "generation_seed": self.generation_seed,
+        }
         return self.runner.run(
-            "synthetic", build, config=sample_config, inputs=[gen, split], version=2
+            "synthetic", build, config=sample_config, inputs=[gen, known], version=2
         )
 
-    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.helper import train_helper
 
         def build(directory: Path) -> dict:
             rows = pd.read_parquet(synthetic.directory / "synthetic_helper.parquet")
             return train_helper(
                 rows, load_schema(data.directory), self.job.helper, directory,
-                seed=child_seed(self.seed, "helper"),
+                seed=child_seed(self.generation_seed, "helper"),
                 validation_fraction=self.job.helper.validation_fraction,
             )  # fmt: skip
 
         return self.runner.run(
             "helper",
             build,
-            config={**asdict(self.job.helper), "seed": self.seed},
+            config={**asdict(self.job.helper), "generation_seed": self.generation_seed},
             inputs=[data, synthetic],
             label="helper h",
         )

@@ -34,7 +34,7 @@ from panoramia.pipeline.text_data import (
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-STAGE_COUNT = 13
+STAGE_COUNT = 15
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
@@ -61,10 +61,15 @@ class TextPipeline(AuditPipeline):
 
     job: TextJobConfig
     SET_SUFFIX = ".npz"
+    MEMBERS_FILE = MEMBERS
+    NONMEMBERS_FILE = NONMEMBERS
     _base: StageResult | None = None
 
     def read_set(self, path: Path) -> TextSet:
         return read_chunks(path)
+
+    def write_subset(self, examples: TextSet, indices: np.ndarray, path: Path) -> None:
+        examples.take(indices).save(path)
 
     def stack(self, members: TextSet, others: TextSet) -> TextSet:
         return concat_chunks([members, others])
@@ -95,7 +100,7 @@ class TextPipeline(AuditPipeline):
         from panoramia.models.text_tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(stages["data"].directory / TOKENIZER)
-        split, synthetic = stages["split"].directory, stages["synthetic"].directory
+        split, synthetic = stages["split"].directory, stages["synthetic_split"].directory
         sets = {
             "members (audit set)": read_chunks(split / "member_audit.npz"),
             "synthetic non-members (audit set)": read_chunks(synthetic / "synthetic_audit.npz"),
@@ -180,9 +185,6 @@ class TextPipeline(AuditPipeline):
             metrics["holdout_loss_per_token"] = mean_loss(model, holdout.tokens)
         return metrics
 
-    def split(self, data: StageResult) -> StageResult:
-        return self.split_example_files(data, MEMBERS, NONMEMBERS)
-
     def public_base(self, data: StageResult) -> StageResult:
         """The public base LM (stage ``base``; once per tokenizer and settings, whatever the
         seed or target), or an empty stage when ``base.source=none``."""
@@ -233,7 +235,7 @@ class TextPipeline(AuditPipeline):
             return config
         return replace(config, base_model=str(base.directory))
 
-    def generator(self, data: StageResult, split: StageResult) -> StageResult:
+    def generator(self, data: StageResult, known: StageResult) -> StageResult:
         from generators.text import TextGenerator
         from panoramia.models.causal_lm import architecture_key, with_context
 
@@ -242,15 +244,15 @@ class TextPipeline(AuditPipeline):
         config = self._from_base(self.job.generator, base)
 
         def build(directory: Path) -> dict:
-            members = read_chunks(split.directory / "member_generator.npz")
-            order = child_rng(self.seed, "generator/prompts").permutation(len(members))
+            members = read_chunks(known.directory / "member_generator.npz")
+            order = child_rng(self.generation_seed, "generator/prompts").permutation(len(members))
             n_prompts = max(1, round(config.prompt_fraction * len(members)))
             prompts, train = members.take(order[:n_prompts]), members.take(order[n_prompts:])
             prompts.save(directory / PROMPTS)
             generator = TextGenerator(config)
             metrics = generator.fit(
-                train, architecture=architecture, seed=child_seed(self.seed, "generator"),
-                validation=prompts,
+                train, architecture=architecture,
+                seed=child_seed(self.generation_seed, "generator"), validation=prompts,
             )  # fmt: skip
             generator.save(directory, data.directory / TOKENIZER)
             return {"trained_on": len(train), "prompts": len(prompts), **metrics}
@@ -258,21 +260,23 @@ class TextPipeline(AuditPipeline):
         settings = asdict(self.job.generator)  # the base, if any, is an input (its key)
         fit_config = {k: v for k, v in settings.items() if k not in TEXT_SAMPLING_ONLY}
         shape = with_context(architecture, 2 * self.job.data.chunk_length, dropout=config.dropout)
-        fit_config.update(seed=self.seed, architecture=architecture_key(shape))
+        fit_config.update(
+            generation_seed=self.generation_seed, architecture=architecture_key(shape)
+        )
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, split, base],
+            "generator", build, config=fit_config, inputs=[data, known, base],
             label="generator (LM)",
         )  # fmt: skip
 
-    def synthetic(self, data: StageResult, split: StageResult, gen: StageResult) -> StageResult:
+    def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         from generators.text import TextGenerator
 
-        needed = self.synthetic_sizes(split, self.job.helper.n_chunks)
+        needed = self.synthetic_sizes(known, self.job.helper.n_chunks)
 
         def build(directory: Path) -> dict:
             generator = TextGenerator.load(gen.directory)
             prompts = read_chunks(gen.directory / PROMPTS)
-            seed = child_seed(self.seed, "synthetic")
+            seed = child_seed(self.generation_seed, "synthetic")
             chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
             start = 0
             for name in SYNTHETIC_SETS:  # disjoint: h's chunks are never audited
@@ -290,11 +294,11 @@ class TextPipeline(AuditPipeline):
         sample_config = {
             "generator": asdict(self.job.generator),
             "needed": needed,
-            "seed": self.seed,
+            "generation_seed": self.generation_seed,
         }
-        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, split])
+        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
 
-    def helper(self, data: StageResult, split: StageResult, synthetic: StageResult) -> StageResult:
+    def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.text import train_text_helper
         from panoramia.models.causal_lm import architecture_key, with_context
 
@@ -307,12 +311,12 @@ class TextPipeline(AuditPipeline):
             return train_text_helper(
                 read_chunks(synthetic.directory / "synthetic_helper.npz"), helper,
                 directory, architecture=architecture, tokenizer_dir=data.directory / TOKENIZER,
-                seed=child_seed(self.seed, "helper"),
+                seed=child_seed(self.generation_seed, "helper"),
             )  # fmt: skip
 
         config = {
             **asdict(self.job.helper),  # the base, if any, is an input (its key)
-            "seed": self.seed,
+            "generation_seed": self.generation_seed,
             "architecture": architecture_key(with_context(architecture, length, dropout=dropout)),
         }
         return self.runner.run(
