@@ -189,6 +189,7 @@ def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["mlp-e10"]["runs"] == 2
+    assert summary["mlp-e10"]["generation_seeds"] == [0, 7]  # unset: it follows seed
     stats = summary["mlp-e10"]["eps_tilde"]
     assert stats["ci_low"] <= stats["mean"] <= stats["ci_high"]
     assert "multirun summary" in done.stdout

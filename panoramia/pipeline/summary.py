@@ -28,15 +28,28 @@ def _quantities(report: dict) -> dict[str, float | None]:
     }
 
 
+def _generation_seed(report: dict) -> int:
+    """The seed of D_G, the generator, the synthetic pool and h in this run."""
+    configured = report["config"].get("generation_seed")
+    return report["seed"] if configured is None else configured
+
+
 def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
-    """Mean and t-interval of each quantity per target over the reports under ``sweep_dir``."""
+    """Mean and t-interval of each quantity per target over the reports under ``sweep_dir``,
+    with the generation seeds the runs used (one: the interval leaves out the generator's
+    randomness, as in the paper's App. C)."""
     runs: dict[str, list[dict]] = defaultdict(list)
+    generation_seeds: dict[str, set[int]] = defaultdict(set)
     for path in sorted(sweep_dir.glob("*/report.json")):
         report = json.loads(path.read_text())
         runs[report["target"]["name"]].append(_quantities(report))
+        generation_seeds[report["target"]["name"]].add(_generation_seed(report))
     summary = {}
     for target, values in runs.items():
-        summary[target] = {"runs": len(values)}
+        summary[target] = {
+            "runs": len(values),
+            "generation_seeds": sorted(generation_seeds[target]),
+        }
         for name in QUANTITIES:
             column = [v[name] for v in values if v[name] is not None]
             if column:
