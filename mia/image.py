@@ -2,10 +2,11 @@
 
 ``ImageDistinguisher(config, seed=...).fit(x_train, side_train, y_train, x_val, side_val,
 y_val)`` then ``.score(x, side)``: ``x_*`` are :class:`~panoramia.data.images.ImageSet` s,
-``side_*`` per-example losses (nats, shape (n,)), ``y_*`` 1 = member, 0 = non-member. Scores
-are continuous probabilities of "member" (float64, shape (n,)) — never hard 0/1 predictions,
-whose precision–recall sweep collapses to a single point. The epoch is chosen by the
-validation lower bound (see :mod:`mia.distinguisher_module`); ``candidates`` records every epoch.
+``side_*`` per-example losses (nats, shape (n,), or (n, k) for k models' losses), ``y_*``
+1 = member, 0 = non-member. Scores are continuous probabilities of "member" (float64, shape
+(n,)) — never hard 0/1 predictions, whose precision–recall sweep collapses to a single point.
+The epoch is chosen by the validation lower bound (see :mod:`mia.distinguisher_module`);
+``candidates`` records every epoch.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ class ImageDistinguisherConfig(NetworkDistinguisherConfig):
 
 
 def loss_features(losses: np.ndarray) -> np.ndarray:
-    """(n,) losses → (n, 2) float32: [log loss, loss] (standardised later on training data)."""
-    losses = np.asarray(losses, np.float64)
+    """(n,) or (n, k) losses (nats; k models) → (n, 2k) float32: the log losses, then the
+    losses (standardised later on training data)."""
+    losses = np.asarray(losses, np.float64).reshape(len(losses), -1)
     return np.column_stack([np.log(np.maximum(losses, LOSS_FLOOR)), losses]).astype(np.float32)
 
 

@@ -41,7 +41,7 @@ class XGBoostDistinguisher:
     """``fit(x_train, side_train, y_train, x_val, side_val, y_val)``; ``score(x, side)``.
 
     ``x_*`` are conformed rows (features and label); ``side_*`` the per-example losses,
-    shape (n,); ``y_*`` 1 = member, 0 = non-member.
+    shape (n,), or (n, k) for k models' losses; ``y_*`` 1 = member, 0 = non-member.
     """
 
     def __init__(self, schema: TabularSchema, config: XGBoostDistinguisherConfig, *, seed: int):

@@ -2,8 +2,9 @@
 
 ``TextDistinguisher(config, seed=..., vocab_size=...).fit(x_train, side_train, y_train, x_val,
 side_val, y_val)`` then ``.score(x, side)``: ``x_*`` are :class:`~panoramia.data.text.TextSet`
-chunks (N, L), ``side_*`` per-token losses (nats, shape (N, L−1)), ``y_*`` 1 = member,
-0 = non-member. Scores are continuous probabilities of "member" (float64, (N,)).
+chunks (N, L), ``side_*`` per-token losses (nats, shape (N, L−1), or (N, L−1, k) for k
+models), ``y_*`` 1 = member, 0 = non-member. Scores are continuous probabilities of "member"
+(float64, (N,)).
 
 Training follows the paper's two phases: ``head_epochs`` with the sequence encoder frozen (the
 loss branch and the head learn), then ``epochs`` with everything trainable. After every epoch of
@@ -37,9 +38,14 @@ class TextDistinguisherConfig(NetworkDistinguisherConfig):
 
 
 def loss_sequence_features(losses: np.ndarray) -> np.ndarray:
-    """(N, T) per-token losses → (N, 2T + 2) float32: the losses, their logs, the mean loss and
-    the mean log loss (standardised later on training data)."""
+    """(N, T) per-token losses, or (N, T, k) for k models → (N, k(2T + 2)) float32: per
+    model, the losses, their logs, the mean loss and the mean log loss (standardised later on
+    training data)."""
     losses = np.asarray(losses, np.float64)
+    if losses.ndim == 3:
+        return np.concatenate(
+            [loss_sequence_features(losses[..., i]) for i in range(losses.shape[2])], axis=1
+        )
     logs = np.log(np.maximum(losses, LOSS_FLOOR))
     summary = np.column_stack([losses.mean(axis=1), logs.mean(axis=1)])
     return np.concatenate([losses, logs, summary], axis=1).astype(np.float32)
@@ -60,8 +66,8 @@ class TextDistinguisher(NetworkDistinguisher):
         return torch.from_numpy(x.tokens)
 
     def _dataset(self, x: TextSet, side: np.ndarray, y: np.ndarray | None = None):
-        if side.shape != (len(x), x.length - 1):
-            raise ValueError(f"side: shape {side.shape}, expected ({len(x)}, {x.length - 1})")
+        if side.shape[:2] != (len(x), x.length - 1):
+            raise ValueError(f"side: shape {side.shape}, expected ({len(x)}, {x.length - 1}, …)")
         return super()._dataset(x, side, y)
 
     def fit(

@@ -240,3 +240,34 @@ def test_cross_fitted_losses_rate_real_images_with_the_model_that_did_not_see_th
     assert np.all(np.isfinite(losses))
     assert np.all(losses >= 0)
     np.testing.assert_array_equal(losses, fitted.of(candidates))
+
+
+def calibrated_sets(n: int, seed: int) -> tuple[ImageSet, np.ndarray, np.ndarray]:
+    """Side (n, 2): f's and h's losses. Both follow each example's difficulty (spread over
+    orders of magnitude); members' f-losses are lower by e^-2, so only f against h reveals
+    membership well."""
+    rng = np.random.default_rng(seed)
+    digits = load_digits()
+    membership = rng.integers(0, 2, n).astype(np.int8)
+    difficulty = np.exp(rng.normal(0.0, 2.5, n))
+    f_loss = difficulty * np.exp(-2.0 * membership) * np.exp(rng.normal(0.0, 0.3, n))
+    h_loss = difficulty * np.exp(rng.normal(0.0, 0.3, n))
+    index = rng.choice(len(digits), n, replace=False)
+    return digits.take(index), np.column_stack([f_loss, h_loss]), membership
+
+
+def test_distinguisher_uses_a_second_models_losses() -> None:
+    """With f's and h's losses stacked as side (n, 2) (audit.attack_side=target+helper), the
+    distinguisher finds what neither loss shows alone."""
+    from sklearn.metrics import roc_auc_score
+
+    config = ImageDistinguisherConfig(width=4, hidden=16, epochs=8, batch_size=64)
+    train, val, test = calibrated_sets(1000, 10), calibrated_sets(400, 11), calibrated_sets(600, 12)
+    both = ImageDistinguisher(config, seed=0).fit(*train, *val)
+    f_only = ImageDistinguisher(config, seed=0)
+    f_only.fit(train[0], train[1][:, 0], train[2], val[0], val[1][:, 0], val[2])
+    images, side, membership = test
+    auc_both = roc_auc_score(membership, both.score(images, side))
+    auc_f = roc_auc_score(membership, f_only.score(images, side[:, 0]))
+    assert auc_both > 0.9
+    assert auc_both > auc_f + 0.1

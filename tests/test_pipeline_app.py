@@ -180,6 +180,24 @@ def test_a_fixed_generation_seed_reuses_the_generator_and_resplits_the_rest(
     assert pooled["seed3"]["audit"].isdisjoint(rows("synthetic", "seed0", "synthetic_helper"))
 
 
+def test_attack_with_the_helpers_losses_too(artifacts: Path, tmp_path: Path) -> None:
+    """audit.attack_side=target+helper re-trains the attacks only (f's and h's losses); the
+    baseline and every earlier stage are the default audit's."""
+    runs = {"target": (), "both": ("audit.attack_side=target+helper",)}
+    keys, stderr = {}, {}
+    for name, overrides in runs.items():
+        done = audit(*overrides, artifacts=artifacts, run_dir=tmp_path / name)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads((tmp_path / name / "report.json").read_text())
+        keys[name] = {stage: timing["key"] for stage, timing in report["timings"].items()}
+        stderr[name] = done.stderr
+    changed = {stage for stage in keys["target"] if keys["target"][stage] != keys["both"][stage]}
+    assert changed == {"attack", "attack_rmrn"}
+    assert stderr["both"].count(": running") == 2
+    record = json.loads((artifacts / "attack" / keys["both"]["attack"] / "_done.json").read_text())
+    assert set(record["inputs"]) >= {"losses_target", "losses_helper"}
+
+
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [str(BIN / "panoramia-audit"), "-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
@@ -274,6 +292,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("data=csv", "data.members_path: required"),
         ("claim.kind=dpsgd", "claim.noise_multiplier: required"),
         ("claim.tuning.kind=dice", "claim.tuning.kind: must be"),
+        ("audit.attack_side=both", "audit.attack_side: 'both' is not one of"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:

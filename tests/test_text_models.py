@@ -224,3 +224,14 @@ def test_public_base_reads_package_docstrings_never_the_audited_text(
     assert base.config.n_positions == 2 * LENGTH
     with pytest.raises(InputError, match="not an installed package"):
         package_modules(["no_such_package_here"])
+
+
+def test_loss_sequence_features_of_several_models_concatenate_per_model() -> None:
+    from mia.text import loss_sequence_features
+
+    rng = np.random.default_rng(2)
+    f_loss, h_loss = rng.gamma(2.0, 1.0, (5, 7)), rng.gamma(2.0, 1.0, (5, 7))
+    both = loss_sequence_features(np.stack([f_loss, h_loss], axis=-1))
+    assert both.shape == (5, 2 * (2 * 7 + 2))
+    np.testing.assert_array_equal(both[:, :16], loss_sequence_features(f_loss))
+    np.testing.assert_array_equal(both[:, 16:], loss_sequence_features(h_loss))

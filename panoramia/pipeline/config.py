@@ -115,6 +115,12 @@ class AuditConfig:
     confidence: float = 0.95
     gamma: float = 0.0
     delta: float = 0.0
+    attack_side: str = "target"
+    """The attack's side information: ``target`` (f's losses: the paper's MIA) or
+    ``target+helper`` (f's and h's losses). With ``target+helper`` the attack knows all that
+    the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
+    h (h, trained on synthetic data, finds real images harder) may out-score an attack that
+    lacks h, and ε̃ reads 0 whatever f leaks."""
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
 
 

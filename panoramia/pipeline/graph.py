@@ -27,6 +27,8 @@ from panoramia.pipeline.seeds import child_rng
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.targets import load_target
 
+ATTACK_SIDES = ("target", "target+helper")
+"""Values of ``audit.attack_side``: the losses the attack sees (f's; f's and h's)."""
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
@@ -216,20 +218,30 @@ class AuditPipeline(ABC):
         data: StageResult,
         split: StageResult,
         synthetic: StageResult,
-        losses: StageResult,
+        losses: list[StageResult],
         game: StageResult,
         *,
         real_nonmembers: bool = False,
     ) -> StageResult:
-        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit."""
+        """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit.
+
+        ``losses``: the losses stages whose per-example losses are the side information; with
+        several, an example's side is their losses stacked on a last axis ((n, k) or
+        (n, T, k) for sequences), in this order."""
         prefix = "nonmember" if real_nonmembers else "synthetic"
         others_folder = split.directory if real_nonmembers else synthetic.directory
 
-        def build(directory: Path) -> dict:
-            sequences = losses.directory / SEQUENCE_LOSSES
-            loss = dict(
-                np.load(sequences if sequences.exists() else losses.directory / "losses.npz")
+        def side_table(stage: StageResult) -> dict[str, np.ndarray]:
+            sequences = stage.directory / SEQUENCE_LOSSES
+            return dict(
+                np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
             )
+
+        def build(directory: Path) -> dict:
+            tables = [side_table(stage) for stage in losses]
+            loss = tables[0]
+            if len(tables) > 1:
+                loss = {name: np.stack([t[name] for t in tables], axis=-1) for name in loss}
 
             def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
                 members = self.read_set(split.directory / f"member_{which}{self.SET_SUFFIX}")
@@ -264,7 +276,7 @@ class AuditPipeline(ABC):
             "real_nonmembers": real_nonmembers,
         }
         return self.runner.run(
-            name, build, config=config, inputs=[data, split, synthetic, losses, game]
+            name, build, config=config, inputs=[data, split, synthetic, *losses, game]
         )
 
     @staticmethod
@@ -391,6 +403,10 @@ class AuditPipeline(ABC):
     # -- the whole graph ----------------------------------------------------------------
     def run(self) -> dict[str, StageResult]:
         self.check()
+        if self.job.audit.attack_side not in ATTACK_SIDES:
+            raise InputError(
+                f"audit.attack_side: {self.job.audit.attack_side!r} is not one of {ATTACK_SIDES}"
+            )
         data = self.data()
         target = self.target(data)
         known = self.generator_data(data)
@@ -415,11 +431,15 @@ class AuditPipeline(ABC):
             "losses_target": losses_f,
             "game": game,
         }
-        stages["baseline"] = self.distinguisher("baseline", data, split, synthetic, losses_h, game)
-        stages["attack"] = self.distinguisher("attack", data, split, synthetic, losses_f, game)
+        # The attack's side: f's losses, then h's when it is to know all the baseline knows.
+        attack_side = [losses_f, losses_h] if self.job.audit.attack_side != "target" else [losses_f]
+        stages["baseline"] = self.distinguisher(
+            "baseline", data, split, synthetic, [losses_h], game
+        )
+        stages["attack"] = self.distinguisher("attack", data, split, synthetic, attack_side, game)
         has_reference = bool(game.info.get("m_reference"))
         if self.job.audit.reference.rmrn and has_reference:
             stages["attack_rmrn"] = self.distinguisher(
-                "attack_rmrn", data, split, synthetic, losses_f, game, real_nonmembers=True
+                "attack_rmrn", data, split, synthetic, attack_side, game, real_nonmembers=True
             )
         return stages
