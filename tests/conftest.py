@@ -28,6 +28,7 @@ TINY_AUDIT = [
 ]
 """Overrides of a tabular audit that runs in ~12 s (real Lightning, sdv, xgboost)."""
 TINY_IMAGE_AUDIT = [
+    "generator=dcgan",
     "target.epochs=2",
     "target.width=8",
     "helper.epochs=1",
