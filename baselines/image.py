@@ -1,10 +1,12 @@
-"""Image baselines: the labeler (trained on D_G) and the helper model h (trained on synthetic).
+"""Image baselines: the labeler (trained on D_G) and the helper model h.
 
 The labeler relabels synthetic images by drawing each label from its predicted class
 probabilities (as :class:`baselines.labeler.TabularLabeler` does for rows), so that p(y | x) of
 synthetic images follows a model of the real data rather than the generator's conditioning.
-h has the target's architecture and task and never sees a real image; its epoch is chosen on a
-synthetic validation split.
+h has the target's architecture and task and never sees an audited image: it trains on
+synthetic images (PANORAMIA's h, ``helper=same_arch``) or on D_G (``helper=reference``, the
+image audit's default: the target's recipe, a reference model); its epoch is chosen on a
+held-out fifth of its training images.
 """
 
 from __future__ import annotations

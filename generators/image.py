@@ -4,7 +4,8 @@
 :class:`~panoramia.data.images.ImageSet` of uint8 images with the classes they were drawn
 for, in proportion to D_G's class frequencies) / ``.save(dir)`` / ``ImageGenerator.load(dir)``.
 
-``model: dcgan`` (:mod:`generators.dcgan`, the demo's) or ``ddpm`` (:mod:`generators.ddpm`).
+``model: ddpm`` (:mod:`generators.ddpm`, the image audit's default) or ``dcgan``
+(:mod:`generators.dcgan`, cheaper).
 Measured on the demo's 800 D_G MNIST images with a SmallCNN trained on 500 real against 500
 synthetic images and rated on 500 + 500 held-out ones (positive class: real): the DCGAN's
 samples are separated completely, whatever its variant (AUC 1.000, every held-out real image
@@ -20,10 +21,11 @@ matching (:mod:`generators.loss_matching`, in the synthetic stage): measured on 
 control's loss no longer tells real from synthetic (AUC 0.42 → 0.47) while the over-fitted
 target's tells members from synthetic better (0.48 → 0.55); the baseline's c_lb is 0.94 (the
 ceiling is 3.26) and ε̃ is 0 for the control. With 25 DDIM steps instead of 50 (the config's
-setting since), seed 1 gave c_lb 1.06 and ε̃ 0 for the control. The DCGAN stays the demo's
-default for cost: the DDPM costs ~2,900 training steps of 0.14 s at batch 64 (the DCGAN: 1,250
-of 0.12 s) and 25 guided network evaluations per sample (~7 images/s, against thousands); with
-loss matching its MNIST audit of three targets took 36 min on 2 CPU cores.
+setting since), seed 1 gave c_lb 1.06 and ε̃ 0 for the control. The DDPM is the image
+audit's default since its samples do not pin c_lb at the ceiling; it costs ~2,900 training
+steps of 0.14 s at batch 64 (the DCGAN: 1,250 of 0.12 s) and 25 guided network evaluations
+per sample (~7 images/s, against thousands): on 2 CPU cores its training took 475 s and the
+synthetic pool 562 s, which ``generation_seed`` lets repeated seeds reuse.
 ``benchmarks/image_generator_quality.py`` prints the separability figures.
 """
 
