@@ -41,6 +41,9 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
     assert report["reference_audits"]["rmrn"]["eps_lb"] >= 0
     assert report["target"]["identity"]["format"] == "torch-safetensors"
     assert "holdout_accuracy" in report["target"]
+    assert "helper h (cnn, real images): done" in done.stderr  # the reference h learnt D_G
+    assert report["data"]["synthetic"]["helper"] == 0  # so no synthetic images are drawn for it
+    assert report["config"]["audit"]["attack_side"] == "target+helper"
     chosen = report["attack"]["distinguisher"]["chosen"]
     assert chosen["params"]["epoch"] in (1, 2)
     assert len(report["attack"]["distinguisher"]["selection"]) == 2
@@ -70,12 +73,12 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
     done = audit(
         "data=images", f"data.members_path={tmp_path / 'members.npz'}",
         f"data.nonmembers_path={tmp_path / 'nonmembers.npz'}", "target=image_path",
-        f"target.path={tmp_path / 'model'}", "target.width=8", "helper.training_data=real",
-        "generator.loss_matching.enabled=true", "generator.loss_matching.epochs=1",
-        artifacts=artifacts, run_dir=tmp_path / "run",
+        f"target.path={tmp_path / 'model'}", "target.width=8", "helper=same_arch",
+        "audit.attack_side=target", "generator.loss_matching.enabled=true",
+        "generator.loss_matching.epochs=1", artifacts=artifacts, run_dir=tmp_path / "run",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "helper h (cnn, real images): done" in done.stderr  # h learnt from D_G
+    assert "helper h (cnn, synthetic images): done" in done.stderr  # PANORAMIA's own h
     records = [json.loads(p.read_text()) for p in (artifacts / "synthetic").glob("*/_done.json")]
     matching = next(r["info"]["loss_matching"] for r in records if "loss_matching" in r["info"])
     assert 0.5 <= matching["kept_fraction"] <= 1.0  # loss_matching.max_drop 0.5
@@ -84,6 +87,7 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
     assert report["target"]["kind"] == "path"
     assert report["data"]["members"] == 500
     assert report["m"] == 125
+    assert report["data"]["synthetic"]["helper"] == 200
 
 
 @pytest.mark.parametrize(

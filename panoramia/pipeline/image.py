@@ -184,7 +184,10 @@ class ImagePipeline(AuditPipeline):
         from panoramia.models.image_training import ImageModelConfig
 
         config = self.job.generator
-        needed = self.synthetic_sizes(known, self.job.helper.n_images)
+        helper = self.job.helper
+        needed = self.synthetic_sizes(
+            known, helper.n_images if helper.training_data == "synthetic" else 0
+        )
 
         def build(directory: Path) -> dict:
             generator = ImageGenerator.load(gen.directory)
