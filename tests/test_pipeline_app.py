@@ -208,9 +208,27 @@ def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["mlp-e10"]["runs"] == 2
     assert summary["mlp-e10"]["generation_seeds"] == [0, 7]  # unset: it follows seed
+    assert len(list(tmp_path.glob("*/report.json"))) == 2
     stats = summary["mlp-e10"]["eps_tilde"]
     assert stats["ci_low"] <= stats["mean"] <= stats["ci_high"]
     assert "multirun summary" in done.stdout
+
+
+def test_multirun_summarises_each_setting_apart(artifacts: Path, tmp_path: Path) -> None:
+    """A sweep over a setting (not only seeds) keeps every run and summarises each value."""
+    done = subprocess.run(
+        [str(BIN / "panoramia-audit"), "-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
+         "audit.attack_side=target,target+helper", f"hydra.sweep.dir={tmp_path}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(list(tmp_path.glob("*/report.json"))) == 4
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary) == {
+        "mlp-e10 [audit.attack_side=target]",
+        "mlp-e10 [audit.attack_side=target+helper]",
+    }
+    assert all(row["runs"] == 2 for row in summary.values())
 
 
 def test_launcher_configs_compose() -> None:

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.table import Table
 
 from panoramia.measure import aggregate
 
 QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn")
+REPEATS = ("seed", "generation_seed", "target")
+"""Overrides that repeat or name an audit; runs that differ in any other are summarised apart."""
 
 
 def _quantities(report: dict) -> dict[str, float | None]:
@@ -34,16 +36,31 @@ def _generation_seed(report: dict) -> int:
     return report["seed"] if configured is None else configured
 
 
+def _setting(run_dir: Path) -> set[str]:
+    """The run's command-line overrides other than :data:`REPEATS`."""
+    overrides_file = run_dir / ".hydra" / "overrides.yaml"
+    overrides = OmegaConf.load(overrides_file) if overrides_file.exists() else []
+    return {item for item in overrides if item.split("=")[0].lstrip("+~") not in REPEATS}
+
+
 def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
-    """Mean and t-interval of each quantity per target over the reports under ``sweep_dir``,
-    with the generation seeds the runs used (one: the interval leaves out the generator's
-    randomness, as in the paper's App. C)."""
+    """Mean and t-interval of each quantity per target and setting over the reports under
+    ``sweep_dir``, with the generation seeds the runs used (one: the interval leaves out the
+    generator's randomness, as in the paper's App. C). A setting is the overrides, other than
+    :data:`REPEATS`, that not every run shares: ``mlp-e10 [audit.attack_side=target]``."""
+    reports = {
+        path.parent: json.loads(path.read_text())
+        for path in sorted(sweep_dir.glob("*/report.json"))
+    }
+    settings = {run: _setting(run) for run in reports}
+    shared = set.intersection(*settings.values()) if settings else set()
     runs: dict[str, list[dict]] = defaultdict(list)
     generation_seeds: dict[str, set[int]] = defaultdict(set)
-    for path in sorted(sweep_dir.glob("*/report.json")):
-        report = json.loads(path.read_text())
-        runs[report["target"]["name"]].append(_quantities(report))
-        generation_seeds[report["target"]["name"]].add(_generation_seed(report))
+    for run, report in reports.items():
+        varied = " ".join(sorted(settings[run] - shared))
+        group = report["target"]["name"] + (f" [{varied}]" if varied else "")
+        runs[group].append(_quantities(report))
+        generation_seeds[group].add(_generation_seed(report))
     summary = {}
     for target, values in runs.items():
         summary[target] = {
