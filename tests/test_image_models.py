@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,25 @@ def test_bad_image_targets_are_one_line_errors(
     too_many = ImageSet(digits.images[:3], np.array([0, 1, 12]))
     with pytest.raises(InputError, match="label 12"):
         load_target(trained).per_example_loss(too_many)
+
+
+def test_image_manifest_naming_a_command_is_refused(trained: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    shutil.copytree(trained, evil)
+    manifest = json.loads((trained / "target.json").read_text())
+    manifest |= {"module": "subprocess:Popen", "kwargs": {"args": f"id > {marker}", "shell": True}}
+    (evil / "target.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match="module 'subprocess' is not trusted") as caught:
+        load_target(evil)
+    assert "target.trusted_modules" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    # torch's own layers load only when trusted explicitly (the demo's SmallCNN by default)
+    manifest |= {"module": "torch.nn:Identity", "kwargs": {}}
+    (evil / "target.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=r"module 'torch\.nn' is not trusted"):
+        load_target(evil)
+    with pytest.raises(InputError, match="do not fit the model"):
+        load_target(evil, trusted_modules=["torch.nn"])  # imported and built, weights refused
+    time.sleep(0.5)  # a started shell would have written the marker by now
+    assert not marker.exists()

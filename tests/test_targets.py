@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import pickle
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -21,8 +24,16 @@ from panoramia.models.tabular_training import (
     train_mlp_directory,
     train_xgboost_directory,
 )
-from panoramia.targets import load_target
+from panoramia.targets import (
+    DEFAULT_TRUSTED_MODULES,
+    TRUSTED_MODULES_ENV,
+    load_target,
+    trusted_modules_from_env,
+)
 from panoramia.targets.base import MANIFEST
+from panoramia.targets.trust import import_model_class, is_trusted, json_kwargs
+from tests.cli_support import run_audit
+from tests.conftest import TINY_AUDIT
 
 
 @pytest.fixture(scope="module")
@@ -135,12 +146,16 @@ def test_skops_target_and_untrusted_types(rows: pd.DataFrame, tmp_path: Path) ->
     untrusted = sio.get_untrusted_types(file=tmp_path / "model.skops")
     manifest = {"format": "skops", "file": "model.skops", "schema": SCHEMA.to_dict()}
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    trusted: list[str] = []
     if untrusted:
         with pytest.raises(InputError, match="untrusted types"):
             load_target(tmp_path)
-        manifest["trusted"] = untrusted
+        manifest["trusted"] = untrusted  # a manifest never vouches for its own file
         (tmp_path / MANIFEST).write_text(json.dumps(manifest))
-    losses = load_target(tmp_path).per_example_loss(rows)
+        with pytest.raises(InputError, match=r"target\.trusted_modules"):
+            load_target(tmp_path)
+        trusted = sorted({t.rsplit(".", 1)[0] for t in untrusted})
+    losses = load_target(tmp_path, trusted_modules=trusted).per_example_loss(rows)
     probabilities = model.predict_proba(rows[list(SCHEMA.features)])
     truth = (rows[SCHEMA.label] == model.classes_[1]).to_numpy().astype(int)
     np.testing.assert_allclose(losses, -np.log(probabilities[np.arange(600), truth]), rtol=1e-9)
@@ -183,3 +198,260 @@ def test_http_target(rows: pd.DataFrame, tmp_path: Path) -> None:
         server.shutdown()
     with pytest.raises(InputError, match="unreachable"):
         load_target(tmp_path).per_example_loss(rows.iloc[:5])
+
+
+# -- which classes a manifest may name (security: the manifest is untrusted input) ----------
+
+
+def _manifest_dir(mlp_dir: Path, directory: Path, **fields: object) -> Path:
+    """A copy of the MLP target whose manifest has ``fields`` replaced."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("encoder.json", "model.safetensors"):
+        (directory / name).write_bytes((mlp_dir / name).read_bytes())
+    manifest = json.loads((mlp_dir / MANIFEST).read_text()) | fields
+    (directory / MANIFEST).write_text(json.dumps(manifest))
+    return directory
+
+
+def _one_line_refusal(directory: Path, match: str, **load: object) -> str:
+    with pytest.raises(InputError, match=match) as caught:
+        load_target(directory, **load)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_manifest_naming_popen_runs_no_command(mlp_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    evil = _manifest_dir(
+        mlp_dir, tmp_path / "model",
+        module="subprocess:Popen", kwargs={"args": f"id > {marker}", "shell": True},
+    )  # fmt: skip
+    message = _one_line_refusal(evil, "module 'subprocess' is not trusted")
+    assert "'module'" in message
+    assert "target.trusted_modules" in message
+    # Even a user who trusts the module gets no command: Popen is not an nn.Module class.
+    _one_line_refusal(evil, "not a torch.nn.Module class", trusted_modules=["subprocess"])
+    time.sleep(0.5)  # a started shell would have written the marker by now
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("module", "kwargs"),
+    [
+        ("os:system", {"command": "touch {marker}"}),
+        ("builtins:eval", {"source": "open({marker!r}, 'w').close()"}),
+        ("builtins:exec", {"source": "open({marker!r}, 'w').close()"}),
+        ("pathlib:Path", {"args": "{marker}"}),
+    ],
+)
+def test_manifest_naming_any_callable_is_refused(
+    mlp_dir: Path, tmp_path: Path, module: str, kwargs: dict
+) -> None:
+    marker = str(tmp_path / "pwned")
+    filled = {key: value.format(marker=marker) for key, value in kwargs.items()}
+    evil = _manifest_dir(mlp_dir, tmp_path / "model", module=module, kwargs=filled)
+    _one_line_refusal(evil, "is not trusted")
+    assert not Path(marker).exists()
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["os", "os:", ":system", "os:system()", "os.path:join\n", "../evil:Net", ".relative:Net",
+     "a b:Net", "pkg..mod:Net", "pkg.mod:Outer.Inner", "pkg:Net:more", "ｓubprocess:Popen", 7],
+)  # fmt: skip
+def test_module_that_is_not_a_dotted_name_is_refused(
+    mlp_dir: Path, tmp_path: Path, module: object
+) -> None:
+    evil = _manifest_dir(mlp_dir, tmp_path / "model", module=module)
+    _one_line_refusal(evil, r"not 'package\.module:Class'", trusted_modules=["os", "pkg"])
+
+
+def test_allowed_module_but_not_a_module_class(mlp_dir: Path, tmp_path: Path) -> None:
+    for module in ("panoramia.models.image_nets:ARCHITECTURES", "panoramia.models.tabular_mlp:nn",
+                   "panoramia.models.tabular_mlp:Missing"):  # fmt: skip
+        _one_line_refusal(
+            _manifest_dir(mlp_dir, tmp_path / "m", module=module), "not a torch.nn.Module class"
+        )
+    ordered = _manifest_dir(mlp_dir, tmp_path / "m", module="collections:OrderedDict")
+    _one_line_refusal(ordered, "not a torch.nn.Module class", trusted_modules=["collections"])
+
+
+@pytest.fixture
+def user_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``mypkg`` (an nn.Module ``Net``, a re-exported torch class) and ``mypkgevil``, whose
+    import writes the marker file ``imported`` beside them."""
+    root = tmp_path / "packages"
+    (root / "mypkg").mkdir(parents=True)
+    (root / "mypkgevil").mkdir()
+    net = (
+        "import torch\nfrom torch.nn import Linear\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self, n_in: int, n_out: int = 2) -> None:\n"
+        "        super().__init__()\n"
+        "        self.linear = torch.nn.Linear(n_in, n_out)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.linear(x)\n"
+    )
+    (root / "mypkg" / "__init__.py").write_text(net)
+    (root / "mypkg" / "nets.py").write_text("from mypkg import Net\n")
+    marker = root / "imported"
+    (root / "mypkgevil" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n{net}")
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+    for name in ("mypkg", "mypkg.nets", "mypkgevil"):
+        sys.modules.pop(name, None)
+
+
+def test_trusted_prefixes_match_whole_components(
+    mlp_dir: Path, rows: pd.DataFrame, tmp_path: Path, user_packages: Path
+) -> None:
+    from safetensors.torch import save_file
+
+    n_in = load_target(mlp_dir).encoder.features(rows.iloc[:1]).shape[1]
+    torch.manual_seed(0)
+    state = {f"linear.{k}": v for k, v in torch.nn.Linear(n_in, 2).state_dict().items()}
+    for module in ("mypkg:Net", "mypkg.nets:Net", "mypkgevil:Net"):
+        directory = _manifest_dir(mlp_dir, tmp_path / module.replace(":", "_"), module=module,
+                                  kwargs={"n_in": n_in})  # fmt: skip
+        save_file(state, directory / "model.safetensors")
+    # Not trusted by default, and not imported to find out.
+    _one_line_refusal(tmp_path / "mypkg_Net", "module 'mypkg' is not trusted")
+    for trusted in (["mypkg"], ["mypkg", "mypkg.nets"]):
+        for good in ("mypkg_Net", "mypkg.nets_Net"):
+            losses = load_target(tmp_path / good, trusted_modules=trusted).per_example_loss(rows)
+            assert losses.shape == (600,)
+            assert np.isfinite(losses).all()
+    message = _one_line_refusal(
+        tmp_path / "mypkgevil_Net", "module 'mypkgevil' is not trusted", trusted_modules=["mypkg"]
+    )
+    assert "target.trusted_modules=[mypkgevil]" in message
+    assert not (user_packages / "imported").exists()  # mypkgevil's top level never ran
+    # A subpackage's trust does not reach its parent.
+    _one_line_refusal(
+        tmp_path / "mypkg_Net", "module 'mypkg' is not trusted", trusted_modules=["mypkg.nets"]
+    )
+    # A trusted module re-exporting an untrusted package's class does not make it trusted.
+    reexport = _manifest_dir(mlp_dir, tmp_path / "reexport", module="mypkg:Linear",
+                             kwargs={"in_features": n_in, "out_features": 2})  # fmt: skip
+    _one_line_refusal(reexport, "defined in module 'torch.nn", trusted_modules=["mypkg"])
+    with pytest.raises(InputError, match=r"target\.trusted_modules: 'my pkg'"):
+        load_target(tmp_path / "mypkg_Net", trusted_modules=["my pkg"])
+    with pytest.raises(InputError, match=r"target\.trusted_modules: ''"):
+        load_target(tmp_path / "mypkg_Net", trusted_modules=[""])
+
+
+def test_torch_layers_need_explicit_trust(
+    mlp_dir: Path, rows: pd.DataFrame, tmp_path: Path
+) -> None:
+    from safetensors.torch import save_file
+
+    n_in = load_target(mlp_dir).encoder.features(rows.iloc[:1]).shape[1]
+    directory = _manifest_dir(mlp_dir, tmp_path / "linear", module="torch.nn:Linear",
+                              kwargs={"in_features": n_in, "out_features": 2})  # fmt: skip
+    save_file(torch.nn.Linear(n_in, 2).state_dict(), directory / "model.safetensors")
+    assert not any(m == "torch" or m.startswith("torch.") for m in DEFAULT_TRUSTED_MODULES)
+    message = _one_line_refusal(directory, "module 'torch.nn' is not trusted")
+    assert "target.trusted_modules=[torch.nn]" in message
+    assert "PANORAMIA_TRUSTED_MODULES=torch.nn" in message
+    for trusted in (["torch.nn"], ["torch"]):
+        target = load_target(directory, trusted_modules=trusted)
+        assert target.per_example_loss(rows).shape == (600,)
+
+
+def test_kwargs_must_be_json_data(mlp_dir: Path, tmp_path: Path) -> None:
+    for kwargs in ([1, 2], "hidden=[16]", 3):
+        bad = _manifest_dir(mlp_dir, tmp_path / "m", kwargs=kwargs)
+        _one_line_refusal(bad, "field 'kwargs': must be a JSON object")
+    wrong = _manifest_dir(mlp_dir, tmp_path / "m", kwargs={"bogus": 1})
+    _one_line_refusal(wrong, "field 'kwargs'.*cannot be built")
+    for value, match in (
+        (object(), "object is not JSON data"),
+        ({1: 2}, "key 1 is not a string"),
+        ((1, 2), "tuple is not JSON data"),
+        (b"id", "bytes is not JSON data"),
+    ):
+        with pytest.raises(InputError, match=match):
+            json_kwargs({"hidden": value})
+    nested = {"a": [1, 2.5, None, True, "x", {"b": []}]}
+    assert json_kwargs(nested) is nested
+    assert json_kwargs(None) == {}
+
+
+def test_demo_manifests_name_default_trusted_modules() -> None:
+    from panoramia.models.image_nets import ARCHITECTURES
+    from panoramia.models.tabular_training import MLP_MODULE
+
+    for path in (MLP_MODULE, *ARCHITECTURES.values()):
+        assert is_trusted(path.partition(":")[0], DEFAULT_TRUSTED_MODULES)
+        assert issubclass(import_model_class(path), torch.nn.Module)
+    assert not is_trusted("panoramia", DEFAULT_TRUSTED_MODULES)
+    assert not is_trusted("panoramia.models.tabular_mlpx", DEFAULT_TRUSTED_MODULES)
+
+
+def test_trusted_modules_from_env() -> None:
+    assert trusted_modules_from_env({}) == []
+    assert trusted_modules_from_env({TRUSTED_MODULES_ENV: ""}) == []
+    environ = {TRUSTED_MODULES_ENV: " mypkg, torch.nn ,,"}
+    assert trusted_modules_from_env(environ) == ["mypkg", "torch.nn"]
+    with pytest.raises(InputError, match="PANORAMIA_TRUSTED_MODULES: 'my pkg'"):
+        trusted_modules_from_env({TRUSTED_MODULES_ENV: "mypkg,my pkg"})
+
+
+def test_cli_refuses_an_evil_manifest_with_exit_2(mlp_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    evil = _manifest_dir(
+        mlp_dir, tmp_path / "model",
+        module="subprocess:Popen", kwargs={"args": f"id > {marker}", "shell": True},
+    )  # fmt: skip
+    for extra, message in (
+        ([], "module 'subprocess' is not trusted"),
+        (["target.trusted_modules=[subprocess]"], "not a torch.nn.Module class"),
+    ):
+        done = run_audit(
+            [], *TINY_AUDIT, "target=path", f"target.path={evil}", *extra,
+            artifacts=tmp_path / "artifacts", run_dir=tmp_path / "run",
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr[-3000:]
+        lines = done.stderr.strip().splitlines()  # stage progress, then the one error line
+        assert lines[-1].startswith("panoramia-audit: error: target manifest field 'module'")
+        assert message in lines[-1]
+        assert sum("error" in line for line in lines) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_a_skops_manifest_never_vouches_for_its_own_types(
+    rows: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A type beyond skops' defaults loads only from ``target.trusted_modules``, whatever the
+    manifest's own ``trusted`` list says."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    package = tmp_path / "pkg"
+    (package / "skops_helpers").mkdir(parents=True)
+    (package / "skops_helpers" / "__init__.py").write_text("def double(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(package))
+    from skops_helpers import double  # type: ignore[import-not-found]
+
+    features = ["age", "hours-per-week"]
+    model = make_pipeline(FunctionTransformer(double), LogisticRegression(max_iter=500))
+    model.fit(rows[features].to_numpy(float), rows[SCHEMA.label])
+    folder = tmp_path / "model"
+    folder.mkdir()
+    sio.dump(model, folder / "model.skops")
+    assert sio.get_untrusted_types(file=folder / "model.skops") == ["skops_helpers.double"]
+    schema = {"label": SCHEMA.label, "categorical": [], "continuous": features}
+    manifest = {"format": "skops", "file": "model.skops", "schema": schema,
+                "trusted": ["skops_helpers.double"]}  # fmt: skip
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=r"target\.trusted_modules=\[skops_helpers\]"):
+        load_target(folder)
+    with pytest.raises(InputError, match="untrusted types"):
+        load_target(folder, trusted_modules=["skops_helpersevil"])
+    losses = load_target(folder, trusted_modules=["skops_helpers"]).per_example_loss(rows)
+    assert losses.shape == (600,)

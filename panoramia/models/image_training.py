@@ -74,7 +74,7 @@ def train_image_directory(
     from panoramia.models.image_nets import ARCHITECTURES
     from panoramia.models.training import TrainingConfig, fit_classifier_on
     from panoramia.targets import load_target
-    from panoramia.targets.torch_models import import_object
+    from panoramia.targets.trust import import_model_class
 
     kwargs = network_kwargs(config, channels=train.shape[2], n_classes=n_classes)
     normalization = Normalization.of(train.images)
@@ -88,7 +88,7 @@ def train_image_directory(
         optimizer=config.optimizer, select_best_on_validation=validation is not None,
     )  # fmt: skip
     torch.manual_seed(seed)  # initial weights follow the seed too
-    model = import_object(ARCHITECTURES[config.arch])(**kwargs)
+    model = import_model_class(ARCHITECTURES[config.arch])(**kwargs)  # image_nets: trusted
     model, metrics = fit_classifier_on(model, data, training, validate=validation is not None)
     directory.mkdir(parents=True, exist_ok=True)
     save_file(

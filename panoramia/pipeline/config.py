@@ -68,6 +68,9 @@ class TargetConfig(MlpConfig):
     train_seed: int = 0
     path: str | None = None
     """kind=path: a target directory with target.json (see panoramia.targets)."""
+    trusted_modules: list[str] = field(default_factory=list)
+    """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
+    torch-safetensors target.json may name, besides the project's own networks."""
     n_estimators: int = 300
     max_depth: int = 6
     xgb_learning_rate: float = 0.1

@@ -149,9 +149,14 @@ class AuditPipeline(ABC):
         return {**{name: int(sizes[name]) for name in SYNTHETIC_SETS[:3]}, "helper": helper}
 
     # -- shared stages ------------------------------------------------------------------
+    def trusted_modules(self) -> list[str]:
+        """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""
+        return list(getattr(self.job.target, "trusted_modules", None) or [])
+
     def target(self, data: StageResult) -> StageResult:
         """Train the demo target (cached) or record an external target's identity."""
         config = asdict(self.job.target)
+        config.pop("trusted_modules", None)  # who may be imported, not what the target is
         if self.job.target.kind == "path":
             return self._external_target(config)
         config.pop("name")
@@ -172,7 +177,9 @@ class AuditPipeline(ABC):
         )
 
     def _external_target(self, config: dict) -> StageResult:
-        identity = load_target(self.job.target.path).identity()
+        identity = load_target(
+            self.job.target.path, trusted_modules=self.trusted_modules()
+        ).identity()
 
         def build(directory: Path) -> dict:
             (directory / "external.json").write_text(
@@ -194,7 +201,9 @@ class AuditPipeline(ABC):
         """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
 
         def build(directory: Path) -> dict:
-            adapter = load_target(self.model_directory(model))
+            adapter = load_target(
+                self.model_directory(model), trusted_modules=self.trusted_modules()
+            )
             pattern = f"*{self.SET_SUFFIX}"
             files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
             side = {file.stem: self.side_losses(adapter, self.read_set(file)) for file in files}

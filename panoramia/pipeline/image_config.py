@@ -46,6 +46,9 @@ class ImageTargetConfig(ImageModelConfig):
     train_seed: int = 0
     path: str | None = None
     """kind=path: a target directory with target.json (``"modality": "image"``)."""
+    trusted_modules: list[str] = field(default_factory=list)
+    """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
+    torch-safetensors target.json may name, besides the project's own networks."""
 
 
 @dataclass

@@ -13,8 +13,28 @@ A target lives in a directory with a manifest ``target.json`` naming its format:
 
 Untrusted files are never unpickled: safetensors only, TorchScript archives, XGBoost JSON,
 skops with an explicit list of trusted types.
+
+A manifest's ``module`` is imported only from trusted modules (:mod:`panoramia.targets.trust`):
+by default :data:`DEFAULT_TRUSTED_MODULES`, the project's own networks
+(``panoramia.models.tabular_mlp``, ``panoramia.models.image_nets``). The module name is checked
+before anything is imported; the class must subclass ``torch.nn.Module``, and ``kwargs`` must
+be JSON data. Trust more explicitly: ``target.trusted_modules=[mypkg]`` on the command line
+(``mypkg`` and ``mypkg.*``, not ``mypkgevil``), or, for the service's operator,
+``PANORAMIA_TRUSTED_MODULES=mypkg,other`` (:func:`trusted_modules_from_env`). ``torch.nn``'s
+own layers are not trusted by default. Any other name is refused with an InputError.
 """
 
 from panoramia.targets.base import TargetModel, load_target
+from panoramia.targets.trust import (
+    DEFAULT_TRUSTED_MODULES,
+    TRUSTED_MODULES_ENV,
+    trusted_modules_from_env,
+)
 
-__all__ = ["TargetModel", "load_target"]
+__all__ = [
+    "DEFAULT_TRUSTED_MODULES",
+    "TRUSTED_MODULES_ENV",
+    "TargetModel",
+    "load_target",
+    "trusted_modules_from_env",
+]

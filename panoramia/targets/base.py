@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from panoramia.errors import InputError
+from panoramia.targets.trust import check_trusted_modules
 
 MANIFEST = "target.json"
 MIN_PROBABILITY = 1e-12
@@ -85,9 +87,14 @@ def manifest_file(directory: Path, manifest: dict, field: str) -> Path:
     return path
 
 
-def load_target(directory: str | Path) -> TargetModel:
-    """Open the target in ``directory`` with the adapter its manifest names."""
+def load_target(directory: str | Path, *, trusted_modules: Iterable[str] = ()) -> TargetModel:
+    """Open the target in ``directory`` with the adapter its manifest names.
+
+    ``trusted_modules``: module prefixes whose ``nn.Module`` classes a ``torch-safetensors``
+    manifest may name, besides :data:`panoramia.targets.trust.DEFAULT_TRUSTED_MODULES`, and
+    whose types a skops file may hold beyond skops' defaults."""
     directory = Path(directory)
+    trusted_modules = check_trusted_modules(trusted_modules, source="target.trusted_modules")
     manifest = read_manifest(directory)
     kind = manifest["format"]
     if kind == "hf-causal-lm":
@@ -97,11 +104,11 @@ def load_target(directory: str | Path) -> TargetModel:
     if manifest.get("modality") == "image" or kind == "hf-image-classification":
         from panoramia.targets.image_models import load_image_target
 
-        return load_image_target(directory, manifest)
+        return load_image_target(directory, manifest, trusted_modules)
     if kind in ("torch-safetensors", "torchscript"):
         from panoramia.targets.torch_models import load_torch_target
 
-        return load_torch_target(directory, manifest)
+        return load_torch_target(directory, manifest, trusted_modules)
     if kind == "xgboost-json":
         from panoramia.targets.xgboost_model import XGBoostTarget
 
@@ -109,7 +116,7 @@ def load_target(directory: str | Path) -> TargetModel:
     if kind == "skops":
         from panoramia.targets.skops_model import SkopsTarget
 
-        return SkopsTarget.load(directory, manifest)
+        return SkopsTarget.load(directory, manifest, trusted_modules)
     if kind == "http":
         from panoramia.targets.http_model import HttpTarget
 

@@ -3,7 +3,8 @@ image-classification directory. The loss of an image is the cross-entropy (nats)
 
 Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
 
-* ``torch-safetensors``: ``module`` (``"package.module:Class"``), ``kwargs``, ``weights``,
+* ``torch-safetensors``: ``module`` (``"package.module:Class"``, an ``nn.Module`` class of a
+  trusted module: :mod:`panoramia.targets.trust`), ``kwargs`` (JSON data), ``weights``,
   ``normalization`` (``{"mean": [...], "std": [...]}`` per channel, pixels scaled to [0, 1]);
 * ``torchscript``: ``file`` and ``normalization``;
 * ``hf-image-classification``: ``directory`` (relative; ``config.json``, weights and
@@ -13,7 +14,7 @@ Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +88,9 @@ def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
     if not (folder / "config.json").is_file():
         raise InputError(f"target {str(directory)!r}: no Hugging Face config.json in {folder}")
     try:
-        model = AutoModelForImageClassification.from_pretrained(folder, local_files_only=True)
+        model = AutoModelForImageClassification.from_pretrained(
+            folder, local_files_only=True, use_safetensors=True, trust_remote_code=False
+        )
         processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0]
@@ -107,13 +110,15 @@ def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
     return TorchImageTarget(logits_of, files, "hf-image-classification")
 
 
-def load_image_target(directory: Path, manifest: dict) -> TorchImageTarget:
+def load_image_target(
+    directory: Path, manifest: dict, trusted_modules: Iterable[str] = ()
+) -> TorchImageTarget:
     kind = manifest["format"]
     if kind == "hf-image-classification":
         return _huggingface(directory, manifest)
     normalization = _normalization(directory, manifest)
     if kind == "torch-safetensors":
-        model, files = load_safetensors_module(directory, manifest)
+        model, files = load_safetensors_module(directory, manifest, trusted_modules)
     elif kind == "torchscript":
         model, files = load_torchscript_module(directory, manifest)
     else:

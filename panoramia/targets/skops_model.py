@@ -1,7 +1,13 @@
-"""scikit-learn targets saved with skops (no pickle): an estimator taking raw feature rows."""
+"""scikit-learn targets saved with skops (no pickle): an estimator taking raw feature rows.
+
+skops loads the types it trusts by default (scikit-learn, numpy, scipy). Any other type in
+the file is loaded only if its module is inside ``target.trusted_modules`` (the user's or the
+operator's explicit choice, as for torch manifests): a manifest never vouches for its own file.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +17,7 @@ import pandas as pd
 from panoramia.data.tabular import TabularSchema
 from panoramia.errors import InputError
 from panoramia.targets.base import file_sha256, loss_from_probabilities, manifest_file
+from panoramia.targets.trust import is_trusted
 
 
 @dataclass
@@ -22,20 +29,27 @@ class SkopsTarget:
     files: dict[str, str]
 
     @classmethod
-    def load(cls, directory: Path, manifest: dict) -> SkopsTarget:
+    def load(
+        cls, directory: Path, manifest: dict, trusted_modules: Iterable[str] = ()
+    ) -> SkopsTarget:
         import skops.io as sio
 
         path = manifest_file(directory, manifest, "file")
-        trusted = list(manifest.get("trusted", []))
         try:
-            untrusted = [t for t in sio.get_untrusted_types(file=path) if t not in trusted]
+            beyond_defaults = list(sio.get_untrusted_types(file=path))
         except Exception as error:
             raise InputError(f"model {str(path)!r}: not a skops file ({error})") from None
+        prefixes = tuple(trusted_modules)
+        untrusted = [
+            t for t in beyond_defaults if not is_trusted(str(t).rsplit(".", 1)[0], prefixes)
+        ]
         if untrusted:
+            modules = sorted({str(t).rsplit(".", 1)[0] for t in untrusted})
             raise InputError(
-                f"model {str(path)!r}: untrusted types {untrusted}; list them under 'trusted' "
-                "in target.json only if you trust the file"
+                f"model {str(path)!r}: untrusted types {untrusted}; if you trust that code, "
+                f"allow it with 'target.trusted_modules=[{','.join(modules)}]'"
             )
+        trusted = beyond_defaults
         if "schema" not in manifest:
             raise InputError(f"target {str(directory)!r}: skops manifest needs a 'schema'")
         estimator = sio.load(path, trusted=trusted or None)

@@ -61,7 +61,9 @@ def load_causal_lm_target(directory: Path, manifest: dict) -> CausalLMTarget:
     if not (folder / "config.json").is_file():
         raise InputError(f"target {str(directory)!r}: no Hugging Face config.json in {folder}")
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, use_safetensors=True, trust_remote_code=False
+        )
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InputError(f"target {str(folder)!r}: not a loadable causal LM ({first})") from None

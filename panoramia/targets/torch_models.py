@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,17 +15,9 @@ from safetensors.torch import load_file
 from panoramia.data.encoding import TabularEncoder
 from panoramia.errors import InputError
 from panoramia.targets.base import file_sha256, manifest_file
+from panoramia.targets.trust import import_model_class, json_kwargs
 
 BATCH = 8192
-
-
-def import_object(path: str) -> type:
-    """``"package.module:Name"`` → the object (InputError when it cannot be imported)."""
-    module_name, _, attribute = path.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, ValueError) as error:
-        raise InputError(f"model class {path!r} cannot be imported: {error}") from None
 
 
 @dataclass
@@ -54,11 +46,26 @@ class TorchTabularTarget:
         return {"format": self.kind, "sha256": self.files}
 
 
-def load_safetensors_module(directory: Path, manifest: dict) -> tuple[torch.nn.Module, dict]:
+def load_safetensors_module(
+    directory: Path, manifest: dict, trusted_modules: Iterable[str] = ()
+) -> tuple[torch.nn.Module, dict]:
     """The manifest's ``module`` class built with ``kwargs``, weights loaded from ``weights``;
-    returns it and the weights file's hash."""
+    returns it and the weights file's hash.
+
+    ``module`` must be a ``torch.nn.Module`` class of a trusted module (see
+    :mod:`panoramia.targets.trust`; ``trusted_modules`` extends the defaults) and ``kwargs``
+    JSON data: nothing else a manifest names is imported or called."""
     weights = manifest_file(directory, manifest, "weights")
-    model = import_object(str(manifest.get("module", "")))(**manifest.get("kwargs", {}))
+    kwargs = json_kwargs(manifest.get("kwargs"))
+    model_class = import_model_class(manifest.get("module"), trusted_modules)
+    try:
+        model = model_class(**kwargs)
+    except (TypeError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputError(
+            f"target manifest field 'kwargs': {manifest.get('module')!r} cannot be built "
+            f"with {kwargs}: {first}"
+        ) from None
     try:
         state = load_file(weights)
     except (SafetensorError, OSError, ValueError) as error:
@@ -85,11 +92,13 @@ def load_torchscript_module(directory: Path, manifest: dict) -> tuple[torch.nn.M
     return model, {"file": file_sha256(archive)}
 
 
-def load_torch_target(directory: Path, manifest: dict) -> TorchTabularTarget:
+def load_torch_target(
+    directory: Path, manifest: dict, trusted_modules: Iterable[str] = ()
+) -> TorchTabularTarget:
     encoder_path = manifest_file(directory, manifest, "encoder")
     encoder = TabularEncoder.load(encoder_path)
     if manifest["format"] == "torch-safetensors":
-        model, files = load_safetensors_module(directory, manifest)
+        model, files = load_safetensors_module(directory, manifest, trusted_modules)
     else:
         model, files = load_torchscript_module(directory, manifest)
     files["encoder"] = file_sha256(encoder_path)
