@@ -11,6 +11,9 @@ p99 <= 50 ms, 0 errors.
     .venv/bin/python benchmarks/service_latency.py [--reports 10000] [--clients 100]
         [--requests 20000] [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
 
+``--server-workers N`` runs ``panoramia serve --workers N`` (N > 1 with the Celery queue over
+``--redis-url``; no audit is submitted, so no Celery worker is needed).
+
 ``--think-ms`` adds a pause between one client's requests (clients that read, then act). With
 no pause, 100 clients saturate this 2-core machine, where the load generator needs more CPU per
 request than the server: latencies then measure the queue, not the service.
@@ -43,9 +46,12 @@ BIN = Path(sys.executable).parent
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` (Linux /proc)."""
+    """User + system CPU time of process ``pid`` and its child processes (Linux /proc; the
+    server's worker processes when it runs several)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def documents(count: int) -> list[dict]:
@@ -69,10 +75,14 @@ def fill(store: ReportStore, *, reports: int, contributors: int, models: int) ->
     """Tokens and model names, after inserting the reports in batches."""
     tokens = [store.create_contributor(f"contributor-{i}") for i in range(contributors)]
     principals = [store.authenticate(t) for t in tokens]
-    with store.sessions.begin() as session:
-        rows = [store._model(session, ModelRef(f"model-{i}", "1")) for i in range(models)]
+    with store.writes.begin() as session:  # each contributor names its own models
+        rows = {
+            (owner, i): store._model(session, ModelRef(f"model-{i}", "1"), p.contributor_id)
+            for owner, p in enumerate(principals)
+            for i in range(models)
+        }
         session.flush()
-        model_ids = [row.id for row in rows]
+        model_ids = {key: row.id for key, row in rows.items()}
     docs = documents(reports)
     page = "<html><body>" + "x" * 20_000 + "</body></html>"
     for start in range(0, reports, 1000):
@@ -81,14 +91,14 @@ def fill(store: ReportStore, *, reports: int, contributors: int, models: int) ->
             document = docs[i]
             report_id = str(uuid.uuid4())
             report_rows.append({
-                "id": report_id, "model_id": model_ids[i % models],
+                "id": report_id, "model_id": model_ids[(i % contributors, i % models)],
                 "contributor_id": principals[i % contributors].contributor_id,
                 "audit_id": None, "modality": "tabular", "c_lb": document["c_lb"],
                 "c_plus_eps_lb": document["c_plus_eps_lb"], "eps_tilde": document["eps_tilde"],
                 "created_at": utcnow(), "artifact_location": None, "document": document,
             })  # fmt: skip
             page_rows.append({"report_id": report_id, "html": page})
-        with store.sessions.begin() as session:
+        with store.writes.begin() as session:
             session.execute(insert(Report), report_rows)
             session.execute(insert(ReportPage), page_rows)
     with store.sessions() as session:
@@ -160,6 +170,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--think-ms", type=float, default=0.0)
+    parser.add_argument(
+        "--server-workers",
+        type=int,
+        default=1,
+        help="panoramia serve --workers (more than 1 uses the Celery queue)",
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/11")
     args = parser.parse_args()
 
     schema = f"panoramia_bench_{uuid.uuid4().hex[:8]}"
@@ -184,7 +201,10 @@ def main() -> None:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         env = os.environ | {"PANORAMIA_DATABASE_URL": url, "PANORAMIA_HOME": f"/tmp/{schema}"}
-        command = [str(BIN / "panoramia"), "serve", "--port", str(port)]
+        command = [str(BIN / "panoramia"), "serve", "--port", str(port),
+                   "--workers", str(args.server_workers)]  # fmt: skip
+        if args.server_workers > 1:
+            env |= {"PANORAMIA_QUEUE": "celery", "PANORAMIA_REDIS_URL": args.redis_url}
         server = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
         )

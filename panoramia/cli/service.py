@@ -65,19 +65,73 @@ def db_upgrade() -> None:
 def tokens_create(
     contributor: Annotated[str, typer.Option("--contributor", help="The contributor's name.")],
     admin: Annotated[bool, typer.Option("--admin", help="May read every report.")] = False,
+    expires_in_days: Annotated[
+        float | None,
+        typer.Option("--expires-in-days", help="The token stops working after this many days."),
+    ] = None,
 ) -> None:
     """Create a contributor and print its token once (only its hash is stored)."""
-    typer.echo(_store().create_contributor(contributor, admin=admin))
+    from datetime import timedelta
+
+    from panoramia.store.repository import utcnow
+
+    expires_at = None
+    if expires_in_days is not None:
+        if not 0 < expires_in_days <= 36_500:
+            raise InputError(f"--expires-in-days: must be in (0, 36500], got {expires_in_days}")
+        expires_at = utcnow() + timedelta(days=expires_in_days)
+    typer.echo(_store().create_contributor(contributor, admin=admin, expires_at=expires_at))
+
+
+@tokens.command("list")
+@exits_on_input_error
+def tokens_list(as_json: AsJson = False) -> None:
+    """Every contributor: admin or not, created, expires, revoked, state (never the token)."""
+    found = _store().list_tokens()
+    rows = [
+        {
+            "contributor": t.name,
+            "admin": t.is_admin,
+            "state": t.state,
+            "created_at": t.created_at.isoformat(),
+            "expires_at": t.expires_at.isoformat() if t.expires_at else None,
+            "revoked_at": t.revoked_at.isoformat() if t.revoked_at else None,
+        }
+        for t in found
+    ]
+    if as_json:
+        print_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("contributor", "admin", "state", "created", "expires", "revoked")
+    for row in rows:
+        table.add_row(*(str(value or "") for value in row.values()))
+    Console().print(table)
+
+
+@tokens.command("revoke")
+@exits_on_input_error
+def tokens_revoke(
+    contributor: Annotated[str, typer.Option("--contributor", help="The contributor's name.")],
+) -> None:
+    """Revoke a contributor's token: a running server refuses it within 5 s."""
+    _store().revoke_token(contributor)
+    typer.echo(f"revoked the token of {contributor!r}")
 
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Server processes (more than 1 needs PANORAMIA_QUEUE=celery).")
+    ] = 1,
 ) -> None:
     """Run the report service (FastAPI + uvicorn) with its audit workers."""
     from panoramia.service.server import serve as run_server
 
-    run_server(_settings(), host=host, port=port)
+    run_server(_settings(), host=host, port=port, workers=workers)
 
 
 def worker(
@@ -85,8 +139,11 @@ def worker(
 ) -> None:
     """Run a Celery audit worker (PANORAMIA_QUEUE=celery, broker PANORAMIA_REDIS_URL)."""
     from panoramia.service.celery_app import run_worker
+    from panoramia.service.server import owner_only_files
 
-    run_worker(_settings(), loglevel=loglevel)
+    settings = _settings()
+    owner_only_files()
+    run_worker(settings, loglevel=loglevel)
 
 
 @reports.command("list")

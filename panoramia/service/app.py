@@ -1,21 +1,27 @@
 """The HTTP API (FastAPI). OpenAPI at ``/openapi.json``, interactive docs at ``/docs``.
 
 Every ``/v1`` route needs ``Authorization: Bearer <token>``. A contributor sees only what it
-submitted or uploaded; any other id, and any model it has no report of, answers 404 exactly as
-an unknown one does. An admin token sees everything.
+submitted or uploaded, and only its own models (two contributors' ``census/2`` are two models);
+any other id or model answers 404 exactly as an unknown one does. An admin token sees
+everything. A malformed body is answered 422 naming the field (never echoing the value); a
+database that stays locked through the store's retries, 503 with ``Retry-After``.
 """
 
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from slowapi.errors import RateLimitExceeded
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.limits import BodySizeLimit, make_limiter
@@ -40,19 +46,28 @@ from panoramia.store.repository import (
     ReportContent,
     ReportFilter,
     ReportStore,
+    StoreBusy,
+    TooManyAudits,
     as_utc,
+    utcnow,
 )
 from panoramia.store.tables import Audit, Report
 
-HTML_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-"""Report pages are uploaded content: no scripts, no requests; only inline styles, data images."""
+HTML_POLICY = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; "
+    "form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""Report pages are uploaded content: no scripts, no requests, no forms, no framing, an opaque
+origin (``sandbox``); only inline styles and data images."""
 NOT_FOUND = "not found"
+RETRY_AFTER_S = 2
 
 
 class PrincipalCache:
-    """Token → principal for ``ttl_s`` seconds: most requests authenticate without a query."""
+    """Token → principal for at most ``ttl_s`` seconds (never past the token's expiry): most
+    requests authenticate without a query; a revoked token stops working within ``ttl_s``."""
 
-    def __init__(self, store: ReportStore, ttl_s: float = 30.0):
+    def __init__(self, store: ReportStore, ttl_s: float = 5.0):
         self.store, self.ttl_s = store, ttl_s
         self.entries: dict[str, tuple[float, Principal]] = {}
 
@@ -65,8 +80,27 @@ class PrincipalCache:
         if principal is not None:
             if len(self.entries) > 10_000:
                 self.entries.clear()
-            self.entries[token] = (now + self.ttl_s, principal)
+            ttl = self.ttl_s
+            if principal.expires_at is not None:
+                ttl = min(ttl, (principal.expires_at - utcnow()).total_seconds())
+            self.entries[token] = (now + ttl, principal)
         return principal
+
+
+def _validation_detail(error: RequestValidationError) -> list[dict]:
+    """The errors' location, message and type, never the offending value (which may not even
+    be JSON: NaN, a lone surrogate)."""
+    detail = []
+    for item in error.errors():
+        location = [part if isinstance(part, int) else _printable(part) for part in item["loc"]]
+        detail.append(
+            {"loc": location, "msg": _printable(item.get("msg", "")), "type": item.get("type")}
+        )
+    return detail
+
+
+def _printable(value: object) -> str:
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")[:500]
 
 
 def _summary(report: Report) -> ReportSummary:
@@ -111,12 +145,20 @@ def _stored_ref(model: ModelRef) -> StoredModelRef:
     return StoredModelRef(model.name, model.version, model.declared, model.claim)
 
 
-def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue) -> FastAPI:
-    """The API over ``store``, sending audits to ``queue``."""
+def create_app(
+    settings: ServiceSettings,
+    store: ReportStore,
+    queue: AuditQueue,
+    *,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
+) -> FastAPI:
+    """The API over ``store``, sending audits to ``queue``; ``lifespan`` (optional) runs around
+    the server's life (:func:`panoramia.service.server.app_from_env` closes the queue there)."""
     app = FastAPI(
         title="panoramia-audit report service",
         version="1",
         description="Submit PANORAMIA audits and query per-model leakage reports.",
+        lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     limiter = make_limiter(settings)
@@ -132,6 +174,29 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
     async def _problem(_request: Request, error: RequestProblem) -> JSONResponse:
         detail = [{"loc": ["body", *error.field], "msg": error.message, "type": "value_error"}]
         return JSONResponse({"detail": detail}, 422)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_detail(error)}, 422)
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_request: Request, _error: RecursionError) -> JSONResponse:
+        detail = [{"loc": ["body"], "msg": "nested too deeply", "type": "value_error"}]
+        return JSONResponse({"detail": detail}, 422)
+
+    @app.exception_handler(TooManyAudits)
+    async def _too_many_audits(_request: Request, error: TooManyAudits) -> JSONResponse:
+        message = f"{error} (PANORAMIA_MAX_ACTIVE_AUDITS): wait for one to end"
+        return JSONResponse({"detail": message}, 429, {"Retry-After": "60"})
+
+    @app.exception_handler(StoreBusy)
+    @app.exception_handler(OperationalError)
+    async def _busy(_request: Request, _error: Exception) -> JSONResponse:
+        return JSONResponse(
+            {"detail": "the database is busy; retry shortly"},
+            503,
+            {"Retry-After": str(RETRY_AFTER_S)},
+        )
 
     async def caller(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
@@ -171,9 +236,14 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
             data_dir=settings.data_dir,
             models_dir=settings.models_dir,
         )
-        check_composes(overrides)
+        check_composes(overrides, settings.limits)
         stored = body.model_dump(mode="json") | {"overrides_resolved": overrides}
-        audit = store.create_audit(principal, _stored_ref(body.model), stored)
+        audit = store.create_audit(
+            principal,
+            _stored_ref(body.model),
+            stored,
+            max_active=settings.limits.max_active_audits,
+        )
         queue.submit(audit.id)
         response.headers["Location"] = f"/v1/audits/{audit.id}"
         return _audit_view(audit, None)
@@ -212,7 +282,7 @@ def create_app(settings: ServiceSettings, store: ReportStore, queue: AuditQueue)
 
     @app.get("/v1/models", tags=["reports"])
     def list_models(principal: Caller) -> list[ModelView]:
-        """Models you have reports of (an admin: all), with your report count."""
+        """Your models (an admin: everyone's), with their report counts."""
         return [ModelView(**vars(m)) for m in store.list_models(principal)]
 
     @app.get("/v1/models/{model}/reports", tags=["reports"])

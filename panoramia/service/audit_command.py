@@ -3,29 +3,44 @@
 The request's data source picks the audit (the primary config: ``config`` for tabular data,
 ``image``, ``text``). A contributor controls only the audit's own settings: overrides may
 name ``seed`` and keys under ``split``, ``generator``, ``helper``, ``distinguisher``,
-``audit``, ``target`` (not its path) and ``data.max_members``/``data.pool_size``/
-``data.pool_chunks``, or pick a config of those groups. Paths (including a base model's),
-``artifacts_dir``, ``threads``, ``claim`` (from the model's declared guarantee), the text
-audit's public ``base`` model and Hydra's own settings are the service's. Data files resolve
-inside the contributor's own data folder, model directories inside the shared models folder.
+``audit``, ``target`` and ``data.max_members``/``data.pool_size``/``data.pool_chunks``, or
+pick an *existing* option of the groups ``generator``, ``helper``, ``distinguisher``,
+``audit`` by its plain name (a path, ``..`` or a package is refused before anything is
+composed: a group option is a YAML file, and one that starts ``# @package _global_`` could set
+any key). Paths (``*path``, ``*_dir``, a base model's), ``kind``, ``trusted_modules``, device
+and thread settings, ``artifacts_dir``, ``threads``, ``claim`` (from the model's declared
+guarantee), the text audit's public ``base`` model and Hydra's own settings are the
+service's. No value may contain ``${`` (an interpolation would read the server's environment
+or config). Data files resolve inside the contributor's own data folder, model directories
+inside the shared models folder. The composed config must stay within the service's limits
+(:mod:`panoramia.service.audit_limits`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
+from functools import cache
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from panoramia.errors import InputError
 from panoramia.pipeline.config import config_dir
-from panoramia.service.schemas import PATH_TARGET, AuditRequest
+from panoramia.service.audit_limits import AuditLimits, check_limits
+from panoramia.service.schemas import INTERPOLATION, PATH_TARGET, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
 KEYS = {"seed", "data.max_members", "data.pool_size", "data.pool_chunks"}
-RESERVED_KEYS = {"target.path", "target.kind", "generator.base_model", "helper.base_model"}
+RESERVED_LEAVES = {
+    "path", "kind", "base_model", "trusted_modules", "url", "directory",
+    "accelerator", "devices", "strategy", "num_workers",
+}  # fmt: skip
+"""Last key components a contributor may never set, under any allowed prefix."""
+RESERVED_SUFFIXES = ("_path", "_dir", "_url", "_file")
+OPTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
 PRIMARY_CONFIG = {"tabular": "config", "image": "image", "text": "text"}
 """Each modality's primary config (``--config-name``)."""
 _compose_lock = threading.Lock()  # Hydra's global state: one composition at a time
@@ -57,11 +72,25 @@ def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
     return candidate
 
 
+@cache
+def group_options(group: str) -> frozenset[str]:
+    """The options of a config group: the YAML files under ``conf/<group>/``, by stem."""
+    return frozenset(path.stem for path in (config_dir() / group).glob("*.yaml"))
+
+
+def _reserved(key: str) -> bool:
+    leaf = key.rsplit(".", 1)[-1]
+    return leaf in RESERVED_LEAVES or leaf.endswith(RESERVED_SUFFIXES)
+
+
 def check_overrides(overrides: list[str]) -> None:
-    """Reject overrides outside the contributor's remit (see module docstring)."""
+    """Reject overrides outside the contributor's remit (see module docstring), before any
+    config is composed."""
     parser = OverridesParser.create()
     for position, line in enumerate(overrides):
         field = ("overrides", position)
+        if INTERPOLATION in line:
+            raise RequestProblem(field, "'${' is not accepted: configs never resolve your text")
         try:
             (parsed,) = parser.parse_overrides([line])
         except Exception as error:
@@ -70,11 +99,20 @@ def check_overrides(overrides: list[str]) -> None:
         key = parsed.get_key_element()
         if parsed.is_sweep_override() or parsed.is_add() or parsed.is_delete():
             raise RequestProblem(field, "sweeps, '+' and '~' are not accepted: one audit per job")
-        if parsed.is_hydra_override() or parsed.package:
+        if parsed.is_hydra_override() or parsed.package or "@" in key:
             raise RequestProblem(field, f"{key!r} is not an audit setting")
         allowed = key in KEYS or key in GROUPS or key.startswith(KEY_PREFIXES)
-        if not allowed or key in RESERVED_KEYS:
+        if not allowed or _reserved(key):
             raise RequestProblem(field, f"{key!r} cannot be set by a contributor")
+        if key in GROUPS:
+            value = parsed.value()
+            options = group_options(key)
+            if not (isinstance(value, str) and OPTION_NAME.fullmatch(value)) or (
+                value not in options
+            ):
+                raise RequestProblem(
+                    field, f"{key}: {value!r} is not one of {', '.join(sorted(options))}"
+                )
 
 
 def _fits(target_config: Path, modality: str) -> bool:
@@ -154,26 +192,52 @@ def claim_overrides(claim: dict | None) -> list[str]:
     return lines
 
 
-def check_composes(overrides: list[str]) -> None:
-    """Compose the config once, as the job will: unknown keys and bad values fail here."""
+def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> None:
+    """Compose the config once, as the job will: unknown keys, bad values and settings past
+    the service's ``limits`` fail here."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
     from panoramia.pipeline.config import register_schemas
-    from panoramia.pipeline.preflight import check_command_line
+    from panoramia.pipeline.preflight import check_command_line, config_name
 
     with _compose_lock:
         register_schemas()
         try:
             check_command_line(config_dir(), overrides)
+            GlobalHydra.instance().clear()
+            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+                composed = compose(
+                    config_name=config_name(overrides),
+                    overrides=[line for line in overrides if not line.startswith("-")],
+                )
+            check_limits(OmegaConf.to_container(composed, resolve=False), limits or AuditLimits())
         except InputError as error:
             raise RequestProblem(("overrides",), str(error)) from None
+        finally:
+            GlobalHydra.instance().clear()
 
 
-def job_command(overrides: list[str], *, run_dir: Path, artifacts_dir: Path, threads: int) -> list:
-    """The worker's command line for one audit run in ``run_dir``."""
+def job_command(
+    overrides: list[str],
+    *,
+    run_dir: Path,
+    artifacts_dir: Path,
+    threads: int,
+    trusted_modules: tuple[str, ...] = (),
+) -> list:
+    """The worker's command line for one audit run in ``run_dir``; ``trusted_modules`` are the
+    operator's extra module prefixes for model manifests (text targets name no module)."""
+    trust = []
+    if trusted_modules and f"--config-name={PRIMARY_CONFIG['text']}" not in overrides:
+        trust = [f"target.trusted_modules={_quoted_list(list(trusted_modules))}"]
     return [
         sys.executable,
         "-m",
         "panoramia.pipeline.app",
         *overrides,
+        *trust,
         f"artifacts_dir={_quoted(str(artifacts_dir))}",
         f"threads={threads}",
         f"hydra.run.dir={_quoted(str(run_dir))}",

@@ -6,6 +6,11 @@ Used by both the local worker pool and Celery workers. The child is
 child's stage progress and polls for a cancel; if the worker dies, heartbeats stop and the
 service re-queues the audit, whose next run reuses every finished stage from the artifact cache.
 The report and the audit's success are written in one transaction.
+
+The child gets a minimal environment (:func:`audit_environment`): no database or broker URL,
+no token, nothing but what Python, torch and the pipeline need. It runs at most the
+per-audit wall-clock limit (``PANORAMIA_AUDIT_TIMEOUT_S``), then it is stopped and the audit
+fails with that reason.
 """
 
 from __future__ import annotations
@@ -30,6 +35,32 @@ from panoramia.service.settings import ServiceSettings
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
 
 log = logging.getLogger("panoramia.worker")
+CHILD_ENVIRONMENT = (
+    "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH",
+    "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+    "HF_HOME", "XDG_CACHE_HOME", "TORCH_HOME", "MPLCONFIGDIR", "PANORAMIA_CONF_DIR",
+)  # fmt: skip
+"""The only variables of the worker's environment an audit child inherits."""
+POLL_S = 0.2
+"""How often the worker looks at its child, the shutdown flag and the clock."""
+
+
+class ClaimLost(Exception):
+    """The worker's claim on the audit was taken over (it was presumed dead)."""
+
+
+def audit_environment(run_dir: Path, threads: int) -> dict[str, str]:
+    """The audit child's whole environment: :data:`CHILD_ENVIRONMENT` from the worker's, plus
+    the progress file, the lifeline, offline model hubs and thread counts. Secrets of the
+    service (``PANORAMIA_DATABASE_URL``, ``PANORAMIA_REDIS_URL``, tokens) are never in it."""
+    inherited = {name: os.environ[name] for name in CHILD_ENVIRONMENT if name in os.environ}
+    return inherited | {
+        "PANORAMIA_PROGRESS_FILE": str(run_dir / "progress.json"),
+        PARENT_ENV: str(os.getpid()),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": str(threads),
+    }
 
 
 def worker_name() -> str:
@@ -94,13 +125,9 @@ def run_audit(
         run_dir=run_dir,
         artifacts_dir=settings.artifacts_dir / str(audit.contributor_id),
         threads=settings.audit_threads,
+        trusted_modules=settings.trusted_modules,
     )
-    env = os.environ | {
-        "PANORAMIA_PROGRESS_FILE": str(run_dir / "progress.json"),
-        PARENT_ENV: str(os.getpid()),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
+    env = audit_environment(run_dir, settings.audit_threads)
     started = time.perf_counter()
     queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
     log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
@@ -108,25 +135,11 @@ def run_audit(
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
-    outcome: tuple[AuditStatus, str] | None = None
-    while process.poll() is None:
-        try:
-            process.wait(timeout=settings.heartbeat_s)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        cancel = store.heartbeat(audit_id, worker, _read_progress(run_dir / "progress.json"))
-        if cancel is None:
-            log.warning("audit %s: claim lost (presumed dead); stopping", audit_id)
-            _stop(process)
-            return None
-        if cancel:
-            outcome = (AuditStatus.CANCELLED, "cancelled while running")
-        elif shutting_down is not None and shutting_down.is_set():
-            outcome = (AuditStatus.QUEUED, "re-queued: the worker pool stopped")
-        if outcome is not None:
-            _stop(process)
-            break
+    try:
+        outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
+    except ClaimLost:
+        log.warning("audit %s: claim lost (presumed dead); stopped", audit_id)
+        return None
     timings = {
         "queued_s": round(queued_s, 3),
         "run_s": round(time.perf_counter() - started, 3),
@@ -144,6 +157,51 @@ def run_audit(
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
     return outcome[0]
+
+
+def _watch(
+    process: subprocess.Popen,
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit_id: str,
+    worker: str,
+    run_dir: Path,
+    shutting_down: threading.Event | None,
+) -> tuple[AuditStatus, str] | None:
+    """Wait for the child, sending heartbeats every ``heartbeat_s``; stop it (at most
+    :data:`POLL_S` late) on a cancel, a pool shutdown or the wall-clock limit. Returns the
+    outcome that ended it early, None when it exited by itself; :class:`ClaimLost` (the child
+    stopped, nothing written) when another worker took the audit over."""
+    started = time.monotonic()
+    next_beat = started + settings.heartbeat_s
+    outcome: tuple[AuditStatus, str] | None = None
+    while process.poll() is None:
+        try:
+            process.wait(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if shutting_down is not None and shutting_down.is_set():
+            outcome = (AuditStatus.QUEUED, "re-queued: the worker pool stopped")
+        elif now - started > settings.limits.audit_timeout_s:
+            outcome = (
+                AuditStatus.FAILED,
+                f"stopped after {settings.limits.audit_timeout_s:g} s: the per-audit time "
+                "limit (PANORAMIA_AUDIT_TIMEOUT_S)",
+            )
+        elif now >= next_beat:
+            next_beat = now + settings.heartbeat_s
+            cancel = store.heartbeat(audit_id, worker, _read_progress(run_dir / "progress.json"))
+            if cancel is None:
+                _stop(process)
+                raise ClaimLost(audit_id)
+            if cancel:
+                outcome = (AuditStatus.CANCELLED, "cancelled while running")
+        if outcome is not None:
+            _stop(process)
+            break
+    return outcome
 
 
 def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportContent | str:

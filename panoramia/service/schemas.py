@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,27 +26,56 @@ Identifier = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{1,36}$")]
 """Audit and report ids (UUIDs): anything else cannot name a stored object."""
 
 
-def _nul_free(value: object, where: str = "body") -> None:
-    """Reject NUL characters anywhere (PostgreSQL's text and JSONB cannot store them)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{where}: NUL characters are not accepted")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _nul_free(key, where)
-            _nul_free(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            _nul_free(item, f"{where}[{position}]")
+MAX_DEPTH = 32
+"""Deepest nesting of lists and objects accepted in a request body."""
+INTERPOLATION = "${"
 
 
-class NulFree(BaseModel):
-    """Base of request bodies: no NUL character in any string."""
+def check_body(value: object, *, no_interpolation: bool = False) -> None:
+    """Reject what a store or a config cannot hold safely, naming where it is (ValueError).
+
+    Walks ``value`` iteratively (no recursion, whatever the depth): no nesting deeper than
+    :data:`MAX_DEPTH`; no NUL character (PostgreSQL's text and JSONB cannot store it); no lone
+    surrogate (not UTF-8); no NaN or infinity (not JSON); and, with ``no_interpolation``, no
+    ``${`` (an OmegaConf interpolation: a contributor's text must never be resolved).
+    """
+    pending: list[tuple[object, str, int]] = [(value, "body", 0)]
+    while pending:
+        item, where, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, str):
+            _check_text(item, where, no_interpolation)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{where}: NaN and infinity are not JSON numbers")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(str(key), where, no_interpolation)
+                pending.append((child, f"{where}.{key}", depth + 1))
+        elif isinstance(item, list | tuple):
+            pending += [(child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item)]
+
+
+def _check_text(text: str, where: str, no_interpolation: bool) -> None:
+    if "\x00" in text:
+        raise ValueError(f"{where}: NUL characters are not accepted")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: lone surrogates are not text") from None
+    if no_interpolation and INTERPOLATION in text:
+        raise ValueError(f"{where}: '${{' is not accepted (configs never resolve your text)")
+
+
+class CleanBody(BaseModel):
+    """Base of request bodies: see :func:`check_body`."""
+
+    _no_interpolation: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nul(cls, data: object) -> object:
-        _nul_free(data)
+    def _clean(cls, data: object) -> object:
+        check_body(data, no_interpolation=cls._no_interpolation)
         return data
 
 
@@ -150,8 +179,12 @@ class DataRef(BaseModel):
         return self
 
 
-class AuditRequest(NulFree):
-    """``POST /v1/audits``: what to audit, on which data, with which config overrides."""
+class AuditRequest(CleanBody):
+    """``POST /v1/audits``: what to audit, on which data, with which config overrides.
+
+    No string anywhere in it may contain ``${``: its text reaches the audit's config."""
+
+    _no_interpolation: ClassVar[bool] = True
 
     model_config = ConfigDict(extra="forbid")
     model: ModelRef
@@ -222,7 +255,7 @@ class ReportDocument(BaseModel):
         return value
 
 
-class ReportUpload(NulFree):
+class ReportUpload(CleanBody):
     """``POST /v1/reports``: a report made by a CLI run (``report.json`` + ``report.html``)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -254,6 +287,7 @@ class ReportView(ReportSummary):
 class ModelView(BaseModel):
     name: str
     version: str
+    owner: str | None = Field(description="The contributor who named it (admins see all).")
     declared: dict
     claim: dict | None
     reports: int

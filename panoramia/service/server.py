@@ -2,20 +2,32 @@
 
 On start, the database is upgraded to the newest schema, running audits whose worker stopped
 sending heartbeats are re-queued (or failed after ``max_attempts``), and every queued audit is
-(re)dispatched. A reaper thread repeats the orphan recovery while the server runs.
+(re)dispatched. A reaper thread repeats the orphan recovery while the server runs. On SIGTERM
+or SIGINT, uvicorn stops taking requests and the app's shutdown closes the queue: the local
+pool's running audits are stopped and re-queued at once (the next start resumes them from the
+artifact cache).
+
+Files the service creates (database, audit run directories, artifacts) are its user's only:
+the process runs with umask 077.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
+from panoramia.errors import InputError
 from panoramia.service.queues import AuditQueue, make_queue
 from panoramia.service.settings import ServiceSettings
 from panoramia.store import ReportStore, make_engine, upgrade
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 log = logging.getLogger("panoramia.serve")
 
@@ -69,13 +81,57 @@ def running_service(settings: ServiceSettings) -> Iterator[tuple[ReportStore, Au
         engine.dispose()
 
 
-def serve(settings: ServiceSettings, *, host: str, port: int) -> None:
-    """Run the service until interrupted (SIGINT/SIGTERM stop it gracefully)."""
-    import uvicorn
+def owner_only_files() -> None:
+    """Files and folders this process creates from now on: readable by its user only."""
+    os.umask(0o077)
+
+
+def app_from_env() -> FastAPI:
+    """The service app for ``ServiceSettings.from_env()``, owning its store and queue: they are
+    opened here (migrate, recover, dispatch) and closed by the app's shutdown (uvicorn's
+    factory: one call per server process)."""
+    from fastapi.concurrency import run_in_threadpool
 
     from panoramia.service.app import create_app
 
+    settings = ServiceSettings.from_env()
+    owner_only_files()
+    resources = ExitStack()
+    store, queue = resources.enter_context(running_service(settings))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            log.info("shutting down: stopping and re-queueing running audits")
+            await run_in_threadpool(resources.close)
+
+    return create_app(settings, store, queue, lifespan=lifespan)
+
+
+def serve(settings: ServiceSettings, *, host: str, port: int, workers: int = 1) -> None:
+    """Run the service until SIGINT/SIGTERM, in ``workers`` server processes.
+
+    Several processes need ``PANORAMIA_QUEUE=celery``: audits then run in Celery workers and
+    rate limits are counted in Redis, not once per process."""
+    import uvicorn
+
+    if workers < 1:
+        raise InputError(f"--workers: must be at least 1, got {workers}")
+    if workers > 1 and settings.queue != "celery":
+        raise InputError(
+            "--workers: several server processes need PANORAMIA_QUEUE=celery (with the local "
+            "queue each process would run its own audit pool and rate limits)"
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    with running_service(settings) as (store, queue):
-        app = create_app(settings, store, queue)
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    owner_only_files()
+    uvicorn.run(
+        "panoramia.service.server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
+    )

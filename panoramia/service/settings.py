@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from panoramia.errors import InputError
+from panoramia.service.audit_limits import AuditLimits
 from panoramia.store.database import database_url, panoramia_home
 
 
@@ -31,7 +32,11 @@ class ServiceSettings:
     (``local`` | ``celery``), ``PANORAMIA_WORKERS`` (concurrent audits per process),
     ``PANORAMIA_REDIS_URL``, ``PANORAMIA_MAX_UPLOAD_MB``, ``PANORAMIA_RATE_LIMIT`` (submissions
     and uploads per contributor, e.g. ``30/minute``), ``PANORAMIA_HEARTBEAT_S``,
-    ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``.
+    ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``,
+    ``PANORAMIA_TRUSTED_MODULES`` (comma-separated module prefixes whose ``nn.Module`` classes
+    a model manifest may name, beside the project's own), and the limits of
+    :class:`~panoramia.service.audit_limits.AuditLimits`. A bad value stops the start with one
+    line naming the variable.
     """
 
     home: Path = field(default_factory=panoramia_home)
@@ -47,6 +52,10 @@ class ServiceSettings:
     max_attempts: int = 3
     audit_threads: int = 1
     """torch/xgboost threads of each audit process."""
+    trusted_modules: tuple[str, ...] = ()
+    """Module prefixes (beyond the project's own architectures) that a model manifest's
+    ``module`` may come from: the operator's decision, never a contributor's."""
+    limits: AuditLimits = field(default_factory=AuditLimits)
 
     @property
     def data_dir(self) -> Path:
@@ -72,14 +81,59 @@ class ServiceSettings:
         if queue not in ("local", "celery"):
             raise InputError(f"PANORAMIA_QUEUE: expected 'local' or 'celery', got {queue!r}")
         heartbeat = _number("PANORAMIA_HEARTBEAT_S", 5.0, minimum=0.1)
+        rate_limit = os.environ.get("PANORAMIA_RATE_LIMIT") or "30/minute"
+        check_rate_limit(rate_limit)
+        defaults = AuditLimits()
+        limits = AuditLimits(
+            **{
+                name: type(getattr(defaults, name))(
+                    _number(variable, getattr(defaults, name), minimum=minimum)
+                )
+                for name, variable, minimum in LIMIT_VARIABLES
+            }
+        )
         return cls(
             queue=queue,
             workers=int(_number("PANORAMIA_WORKERS", 1, minimum=1)),
             redis_url=os.environ.get("PANORAMIA_REDIS_URL") or "redis://127.0.0.1:6379/0",
             max_upload_bytes=int(_number("PANORAMIA_MAX_UPLOAD_MB", 20, minimum=0.001) * 2**20),
-            rate_limit=os.environ.get("PANORAMIA_RATE_LIMIT") or "30/minute",
+            rate_limit=rate_limit,
             heartbeat_s=heartbeat,
             stale_after_s=_number("PANORAMIA_STALE_AFTER_S", 60.0, minimum=2 * heartbeat),
             max_attempts=int(_number("PANORAMIA_MAX_ATTEMPTS", 3, minimum=1)),
             audit_threads=int(_number("PANORAMIA_AUDIT_THREADS", 1, minimum=1)),
+            trusted_modules=_module_prefixes(),
+            limits=limits,
         )
+
+
+LIMIT_VARIABLES = (
+    ("max_epochs", "PANORAMIA_MAX_EPOCHS", 1),
+    ("max_thresholds", "PANORAMIA_MAX_THRESHOLDS", 2),
+    ("max_grid", "PANORAMIA_MAX_GRID", 1),
+    ("max_estimators", "PANORAMIA_MAX_ESTIMATORS", 1),
+    ("max_n_jobs", "PANORAMIA_MAX_N_JOBS", 1),
+    ("max_count", "PANORAMIA_MAX_COUNT", 1),
+    ("audit_timeout_s", "PANORAMIA_AUDIT_TIMEOUT_S", 1),
+    ("max_active_audits", "PANORAMIA_MAX_ACTIVE_AUDITS", 1),
+)
+"""(AuditLimits field, environment variable, least accepted value)."""
+
+
+def check_rate_limit(value: str) -> None:
+    """InputError unless ``value`` is a rate-limit string slowapi understands (``30/minute``,
+    ``5 per second; 100/hour``): a bad one would otherwise turn rate limiting off."""
+    from limits import parse_many
+
+    try:
+        parsed = parse_many(value)
+    except ValueError:
+        parsed = []
+    if not parsed:
+        raise InputError(f"PANORAMIA_RATE_LIMIT: {value!r} is not a rate limit such as '30/minute'")
+
+
+def _module_prefixes() -> tuple[str, ...]:
+    from panoramia.targets.trust import trusted_modules_from_env
+
+    return tuple(trusted_modules_from_env())

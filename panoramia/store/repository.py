@@ -12,16 +12,22 @@ its claim (``worker`` column), so a worker that was presumed dead cannot overwri
 
 from __future__ import annotations
 
+import functools
+import random
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import ParamSpec, TypeVar
 
-from sqlalchemy import Engine, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from panoramia.errors import InputError
+from panoramia.store.database import WRITE_OPTION
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 from panoramia.store.tokens import hash_token, new_token
 
@@ -35,6 +41,51 @@ class AuditStatus(StrEnum):
 
 
 FINISHED = frozenset({AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED})
+ACTIVE = (AuditStatus.QUEUED, AuditStatus.RUNNING)
+WRITE_ATTEMPTS = 5
+"""A write that meets lock contention is re-run this many times in all (jittered back-off)."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class StoreBusy(Exception):
+    """The database stayed locked through every retry of a write (the service answers 503)."""
+
+
+class TooManyAudits(Exception):
+    """The contributor already has ``limit`` audits queued or running."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"at most {limit} queued or running audits per contributor")
+        self.limit = limit
+
+
+def _transient(error: OperationalError) -> bool:
+    """Lock contention (SQLite) or a serialization failure / deadlock (PostgreSQL)."""
+    code = getattr(error.orig, "sqlstate", None)
+    message = str(error.orig).lower()
+    return code in ("40001", "40P01", "55P03") or "locked" in message or "busy" in message
+
+
+def retried(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Re-run a whole write transaction when it fails on lock contention; :class:`StoreBusy`
+    when it still does after :data:`WRITE_ATTEMPTS` tries. The method must open and commit its
+    own transaction (nothing is half-written: a failed try rolls back)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                return method(*args, **kwargs)
+            except OperationalError as error:
+                if not _transient(error):
+                    raise
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise StoreBusy(str(error.orig).splitlines()[0]) from error
+                time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 def utcnow() -> datetime:
@@ -55,6 +106,26 @@ class Principal:
     contributor_id: int
     name: str
     is_admin: bool
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What ``panoramia tokens list`` shows of a contributor (never the token)."""
+
+    name: str
+    is_admin: bool
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= utcnow():
+            return "expired"
+        return "active"
 
 
 @dataclass(frozen=True)
@@ -94,6 +165,7 @@ class ReportContent:
 class ModelSummary:
     name: str
     version: str
+    owner: str | None
     declared: dict
     claim: dict | None
     reports: int
@@ -106,36 +178,85 @@ class ReportStore:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.sessions = sessionmaker(engine, expire_on_commit=False)
+        """Read transactions."""
+        self.writes = sessionmaker(
+            engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
+        )
+        """Write transactions (SQLite: ``BEGIN IMMEDIATE``); each write method is
+        :func:`retried` as a whole."""
 
     # -- contributors -------------------------------------------------------------------------
-    def create_contributor(self, name: str, *, admin: bool = False) -> str:
-        """Register ``name`` and return its token (shown once; only its hash is stored)."""
+    @retried
+    def create_contributor(
+        self, name: str, *, admin: bool = False, expires_at: datetime | None = None
+    ) -> str:
+        """Register ``name`` and return its token (shown once; only its hash is stored).
+
+        ``expires_at`` (UTC): the token stops authenticating then (None: never)."""
         name = name.strip()
         if not name or len(name) > 120:
             raise InputError("--contributor: a name of 1 to 120 characters is required")
         token = new_token()
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             if session.scalar(select(Contributor.id).where(Contributor.name == name)):
                 raise InputError(f"--contributor: {name!r} already has a token")
             session.add(
                 Contributor(
-                    name=name, token_hash=hash_token(token), is_admin=admin, created_at=utcnow()
+                    name=name,
+                    token_hash=hash_token(token),
+                    is_admin=admin,
+                    created_at=utcnow(),
+                    expires_at=expires_at,
                 )
             )
         return token
 
     def authenticate(self, token: str) -> Principal | None:
-        """The principal holding ``token``, or None."""
+        """The principal holding ``token``, or None (unknown, revoked or expired)."""
+        now = utcnow()
+        query = select(Contributor).where(
+            Contributor.token_hash == hash_token(token),
+            Contributor.revoked_at.is_(None),
+            or_(Contributor.expires_at.is_(None), Contributor.expires_at > now),
+        )
         with self.sessions() as session:
-            row = session.scalar(
-                select(Contributor).where(Contributor.token_hash == hash_token(token))
-            )
-            return None if row is None else Principal(row.id, row.name, row.is_admin)
+            row = session.scalar(query)
+            if row is None:
+                return None
+            return Principal(row.id, row.name, row.is_admin, as_utc(row.expires_at))
+
+    def list_tokens(self) -> list[TokenInfo]:
+        """Every contributor's token state, by name."""
+        with self.sessions() as session:
+            rows = session.scalars(select(Contributor).order_by(Contributor.name))
+            return [
+                TokenInfo(
+                    r.name,
+                    r.is_admin,
+                    as_utc(r.created_at),
+                    as_utc(r.expires_at),
+                    as_utc(r.revoked_at),
+                )
+                for r in rows
+            ]
+
+    @retried
+    def revoke_token(self, name: str) -> None:
+        """Revoke ``name``'s token (its reports and audits stay; a new token needs a new name)."""
+        with self.writes.begin() as session:
+            row = session.scalar(select(Contributor).where(Contributor.name == name))
+            if row is None:
+                raise InputError(f"--contributor: no contributor named {name!r}")
+            if row.revoked_at is None:
+                row.revoked_at = utcnow()
 
     # -- models -------------------------------------------------------------------------------
-    def _model(self, session: Session, ref: ModelRef) -> AuditedModel:
+    def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel:
+        """The owner's model ``ref`` (created, with ``ref``'s metadata, at first mention)."""
         query = select(AuditedModel).where(
-            AuditedModel.name == ref.name, AuditedModel.version == ref.version
+            AuditedModel.contributor_id == owner_id,
+            AuditedModel.name == ref.name,
+            AuditedModel.version == ref.version,
         )
         found = session.scalar(query)
         if found is not None:
@@ -143,6 +264,7 @@ class ReportStore:
         try:
             with session.begin_nested():
                 model = AuditedModel(
+                    contributor_id=owner_id,
                     name=ref.name,
                     version=ref.version,
                     declared=ref.declared,
@@ -155,36 +277,64 @@ class ReportStore:
             return session.scalars(query).one()
 
     def list_models(self, principal: Principal) -> list[ModelSummary]:
-        """Models with reports the principal may see (an admin: every model)."""
-        reports = select(
-            Report.model_id,
-            func.count(Report.id).label("n"),
-            func.max(Report.created_at).label("latest"),
-        ).group_by(Report.model_id)
-        if not principal.is_admin:
-            reports = reports.where(Report.contributor_id == principal.contributor_id)
-        counts = reports.subquery()
-        query = select(AuditedModel, counts.c.n, counts.c.latest).order_by(
-            AuditedModel.name, AuditedModel.version
+        """The principal's own models with its report counts (an admin: every model)."""
+        counts = (
+            select(
+                Report.model_id,
+                func.count(Report.id).label("n"),
+                func.max(Report.created_at).label("latest"),
+            )
+            .group_by(Report.model_id)
+            .subquery()
         )
-        if principal.is_admin:
-            query = query.outerjoin(counts, counts.c.model_id == AuditedModel.id)
-        else:
-            query = query.join(counts, counts.c.model_id == AuditedModel.id)
+        query = (
+            select(AuditedModel, Contributor.name, counts.c.n, counts.c.latest)
+            .outerjoin(counts, counts.c.model_id == AuditedModel.id)
+            .outerjoin(Contributor, Contributor.id == AuditedModel.contributor_id)
+            .order_by(AuditedModel.name, AuditedModel.version, AuditedModel.id)
+        )
+        if not principal.is_admin:
+            query = query.where(AuditedModel.contributor_id == principal.contributor_id)
         with self.sessions() as session:
             return [
-                ModelSummary(m.name, m.version, m.declared, m.claim, n or 0, as_utc(latest))
-                for m, n, latest in session.execute(query)
+                ModelSummary(m.name, m.version, owner, m.declared, m.claim, n or 0, as_utc(latest))
+                for m, owner, n, latest in session.execute(query)
             ]
 
     # -- audits -------------------------------------------------------------------------------
-    def create_audit(self, principal: Principal, model: ModelRef, request: dict) -> Audit:
-        """Record a queued audit of ``model`` submitted by ``principal``."""
-        with self.sessions.begin() as session:
+    @retried
+    def create_audit(
+        self,
+        principal: Principal,
+        model: ModelRef,
+        request: dict,
+        *,
+        max_active: int | None = None,
+    ) -> Audit:
+        """Record a queued audit of ``model`` submitted by ``principal``.
+
+        :class:`TooManyAudits` when the principal already has ``max_active`` audits queued or
+        running (counted under the write lock, so concurrent submissions cannot pass it)."""
+        with self.writes.begin() as session:
+            if max_active is not None:
+                # PostgreSQL: the contributor's row lock serialises its submissions.
+                session.execute(
+                    select(Contributor.id)
+                    .where(Contributor.id == principal.contributor_id)
+                    .with_for_update()
+                )
+                active = session.scalar(
+                    select(func.count(Audit.id)).where(
+                        Audit.contributor_id == principal.contributor_id,
+                        Audit.status.in_(ACTIVE),
+                    )
+                )
+                if active >= max_active:
+                    raise TooManyAudits(max_active)
             audit = Audit(
                 id=str(uuid.uuid4()),
                 contributor_id=principal.contributor_id,
-                model=self._model(session, model),
+                model=self._model(session, model, principal.contributor_id),
                 status=AuditStatus.QUEUED,
                 request=request,
                 progress={},
@@ -208,9 +358,10 @@ class ReportStore:
         with self.sessions() as session:
             return session.scalar(select(Report.id).where(Report.audit_id == audit_id))
 
+    @retried
     def request_cancel(self, principal: Principal, audit_id: str) -> Audit | None:
         """Cancel a queued audit now; ask the worker of a running one to stop."""
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             audit = session.get(Audit, audit_id, with_for_update=True)
             if audit is None or not _may_see(principal, audit.contributor_id):
                 return None
@@ -227,10 +378,11 @@ class ReportStore:
             query = select(Audit.id).where(Audit.status == AuditStatus.QUEUED)
             return list(session.scalars(query.order_by(Audit.created_at)))
 
+    @retried
     def claim(self, audit_id: str, worker: str) -> Audit | None:
         """Atomically move a queued audit to running for ``worker``; None if not claimable."""
         now = utcnow()
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             claimed = session.execute(
                 update(Audit)
                 .where(Audit.id == audit_id, Audit.status == AuditStatus.QUEUED)
@@ -245,12 +397,13 @@ class ReportStore:
             ).rowcount
         return self.get_audit(None, audit_id) if claimed else None
 
+    @retried
     def heartbeat(self, audit_id: str, worker: str, progress: dict | None = None) -> bool | None:
         """Record that ``worker`` is alive; True: cancel asked, None: claim lost."""
         values: dict = {"heartbeat_at": utcnow()}
         if progress is not None:
             values["progress"] = progress
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             owned = session.execute(
                 update(Audit).where(*_claimed_by(audit_id, worker)).values(**values)
             ).rowcount
@@ -258,11 +411,12 @@ class ReportStore:
                 return None
             return bool(session.scalar(select(Audit.cancel_requested).where(Audit.id == audit_id)))
 
+    @retried
     def finish(
         self, audit_id: str, worker: str, content: ReportContent, timings: dict
     ) -> str | None:
         """Store the audit's report and mark it succeeded, in one transaction (None: lost claim)."""
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             audit = session.scalar(select(Audit).where(*_claimed_by(audit_id, worker)))
             if audit is None:
                 return None
@@ -280,6 +434,7 @@ class ReportStore:
             audit.progress = {**(audit.progress or {}), "state": "done"}
             return report.id
 
+    @retried
     def release(
         self, audit_id: str, worker: str, status: AuditStatus, error: str, timings: dict
     ) -> bool:
@@ -289,13 +444,14 @@ class ReportStore:
             values |= {"worker": None, "heartbeat_at": None}
         else:
             values["finished_at"] = utcnow()
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             return bool(
                 session.execute(
                     update(Audit).where(*_claimed_by(audit_id, worker)).values(**values)
                 ).rowcount
             )
 
+    @retried
     def recover_orphans(
         self, *, stale_after: timedelta, max_attempts: int
     ) -> tuple[list[str], list[str]]:
@@ -305,7 +461,7 @@ class ReportStore:
         """
         cutoff = utcnow() - stale_after
         requeued, failed = [], []
-        with self.sessions.begin() as session:
+        with self.writes.begin() as session:
             orphans = session.scalars(
                 select(Audit)
                 .where(Audit.status == AuditStatus.RUNNING, Audit.heartbeat_at < cutoff)
@@ -331,10 +487,11 @@ class ReportStore:
         return requeued, failed
 
     # -- reports ------------------------------------------------------------------------------
+    @retried
     def add_report(self, principal: Principal, model: ModelRef, content: ReportContent) -> Report:
         """Store an uploaded report (document and page together, or nothing)."""
-        with self.sessions.begin() as session:
-            model_row = self._model(session, model)
+        with self.writes.begin() as session:
+            model_row = self._model(session, model, principal.contributor_id)
             report = _new_report(
                 content, model_id=model_row.id, contributor_id=principal.contributor_id
             )

@@ -35,14 +35,26 @@ class Contributor(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """The token stops working at this time (None: never)."""
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """Set by ``panoramia tokens revoke``: the token no longer authenticates."""
 
 
 class AuditedModel(Base):
-    """A shared model under audit: name, version and what its owner declared (e.g. a DP claim)."""
+    """A model under audit as one contributor names it: name, version and what that contributor
+    declared (e.g. a DP claim). Two contributors' ``census/2`` are two rows that never meet."""
 
     __tablename__ = "models"
-    __table_args__ = (UniqueConstraint("name", "version", name="uq_models_name_version"),)
+    __table_args__ = (
+        UniqueConstraint("contributor_id", "name", "version", name="uq_models_owner_name_version"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    contributor_id: Mapped[int | None] = mapped_column(
+        ForeignKey("contributors.id", name="fk_models_contributor"), index=True, nullable=True
+    )
+    """The owner: the contributor who first named the model (None: rows from before revision
+    0003 that nothing refers to; only admins see them)."""
     name: Mapped[str] = mapped_column(String(200))
     version: Mapped[str] = mapped_column(String(100))
     declared: Mapped[dict] = mapped_column(JsonColumn, default=dict)
