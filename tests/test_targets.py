@@ -30,7 +30,7 @@ from panoramia.targets import (
     load_target,
     trusted_modules_from_env,
 )
-from panoramia.targets.base import MANIFEST
+from panoramia.targets.base import MANIFEST, manifest_file
 from panoramia.targets.trust import import_model_class, is_trusted, json_kwargs
 from tests.cli_support import run_audit
 from tests.conftest import TINY_AUDIT
@@ -455,3 +455,17 @@ def test_a_skops_manifest_never_vouches_for_its_own_types(
         load_target(folder, trusted_modules=["skops_helpersevil"])
     losses = load_target(folder, trusted_modules=["skops_helpers"]).per_example_loss(rows)
     assert losses.shape == (600,)
+
+
+@pytest.mark.parametrize("name", ["../outside.safetensors", "/etc/hostname", "link.safetensors"])
+def test_a_manifest_names_files_of_its_own_directory_only(tmp_path: Path, name: str) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (tmp_path / "outside.safetensors").write_bytes(b"x")
+    (model / "link.safetensors").symlink_to(tmp_path / "outside.safetensors")
+    manifest = {"format": "torch-safetensors", "module": "panoramia.models.tabular_mlp:TabularMLP",
+                "kwargs": {}, "weights": name, "encoder": "encoder.json"}  # fmt: skip
+    (model / MANIFEST).write_text(json.dumps(manifest))
+    (model / "encoder.json").write_text("{}")
+    with pytest.raises(InputError, match="must name a file inside the model directory"):
+        manifest_file(model, manifest, "weights")

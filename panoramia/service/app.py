@@ -235,6 +235,7 @@ def create_app(
             contributor=principal.name,
             data_dir=settings.data_dir,
             models_dir=settings.models_dir,
+            allow_torchscript=settings.trust_torchscript,
         )
         check_composes(overrides, settings.limits)
         stored = body.model_dump(mode="json") | {"overrides_resolved": overrides}

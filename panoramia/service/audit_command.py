@@ -2,7 +2,7 @@
 
 The request's data source picks the audit (the primary config: ``config`` for tabular data,
 ``image``, ``text``). A contributor controls only the audit's own settings: overrides may
-name ``seed`` and keys under ``split``, ``generator``, ``helper``, ``distinguisher``,
+name ``seed`` and keys under ``data.split``, ``generator``, ``helper``, ``distinguisher``,
 ``audit``, ``target`` and ``data.max_members``/``data.pool_size``/``data.pool_chunks``, or
 pick an *existing* option of the groups ``generator``, ``helper``, ``distinguisher``,
 ``audit`` by its plain name (a path, ``..`` or a package is refused before anything is
@@ -32,7 +32,7 @@ from panoramia.service.audit_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, PATH_TARGET, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
-KEY_PREFIXES = ("split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
+KEY_PREFIXES = ("data.split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
 KEYS = {"seed", "data.max_members", "data.pool_size", "data.pool_chunks"}
 RESERVED_LEAVES = {
     "path", "kind", "base_model", "trusted_modules", "url", "directory",
@@ -64,18 +64,55 @@ def _quoted_list(values: list[str]) -> str:
 
 
 def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
-    candidate = (root / relative).resolve()
-    if not candidate.is_relative_to(root.resolve()):
-        raise RequestProblem(field, "must stay inside its folder (no '..' or absolute paths)")
-    if not candidate.exists():
-        raise RequestProblem(field, f"{relative!r} not found")
+    """``root / relative`` resolved, when it and (for a folder) everything under it stay
+    inside ``root``: no '..', absolute path, or symbolic link that leads out."""
+    try:
+        base = root.resolve()
+        candidate = (root / relative).resolve()
+        if not candidate.is_relative_to(base):
+            raise RequestProblem(field, "must stay inside its folder (no '..' or absolute paths)")
+        if not candidate.exists():
+            raise RequestProblem(field, f"{relative!r} not found")
+        if candidate.is_dir():
+            check_folder_confined(candidate, base, field)
+    except (OSError, RuntimeError, ValueError) as error:  # name too long, link loop, NUL
+        raise RequestProblem(field, f"not a usable path ({type(error).__name__})") from None
     return candidate
+
+
+MAX_FOLDER_ENTRIES = 1_000_000
+
+
+def check_folder_confined(folder: Path, base: Path, field: tuple[str | int, ...]) -> None:
+    """Every entry under ``folder`` resolves inside ``base`` (a link inside a contributor's
+    folder must not lead to another one's files); RequestProblem naming the first that does
+    not."""
+    for count, entry in enumerate(folder.rglob("*")):
+        if count > MAX_FOLDER_ENTRIES:
+            raise RequestProblem(field, f"more than {MAX_FOLDER_ENTRIES} entries")
+        if not entry.resolve().is_relative_to(base):
+            where = entry.relative_to(folder)
+            raise RequestProblem(field, f"{str(where)!r} links outside your folder")
 
 
 @cache
 def group_options(group: str) -> frozenset[str]:
     """The options of a config group: the YAML files under ``conf/<group>/``, by stem."""
     return frozenset(path.stem for path in (config_dir() / group).glob("*.yaml"))
+
+
+def _texts(value: object) -> list[str]:
+    """Every string in a parsed override value: itself, list items, dict keys and values."""
+    found, pending = [], [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            pending += list(item)
+    return found
 
 
 def _reserved(key: str) -> bool:
@@ -97,6 +134,9 @@ def check_overrides(overrides: list[str]) -> None:
             message = str(error).splitlines()[0] if str(error) else "not a Hydra override"
             raise RequestProblem(field, message) from None
         key = parsed.get_key_element()
+        if any(INTERPOLATION in text for text in _texts(parsed.value())):
+            # Hydra unescapes `$\{` to `${`: the parsed value, not the text, is what counts.
+            raise RequestProblem(field, "'${' is not accepted: configs never resolve your text")
         if parsed.is_sweep_override() or parsed.is_add() or parsed.is_delete():
             raise RequestProblem(field, "sweeps, '+' and '~' are not accepted: one audit per job")
         if parsed.is_hydra_override() or parsed.package or "@" in key:
@@ -130,8 +170,30 @@ def _fits(target_config: Path, modality: str) -> bool:
     return keys <= {field.name for field in fields(schema[modality])}
 
 
+def _check_model_format(directory: Path, *, allow_torchscript: bool) -> None:
+    """A TorchScript archive is a program (its ops can read and write files), not data: the
+    service opens one only where the operator trusts TorchScript."""
+    from panoramia.targets.base import read_manifest
+
+    try:
+        manifest = read_manifest(directory)
+    except InputError as error:
+        raise RequestProblem(("target", "path"), str(error)) from None
+    if manifest.get("format") == "torchscript" and not allow_torchscript:
+        raise RequestProblem(
+            ("target", "path"),
+            "TorchScript models run code; this service opens them only with "
+            "PANORAMIA_TRUST_TORCHSCRIPT=1 (ask its operator, or use torch-safetensors)",
+        )
+
+
 def audit_overrides(
-    request: AuditRequest, *, contributor: str, data_dir: Path, models_dir: Path
+    request: AuditRequest,
+    *,
+    contributor: str,
+    data_dir: Path,
+    models_dir: Path,
+    allow_torchscript: bool = False,
 ) -> list[str]:
     """The command-line arguments of this audit (without the service's own: paths, threads):
     ``--config-name`` for image and text audits, then Hydra overrides."""
@@ -151,6 +213,7 @@ def audit_overrides(
         lines.append(f"target={target.config}")
     else:
         directory = _inside(models_dir, target.path or "", ("target", "path"))
+        _check_model_format(directory, allow_torchscript=allow_torchscript)
         lines += [f"target={PATH_TARGET[modality]}", f"target.path={_quoted(str(directory))}"]
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
@@ -192,31 +255,77 @@ def claim_overrides(claim: dict | None) -> list[str]:
     return lines
 
 
+DATA_PATH_KEYS = ("data.members_path", "data.nonmembers_path")
+
+
+def recheck_data_paths(overrides: list[str], data_dir: Path) -> None:
+    """Just before an audit starts: its data files still resolve inside their contributor's
+    folder, links under a folder included (they may have changed since the submission).
+    InputError naming the file otherwise."""
+    parser = OverridesParser.create()
+    for line in overrides:
+        if not line.startswith(DATA_PATH_KEYS):
+            continue
+        (parsed,) = parser.parse_overrides([line])
+        path = Path(str(parsed.value()))
+        try:
+            owner = data_dir.resolve() / path.relative_to(data_dir.resolve()).parts[0]
+            _inside(owner, str(path.relative_to(owner)), ("data",))
+        except (ValueError, IndexError):
+            raise InputError(f"{parsed.get_key_element()}: outside the data folder") from None
+        except RequestProblem as problem:
+            raise InputError(f"{parsed.get_key_element()}: {problem.message}") from None
+
+
 def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> None:
     """Compose the config once, as the job will: unknown keys, bad values and settings past
-    the service's ``limits`` fail here."""
+    the service's ``limits`` fail here.
+
+    Nothing is resolved in the server: a contributor's text holds no interpolation, and the
+    project's own (``${oc.env:PANORAMIA_HOME,…}``, ``${hydra:…}``) are the child's to resolve,
+    in its minimal environment."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
     from panoramia.pipeline.config import register_schemas
-    from panoramia.pipeline.preflight import check_command_line, config_name
+    from panoramia.pipeline.preflight import config_name
 
+    name = config_name(overrides)
     with _compose_lock:
         register_schemas()
         try:
-            check_command_line(config_dir(), overrides)
             GlobalHydra.instance().clear()
             with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
                 composed = compose(
-                    config_name=config_name(overrides),
+                    config_name=name,
                     overrides=[line for line in overrides if not line.startswith("-")],
                 )
-            check_limits(OmegaConf.to_container(composed, resolve=False), limits or AuditLimits())
-        except InputError as error:
-            raise RequestProblem(("overrides",), str(error)) from None
+        except Exception as error:  # Hydra and OmegaConf raise several unrelated types
+            raise RequestProblem(("overrides",), f"config: {_first_line(error)}") from None
         finally:
             GlobalHydra.instance().clear()
+    container = OmegaConf.to_container(composed, resolve=False)
+    missing = [key for key, value in _flat(container) if value == "???"]
+    if missing:
+        raise RequestProblem(("overrides",), f"config: required value(s) not set: {missing}")
+    try:
+        check_limits(container, limits or AuditLimits())
+    except InputError as error:
+        raise RequestProblem(("overrides",), str(error)) from None
+
+
+def _first_line(error: BaseException) -> str:
+    hints = ("full_key", "object_type", "reference_type", "To append", "Config search path")
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    kept = [line for line in lines if not line.startswith(hints)]
+    return ("; ".join(kept) or type(error).__name__)[:500]
+
+
+def _flat(node: object, where: str = "") -> list[tuple[str, object]]:
+    if isinstance(node, dict):
+        return [pair for k, v in node.items() for pair in _flat(v, f"{where}.{k}".lstrip("."))]
+    return [(where, node)]
 
 
 def job_command(

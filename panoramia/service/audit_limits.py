@@ -34,8 +34,14 @@ class AuditLimits:
     """Any ``n_jobs``/``nthread``/``num_workers`` (``PANORAMIA_MAX_N_JOBS``); the service sets
     each audit's threads itself (``PANORAMIA_AUDIT_THREADS``)."""
     max_count: int = 1_000_000
-    """Any other count of examples or steps (``n_rows``, ``n_images``, ``pool_size``,
-    ``diffusion_steps``, …) (``PANORAMIA_MAX_COUNT``)."""
+    """Any other integer setting: counts of examples or steps (``n_rows``, ``n_images``,
+    ``pool_size``, ``diffusion_steps``, batch sizes, …) (``PANORAMIA_MAX_COUNT``)."""
+    max_width: int = 4096
+    """Any layer width (``hidden`` entries, ``width``, ``n_embd``, ``d_model``)
+    (``PANORAMIA_MAX_WIDTH``)."""
+    max_layers: int = 64
+    """``n_layer``, ``n_head``, ``depth`` and an xgboost grid's ``max_depth``
+    (``PANORAMIA_MAX_LAYERS``)."""
     audit_timeout_s: float = 6 * 3600
     """Wall-clock seconds an audit may run before it is stopped and failed
     (``PANORAMIA_AUDIT_TIMEOUT_S``)."""
@@ -45,12 +51,17 @@ class AuditLimits:
 
 
 THREAD_KEYS = {"n_jobs", "nthread", "num_workers", "threads"}
-COUNT_KEYS = {
-    "n_rows", "n_images", "n_chunks", "pool_size", "max_members", "pool_chunks",
-    "samples_per_prompt", "generation_batch", "batch_size", "diffusion_steps", "sampling_steps",
-    "max_chunks_per_document", "rounds", "steps", "max_new_tokens",
-}  # fmt: skip
 THRESHOLD_KEYS = {"thresholds", "selection_thresholds"}
+WIDTH_KEYS = {"hidden", "width", "n_embd", "d_model", "hidden_size", "channels"}
+LAYER_KEYS = {"n_layer", "n_head", "depth", "num_layers"}
+GRID_KEYS = {
+    "max_depth", "n_estimators", "learning_rate", "min_child_weight", "subsample",
+    "colsample_bytree", "colsample_bylevel", "reg_lambda", "reg_alpha", "gamma", "max_bin",
+    "n_jobs",
+}  # fmt: skip
+"""xgboost parameters a distinguisher grid entry may set (others, e.g. ``num_parallel_tree``
+or ``device``, are the operator's)."""
+MAX_BIN = 1024
 
 
 def _leaves(node: object, where: str = "") -> Iterator[tuple[str, object]]:
@@ -69,43 +80,83 @@ def _leaf_name(key: str) -> str:
     return key.rsplit(".", 1)[-1].split("[", 1)[0]
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _number(value: object) -> int | float | None:
+    """An int or float setting (numbers written as strings count: ``'99999999'``); None for
+    anything else, an interpolation of the project's own configs included."""
+    if isinstance(value, bool):
         return None
-    return float(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str) and not value.startswith("${"):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
 
 
 def check_limits(config: dict, limits: AuditLimits) -> None:
-    """Raise :class:`InputError` ``"<key>: <value> is over the limit <n> (<SETTING>)"`` for the
-    first setting of the composed ``config`` (an unresolved container: interpolations, which
-    only the project's own configs contain, point at keys checked themselves) past a limit."""
+    """Raise :class:`InputError` ``"<key>: <value> is over the service's limit <n>
+    (<SETTING>)"`` for the first setting of the composed ``config`` past a limit.
+
+    ``config`` is the unresolved container: interpolations come only from the project's own
+    configs (a contributor's text never holds one) and point at keys checked themselves."""
     for key, value in _leaves(config):
         if key.startswith("claim."):
             continue  # the declared guarantee describes the model's training, not this audit
-        name = _leaf_name(key)
-        number = _number(value)
-        if name in THRESHOLD_KEYS and isinstance(value, str) and not value.startswith("${"):
-            strategy = ThresholdStrategy.parse(value)
-            if strategy.kind == "grid" and (strategy.count or 0) > limits.max_thresholds:
-                _over(key, value, limits.max_thresholds, "PANORAMIA_MAX_THRESHOLDS")
-        elif number is None:
-            continue
-        elif name == "epochs" or name.endswith("_epochs"):
-            if number > limits.max_epochs:
-                _over(key, value, limits.max_epochs, "PANORAMIA_MAX_EPOCHS")
-        elif name in THREAD_KEYS:
-            if number > limits.max_n_jobs or number < 0:
-                _over(key, value, limits.max_n_jobs, "PANORAMIA_MAX_N_JOBS")
-        elif name == "n_estimators":
-            if number > limits.max_estimators:
-                _over(key, value, limits.max_estimators, "PANORAMIA_MAX_ESTIMATORS")
-        elif (name in COUNT_KEYS or name.startswith("n_")) and number > limits.max_count:
-            _over(key, value, limits.max_count, "PANORAMIA_MAX_COUNT")
-    for group in ("distinguisher",):
-        grid = (config.get(group) or {}).get("grid")
-        if isinstance(grid, list) and len(grid) > limits.max_grid:
-            _over(f"{group}.grid", f"{len(grid)} entries", limits.max_grid, "PANORAMIA_MAX_GRID")
+        _check_leaf(key, value, limits)
+    grid = (config.get("distinguisher") or {}).get("grid")
+    if isinstance(grid, list):
+        if len(grid) > limits.max_grid:
+            _over("distinguisher.grid", f"{len(grid)} entries", limits.max_grid,
+                  "PANORAMIA_MAX_GRID")  # fmt: skip
+        for position, entry in enumerate(grid):
+            for name in entry if isinstance(entry, dict) else ():
+                if name not in GRID_KEYS:
+                    raise InputError(
+                        f"distinguisher.grid[{position}].{name}: not a grid setting a "
+                        f"contributor may choose (one of {', '.join(sorted(GRID_KEYS))})"
+                    )
+
+
+def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
+    name = _leaf_name(key)
+    number = _number(value)
+    if name in THRESHOLD_KEYS and isinstance(value, str) and not value.startswith("${"):
+        kind, _, count = value.strip().partition(":")
+        if kind == "grid" and count.strip().isdigit() and int(count) > limits.max_thresholds:
+            _over(key, value, limits.max_thresholds, "PANORAMIA_MAX_THRESHOLDS")
+        try:
+            ThresholdStrategy.parse(value)
+        except InputError as error:
+            raise InputError(f"{key}: {error}") from None
+        return
+    if number is None:
+        return
+    if name.endswith("seed"):
+        if not -(2**63) <= number < 2**63:
+            _over(key, value, 2**63 - 1, "a 64-bit seed")
+        return
+    rules = (
+        (name == "epochs" or name.endswith("_epochs"), limits.max_epochs, "PANORAMIA_MAX_EPOCHS"),
+        (name in THREAD_KEYS, limits.max_n_jobs, "PANORAMIA_MAX_N_JOBS"),
+        (name == "n_estimators", limits.max_estimators, "PANORAMIA_MAX_ESTIMATORS"),
+        (name in WIDTH_KEYS, limits.max_width, "PANORAMIA_MAX_WIDTH"),
+        (name in LAYER_KEYS or name == "max_depth", limits.max_layers, "PANORAMIA_MAX_LAYERS"),
+        (name == "max_bin", MAX_BIN, "xgboost max_bin"),
+    )
+    for applies, limit, setting in rules:
+        if applies:
+            if number > limit or number < 0:
+                _over(key, value, limit, setting)
+            return
+    if isinstance(number, int) and abs(number) > limits.max_count:
+        _over(key, value, limits.max_count, "PANORAMIA_MAX_COUNT")
 
 
 def _over(key: str, value: object, limit: float, setting: str) -> None:
-    raise InputError(f"{key}: {value} is over the service's limit {limit:g} ({setting})")
+    shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
+    raise InputError(f"{key}: {shown} is over the service's limit {limit:g} ({setting})")

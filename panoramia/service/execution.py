@@ -28,8 +28,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from panoramia.errors import InputError
 from panoramia.pipeline.lifeline import PARENT_ENV
-from panoramia.service.audit_command import job_command
+from panoramia.service.audit_command import job_command, recheck_data_paths
 from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
@@ -120,6 +121,11 @@ def run_audit(
     for stale in ("report.json", "report.html", "progress.json"):
         (run_dir / stale).unlink(missing_ok=True)
     log_file = run_dir / f"attempt-{audit.attempts}.log"
+    try:
+        recheck_data_paths(audit.request["overrides_resolved"], settings.data_dir)
+    except InputError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
+        return AuditStatus.FAILED
     command = job_command(
         list(audit.request["overrides_resolved"]),
         run_dir=run_dir,

@@ -55,6 +55,9 @@ class ServiceSettings:
     trusted_modules: tuple[str, ...] = ()
     """Module prefixes (beyond the project's own architectures) that a model manifest's
     ``module`` may come from: the operator's decision, never a contributor's."""
+    trust_torchscript: bool = False
+    """Open TorchScript models (``PANORAMIA_TRUST_TORCHSCRIPT=1``): they are programs whose
+    ops can read and write files, so only for models the operator vouches for."""
     limits: AuditLimits = field(default_factory=AuditLimits)
 
     @property
@@ -103,6 +106,7 @@ class ServiceSettings:
             max_attempts=int(_number("PANORAMIA_MAX_ATTEMPTS", 3, minimum=1)),
             audit_threads=int(_number("PANORAMIA_AUDIT_THREADS", 1, minimum=1)),
             trusted_modules=_module_prefixes(),
+            trust_torchscript=_flag("PANORAMIA_TRUST_TORCHSCRIPT"),
             limits=limits,
         )
 
@@ -114,10 +118,19 @@ LIMIT_VARIABLES = (
     ("max_estimators", "PANORAMIA_MAX_ESTIMATORS", 1),
     ("max_n_jobs", "PANORAMIA_MAX_N_JOBS", 1),
     ("max_count", "PANORAMIA_MAX_COUNT", 1),
+    ("max_width", "PANORAMIA_MAX_WIDTH", 1),
+    ("max_layers", "PANORAMIA_MAX_LAYERS", 1),
     ("audit_timeout_s", "PANORAMIA_AUDIT_TIMEOUT_S", 1),
     ("max_active_audits", "PANORAMIA_MAX_ACTIVE_AUDITS", 1),
 )
 """(AuditLimits field, environment variable, least accepted value)."""
+
+
+def _flag(name: str) -> bool:
+    raw = (os.environ.get(name) or "0").strip().lower()
+    if raw not in ("0", "1", "true", "false", "yes", "no"):
+        raise InputError(f"{name}: expected 1 or 0, got {raw!r}")
+    return raw in ("1", "true", "yes")
 
 
 def check_rate_limit(value: str) -> None:

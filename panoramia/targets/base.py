@@ -77,11 +77,27 @@ def _is_causal_lm_directory(directory: Path) -> bool:
     return any(str(name).endswith("ForCausalLM") or "LMHead" in str(name) for name in architectures)
 
 
+def inside_model_directory(directory: Path, name: object, field: str) -> Path:
+    """``directory / name`` when it resolves inside ``directory`` (a manifest names files of
+    its own model only: no absolute path, '..' or link that leads out); else InputError."""
+    try:
+        root = Path(directory).resolve()
+        path = (Path(directory) / str(name)).resolve()
+    except (OSError, RuntimeError, ValueError) as error:
+        raise InputError(f"target {str(directory)!r}: {field} {name!r}: {error}") from None
+    if not path.is_relative_to(root):
+        raise InputError(
+            f"target {str(directory)!r}: manifest field {field!r} must name a file inside the "
+            f"model directory, got {name!r}"
+        )
+    return path
+
+
 def manifest_file(directory: Path, manifest: dict, field: str) -> Path:
     """The file that ``manifest[field]`` names, relative to the target directory."""
     if field not in manifest:
         raise InputError(f"target {str(directory)!r}: manifest lacks {field!r}")
-    path = Path(directory) / str(manifest[field])
+    path = inside_model_directory(directory, manifest[field], field)
     if not path.is_file():
         raise InputError(f"target {str(directory)!r}: {field} file {str(path)!r} missing")
     return path

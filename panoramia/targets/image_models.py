@@ -24,7 +24,7 @@ import torch
 from panoramia.data.image_module import Normalization
 from panoramia.data.images import ImageSet
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256
+from panoramia.targets.base import file_sha256, inside_model_directory
 from panoramia.targets.torch_models import load_safetensors_module, load_torchscript_module
 
 BATCH = 1024
@@ -84,7 +84,7 @@ def _module_logits(model: torch.nn.Module, normalization: Normalization) -> Call
 def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
     from transformers import AutoImageProcessor, AutoModelForImageClassification
 
-    folder = directory / str(manifest.get("directory", "."))
+    folder = inside_model_directory(directory, manifest.get("directory", "."), "directory")
     if not (folder / "config.json").is_file():
         raise InputError(f"target {str(directory)!r}: no Hugging Face config.json in {folder}")
     try:

@@ -19,7 +19,7 @@ import numpy as np
 
 from panoramia.data.text import TextSet
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256
+from panoramia.targets.base import file_sha256, inside_model_directory
 
 
 @dataclass
@@ -57,7 +57,7 @@ def load_causal_lm_target(directory: Path, manifest: dict) -> CausalLMTarget:
     from panoramia.models.causal_lm import quiet_transformers
 
     quiet_transformers()
-    folder = Path(directory) / str(manifest.get("directory", "."))
+    folder = inside_model_directory(Path(directory), manifest.get("directory", "."), "directory")
     if not (folder / "config.json").is_file():
         raise InputError(f"target {str(directory)!r}: no Hugging Face config.json in {folder}")
     try:
