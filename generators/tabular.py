@@ -95,15 +95,29 @@ class TabularGenerator:
         self.point_masses: list[PointMass] = []
 
     def _metadata(self, members: pd.DataFrame):
+        """sdv metadata of the single table ``members``: every column's sdtype set explicitly.
+
+        Nothing is detected: ``Metadata.detect_from_dataframes`` takes a unique positive
+        integer column (Adult's ``fnlwgt`` in a small or unlucky sample) for a primary key of
+        sdtype ``id``, and fitting then fails with ``InvalidMetadataError``. Here the schema's
+        categorical columns, the label and the point-mass indicators are ``categorical``, its
+        continuous columns ``numerical``, in the frame's column order; the table has no
+        primary key and no ``id`` column. A column outside the schema is a ``ValueError``.
+        """
         from sdv.metadata import Metadata
 
-        metadata = Metadata.detect_from_dataframes({TABLE: members})
-        indicators = [mass.indicator for mass in self.point_masses]
-        for column in (*self.schema.categorical, self.schema.label, *indicators):
-            metadata.update_column(column_name=column, sdtype="categorical", table_name=TABLE)
-        for column in self.schema.continuous:
-            metadata.update_column(column_name=column, sdtype="numerical", table_name=TABLE)
-        return metadata
+        sdtypes = dict.fromkeys(
+            (*self.schema.categorical, self.schema.label,
+             *(mass.indicator for mass in self.point_masses)),
+            "categorical",
+        ) | dict.fromkeys(self.schema.continuous, "numerical")  # fmt: skip
+        unknown = [str(column) for column in members.columns if column not in sdtypes]
+        if unknown:
+            raise ValueError(f"generator: column(s) outside the schema: {', '.join(unknown)}")
+        columns = {str(column): {"sdtype": sdtypes[column]} for column in members.columns}
+        return Metadata.load_from_dict(
+            {"tables": {TABLE: {"columns": columns}}, "relationships": []}
+        )
 
     def _new_synthesizer(self, members: pd.DataFrame):
         from sdv.single_table import (

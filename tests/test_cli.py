@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -218,3 +221,131 @@ def test_measurement_path_imports_no_deep_learning_stack() -> None:
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _one_line_exit_2(result: object, *names: str) -> None:
+    """Exit status 2, one ``panoramia: error:`` line on stderr naming ``names``, no traceback."""
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("panoramia: error: ")
+    for name in names:
+        assert name in result.stderr, result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("options", "names"),
+    [
+        (["--noise-multiplier", "1e308", "--steps", "100"], ["--noise-multiplier", "1e+308"]),
+        (["--noise-multiplier", "1e-300", "--steps", "100"], ["--noise-multiplier"]),
+        (["--noise-multiplier", "1", "--steps", "1000000000000"], ["--steps"]),
+        (["--noise-multiplier", "1", "--epochs", "1e308"], ["--epochs"]),
+        (["--noise-multiplier", "1", "--sample-rate", "1e-300", "--epochs", "1e8"],
+         ["--epochs/--sample-rate"]),
+        (["--noise-multiplier", "0.1", "--steps", "10000000"], ["σ = 0.1", "T = 10000000"]),
+    ],
+)  # fmt: skip
+def test_account_dpsgd_extreme_values_exit_2(options: list[str], names: list[str]) -> None:
+    """Values that overflowed (σ = 1e308, epochs/q = inf) or asked for TiBs (T = 10¹²; σ = 0.1
+    over 10⁷ steps) are refused in one line naming the option, before any accounting."""
+    base = ["account", "dpsgd", "--sample-rate", "0.01"]
+    if "--sample-rate" in options:
+        base = base[:2]
+    _one_line_exit_2(runner.invoke(app, [*base, *options]), *names)
+
+
+def test_calibrate_and_tuning_check_dpsgd_options() -> None:
+    steps = ["--sample-rate", "0.01", "--steps", "1000000000000"]
+    _one_line_exit_2(
+        runner.invoke(app, ["calibrate", "--target-advantage", "0.1", *steps]), "--steps"
+    )
+    tuning = "account tuning --runs 3 --noise-multiplier 1e308 --sample-rate 0.01 --steps 10"
+    _one_line_exit_2(runner.invoke(app, tuning.split()), "--noise-multiplier")
+
+
+def _npy_bytes(shape: tuple[int, ...], descr: str = "<f8", payload: bytes = b"\0" * 16) -> bytes:
+    """A ``.npy`` member whose header declares ``shape`` over only ``payload``."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
+    return header.getvalue() + payload
+
+
+@pytest.mark.parametrize(
+    ("shape", "descr", "message"),
+    [
+        ((10**12,), "<f8", "declares 1000000000000 values; at most 100000000 rows"),
+        ((10**7,), "<f8", "declares 80000000 bytes of data but its member holds"),
+        ((10,), "|S1000000", "values of 1000000 bytes"),
+    ],
+)
+def test_crafted_npz_header_is_refused_before_loading(
+    tmp_path: Path, shape: tuple[int, ...], descr: str, message: str
+) -> None:
+    """A header claiming 10¹² rows made np.load try to allocate 7.3 TiB (a traceback); the
+    headers are now checked first and the file refused in one line naming the column."""
+    path = tmp_path / "crafted.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        for column in ("member", "baseline_pred", "mia_mlp10_pred"):
+            archive.writestr(f"{column}.npy", _npy_bytes(shape, descr))
+    _one_line_exit_2(runner.invoke(app, _measure_args(path)), "crafted.npz", "'member'", message)
+
+
+def test_npz_reads_only_the_requested_columns(tmp_path: Path) -> None:
+    """Other members (even a crafted one) are listed but never loaded."""
+    path = tmp_path / "scores.npz"
+    rng = np.random.default_rng(0)
+    np.savez(
+        path,
+        member=rng.integers(0, 2, 500),
+        baseline_pred=rng.random(500),
+        mia_mlp10_pred=rng.random(500),
+    )
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("unused.npy", _npy_bytes((10**12,)))
+    result = runner.invoke(app, _measure_args(path))
+    assert result.exit_code == 0, result.output
+    missing = runner.invoke(app, [*_measure_args(path), "--mia-col", "nope"])
+    _one_line_exit_2(missing, "'nope'", "unused")
+
+
+def test_huge_threshold_grid_exits_2(official_scores_path: Path) -> None:
+    """grid:2000000000 asked linspace for 16 GB; K is now at most MAX_GRID, named in one line."""
+    from panoramia.measure.thresholds import MAX_GRID
+
+    result = runner.invoke(
+        app, [*_measure_args(official_scores_path), "--thresholds", "grid:2000000000"]
+    )
+    _one_line_exit_2(result, "thresholds", f"at most K = {MAX_GRID}", "2000000000")
+
+
+@pytest.mark.parametrize(
+    ("override", "names"),
+    [
+        ("seed=${oc.env:PANORAMIA_TEST_SURELY_UNSET}", ["seed", "PANORAMIA_TEST_SURELY_UNSET"]),
+        ("seed=${oc.env:HOME}", ["seed", "could not be converted to Integer"]),
+        ("target.name=${nope}", ["target.name", "'nope' not found"]),
+        ("target.hidden=[16,${oc.env:PANORAMIA_TEST_SURELY_UNSET}]", ["target.hidden[1]"]),
+        ("hydra.run.dir=${oc.env:PANORAMIA_TEST_SURELY_UNSET}", ["hydra.run.dir"]),
+        ("audit.thresholds=grid:2000000000", ["audit.thresholds", "at most K"]),
+    ],
+)
+def test_audit_config_errors_exit_2_in_one_line(
+    override: str, names: list[str], tmp_path: Path
+) -> None:
+    """Interpolations that fail to resolve (an unset variable, a wrong type, an unknown key)
+    were Hydra tracebacks with exit 1; now one line naming the key, before any stage runs."""
+    environment = {k: v for k, v in os.environ.items() if k != "PANORAMIA_TEST_SURELY_UNSET"}
+    command = [str(BIN / "panoramia-audit"), override, f"artifacts_dir={tmp_path / 'artifacts'}"]
+    if not override.startswith("hydra.run.dir="):
+        command.append(f"hydra.run.dir={tmp_path / 'run'}")
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, env=environment, cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("panoramia-audit: error: ")
+    for name in names:
+        assert name in done.stderr
+    assert "Traceback" not in done.stderr

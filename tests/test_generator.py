@@ -10,6 +10,7 @@ import pytest
 
 from generators.quality_filter import filter_synthetic
 from generators.tabular import (
+    TABLE,
     TabularGenerator,
     TabularGeneratorConfig,
     find_point_masses,
@@ -50,6 +51,25 @@ def test_samples_are_reproducible_and_keep_zero_inflation(
     fitted.save(tmp_path)
     loaded = TabularGenerator.load(tmp_path, SCHEMA, TabularGeneratorConfig())
     pd.testing.assert_frame_equal(loaded.sample(500, seed=1), first)
+
+
+def test_metadata_declares_no_primary_key_for_a_unique_integer_column(
+    members: pd.DataFrame,
+) -> None:
+    """A unique positive integer column (``fnlwgt`` of a small sample) is what sdv's detection
+    takes for a primary key of sdtype ``id``; the metadata must keep it numerical and fit."""
+    rows = members.iloc[:150].copy()
+    rows["fnlwgt"] = np.random.default_rng(0).permutation(np.arange(10_000, 10_150))
+    generator = TabularGenerator(SCHEMA, TabularGeneratorConfig())
+    described = generator._metadata(rows).to_dict()["tables"][TABLE]
+    assert described.get("primary_key") is None
+    assert {name: column["sdtype"] for name, column in described["columns"].items()} == {
+        **dict.fromkeys((*SCHEMA.categorical, SCHEMA.label), "categorical"),
+        **dict.fromkeys(SCHEMA.continuous, "numerical"),
+    }
+    sample = generator.fit(rows, seed=0).sample(40, seed=1)
+    assert list(sample.columns) == list(SCHEMA.columns)
+    assert len(sample) == 40
 
 
 def test_unknown_synthesizer_is_named() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from panoramia.errors import InputError
 from panoramia.measure import ThresholdStrategy, argmax_theta_lb, sweep, theta_lb
-from panoramia.measure.thresholds import SortedScores, grid_thresholds
+from panoramia.measure.thresholds import MAX_GRID, SortedScores, grid_thresholds
 from tests.conftest import simulated_scores
 
 
@@ -26,6 +26,18 @@ def test_parse_and_test_count(spec: str, kind: str, tests_for_m_1000: int) -> No
 def test_parse_rejects_malformed(spec: str) -> None:
     with pytest.raises(InputError, match="thresholds"):
         ThresholdStrategy.parse(spec)
+
+
+def test_grid_size_is_bounded() -> None:
+    """K above MAX_GRID is refused by name, before any of its K thresholds is allocated."""
+    assert ThresholdStrategy.parse(f"grid:{MAX_GRID}").count == MAX_GRID
+    for spec in (f"grid:{MAX_GRID + 1}", "grid:2000000000"):
+        with pytest.raises(InputError, match=rf"^thresholds: grid:K takes at most K = {MAX_GRID}"):
+            ThresholdStrategy.parse(spec)
+    with pytest.raises(InputError, match="at most K"):
+        ThresholdStrategy("grid", count=10**12)
+    with pytest.raises(InputError, match=r"'grid:9999.*'…"):
+        ThresholdStrategy.parse("grid:" + "9" * 5000)  # the echoed spec is cut short
 
 
 def test_counts_match_brute_force_with_ties() -> None:

@@ -4,18 +4,82 @@ The PLD (``dp_accounting``, pessimistic connect-the-dots discretisation) is the 
 numerical account of Poisson-subsampled Gaussian steps; ε(δ), the trade-off curve, μ* and
 the advantage all come from it. The RDP ε is computed only because papers usually print
 it: it is an upper bound that is looser than the PLD's, and reports label it so.
+
+Both accounts refuse (:class:`InputError`, one line) a claim outside :func:`check_accountable`'s
+limits, before allocating anything: the PLD's memory grows with the span of the privacy loss
+(1/σ² for one step, the number of steps times the loss per step for the run), so that σ = 10⁻³
+asks for 38 GiB, T = 10¹² steps for 2 TiB, and σ = 10³⁰⁸ overflows.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from panoramia.accounting.claims import DpSgdClaim
+from panoramia.errors import InputError
 
 PLD_GRID = 1e-4
 """Discretisation interval of the privacy-loss grid (``value_discretization_interval``)."""
 RDP_ORDERS = tuple(np.r_[np.linspace(1.01, 10.0, 600), np.geomspace(10.0, 1024.0, 400)[1:]])
 """Orders α of the RDP account; dense, since a coarse grid moves the second decimal of ε."""
+NOISE_MULTIPLIER_RANGE = (0.1, 1e4)
+"""Accounted σ. Below 0.1 a claim is vacuous (one full-batch step at σ = 0.1 is already
+ε ≈ 92 at δ = 10⁻⁵) and one step's loss grid grows as 1/σ² (σ = 0.02: 5.5 GB, 2 min); above
+10⁴ the noise drowns any gradient (ε < 10⁻⁴ per full-batch step) and the RDP series stops
+converging (σ = 10¹⁰⁰: warnings, 10 s; σ = 10³⁰⁸: overflow)."""
+MAX_STEPS = 10**9
+"""Most accounted steps T per phase: beyond any training run."""
+MAX_LOSS_SPAN = 1000.0
+"""Largest estimated span of the run's privacy loss (nats; :func:`loss_span`): 10⁷ points of
+the 10⁻⁴ grid, ~2.5 GB and ~40 s at the worst σ (0.1). A run beyond it has ε in the hundreds
+or more, a guarantee that bounds no attack (σ = 1, q = 0.01, T = 10⁷: span ≈ 860 nats,
+ε ≈ 1000)."""
+
+
+def loss_span(claim: DpSgdClaim) -> float:
+    """Estimated span (nats) of the privacy loss the PLD must cover, summed over the phases.
+
+    Per phase, the larger of one step's span, 1/(2σ²) + 10/σ (the Gaussian loss over ±10σ,
+    what ``dp_accounting`` keeps of the tails), and T times the expected loss of a step, its KL
+    divergence, which is at most q/(2σ²) (convexity) and about q²(e^{1/σ²} − 1)/2 for small q.
+    An estimate, not a bound: heavy-tailed steps (σ near 0.1) span up to ~2.5 times more.
+    """
+    span = 0.0
+    for phase in claim.phases:
+        sigma, q = phase.noise_multiplier, phase.sample_rate
+        one_step = 0.5 / sigma / sigma + 10.0 / sigma
+        kl = q * min(0.5 / sigma / sigma, q * math.expm1(min(1.0 / sigma / sigma, 700.0)) / 2)
+        span += max(one_step, phase.steps * kl)
+    return span
+
+
+def check_accountable(claim: DpSgdClaim) -> None:
+    """Raise InputError (one line, naming the parameter) unless every phase has σ in
+    :data:`NOISE_MULTIPLIER_RANGE` and at most :data:`MAX_STEPS` steps, and the run's
+    :func:`loss_span` is at most :data:`MAX_LOSS_SPAN`."""
+    low, high = NOISE_MULTIPLIER_RANGE
+    for phase in claim.phases:
+        if not low <= phase.noise_multiplier <= high:
+            raise InputError(
+                f"claim: noise multiplier σ = {phase.noise_multiplier:g} is outside the "
+                f"accounted range [{low:g}, {high:g}]"
+            )
+        if phase.steps > MAX_STEPS:
+            raise InputError(
+                f"claim: {phase.steps} steps T is more than the {MAX_STEPS:,} accounted"
+            )
+    span = loss_span(claim)
+    if span > MAX_LOSS_SPAN:
+        described = "; ".join(
+            f"σ = {p.noise_multiplier:g}, q = {p.sample_rate:g}, T = {p.steps}"
+            for p in claim.phases
+        )
+        raise InputError(
+            f"claim: {described}: the privacy loss spans ≈ {span:.3g} nats, over the "
+            f"{MAX_LOSS_SPAN:g} accounted (ε in the hundreds or more: a vacuous guarantee)"
+        )
 
 
 def _relation(claim: DpSgdClaim) -> object:
@@ -28,8 +92,11 @@ def _relation(claim: DpSgdClaim) -> object:
 
 
 def dpsgd_pld(claim: DpSgdClaim, *, grid: float = PLD_GRID) -> object:
-    """The privacy-loss distribution of the whole declared run (phases composed in order)."""
+    """The privacy-loss distribution of the whole declared run (phases composed in order);
+    InputError for a claim outside :func:`check_accountable`'s limits."""
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    check_accountable(claim)
 
     total = None
     for phase in claim.phases:
@@ -51,6 +118,7 @@ def _rdp_accountant(claim: DpSgdClaim) -> object | None:
     import dp_accounting
     from dp_accounting.rdp import RdpAccountant
 
+    check_accountable(claim)
     accountant = RdpAccountant(list(RDP_ORDERS), _relation(claim))
     for phase in claim.phases:
         event = dp_accounting.PoissonSampledDpEvent(

@@ -1,18 +1,63 @@
-"""``panoramia account …`` and ``panoramia calibrate``: the claimed guarantee, from the CLI."""
+"""``panoramia account …`` and ``panoramia calibrate``: the claimed guarantee, from the CLI.
+
+DP-SGD options are checked against the accountant's limits (:mod:`panoramia.accounting.dpsgd`:
+σ in ``NOISE_MULTIPLIER_RANGE``, at most ``MAX_STEPS`` steps, a bounded privacy-loss span)
+before anything is computed; a value out of range is one line naming the option, exit 2.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from panoramia.cli.common import exits_on_input_error, print_json
+from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from panoramia.accounting.claims import DpSgdClaim
 
 account = typer.Typer(help="What a declared guarantee implies (ε, f, μ*, advantage).")
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 SampleRate = Annotated[float, typer.Option("--sample-rate", help="Poisson sampling rate q = B/N.")]
 Steps = Annotated[int, typer.Option(help="Number of noisy steps T.")]
+
+
+def _check_steps(steps: int | None, epochs: float | None = None) -> None:
+    """InputError naming the option when T or the epochs exceed the accounted steps."""
+    from panoramia.accounting.dpsgd import MAX_STEPS
+
+    if steps is not None and steps > MAX_STEPS:
+        raise InputError(f"--steps: {steps} is more than the {MAX_STEPS:,} steps accounted")
+    if epochs is not None and not (math.isfinite(epochs) and epochs <= MAX_STEPS):
+        raise InputError(f"--epochs: {epochs:g} is more than the {MAX_STEPS:,} accounted")
+
+
+def _dpsgd_claim(noise_multiplier: float, **options: object) -> DpSgdClaim:
+    """``DpSgdClaim.single_phase`` with its options checked against the accountant's limits,
+    each error naming its option: T and the epochs first, then the claim's own checks (σ > 0,
+    q in (0, 1], …; T = ⌈epochs/q⌉ beyond what a float holds names both options), then σ in
+    ``NOISE_MULTIPLIER_RANGE``. The span of the privacy loss is checked when it is accounted."""
+    from panoramia.accounting.claims import DpSgdClaim
+    from panoramia.accounting.dpsgd import MAX_STEPS, NOISE_MULTIPLIER_RANGE
+
+    too_many = f"--epochs/--sample-rate: T = ⌈epochs/q⌉ is more than the {MAX_STEPS:,} steps"
+    _check_steps(options.get("steps"), options.get("epochs"))  # type: ignore[arg-type]
+    try:
+        claim = DpSgdClaim.single_phase(noise_multiplier, **options)  # type: ignore[arg-type]
+    except OverflowError:
+        raise InputError(f"{too_many} accounted") from None
+    low, high = NOISE_MULTIPLIER_RANGE
+    if not low <= noise_multiplier <= high:
+        raise InputError(
+            f"--noise-multiplier: σ = {noise_multiplier:g} is outside the accounted range "
+            f"[{low:g}, {high:g}]"
+        )
+    if claim.phases[0].steps > MAX_STEPS:
+        raise InputError(f"{too_many} accounted, got {claim.phases[0].steps:.3g}")
+    return claim
 
 
 def _print_summary(document: dict) -> None:
@@ -66,14 +111,15 @@ def dpsgd(
     ] = None,
     as_json: AsJson = False,
 ) -> None:
-    """ε(δ), the trade-off curve, μ* with its regret, advantage and TPR ceilings of DP-SGD."""
-    from panoramia.accounting.claims import DpSgdClaim
+    """ε(δ), the trade-off curve, μ* with its regret, advantage and TPR ceilings of DP-SGD.
+
+    Accounted: σ in [0.1, 10⁴], T ≤ 10⁹ and a privacy-loss span of at most 1000 nats (beyond
+    it ε is in the hundreds or more); other values exit with status 2 and one line."""
     from panoramia.accounting.summary import summarize_claim
 
-    claim = DpSgdClaim.single_phase(
+    claim = _dpsgd_claim(
         noise_multiplier, sample_rate=sample_rate, batch_size=batch_size,
-        dataset_size=dataset_size, steps=steps, epochs=epochs,
-        neighbouring=neighbouring,  # type: ignore[arg-type]
+        dataset_size=dataset_size, steps=steps, epochs=epochs, neighbouring=neighbouring,
     )  # fmt: skip
     summary = summarize_claim(claim, extra_deltas=tuple(delta or ()))
     document = summary.to_dict()
@@ -116,7 +162,6 @@ def _run_count(
         PoissonRuns,
         TruncatedNegativeBinomial,
     )
-    from panoramia.errors import InputError
 
     given = {
         "--runs": runs is not None,
@@ -173,10 +218,9 @@ def tuning(
     as_json: AsJson = False,
 ) -> None:
     """The ε of releasing the best of K runs: single-run ε, every bound, tuned ε, overhead."""
-    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim
+    from panoramia.accounting.claims import EpsDeltaClaim
     from panoramia.accounting.summary import DELTAS
     from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee
-    from panoramia.errors import InputError
 
     law = _run_count(runs, tnb_eta, tnb_gamma, geometric_mean, poisson, binomial_n, binomial_p)
     if (epsilon is None) == (noise_multiplier is None):
@@ -186,8 +230,7 @@ def tuning(
     else:
         if sample_rate is None or steps is None:
             raise InputError("tuning: a DP-SGD run needs --sample-rate and --steps")
-        claim = DpSgdClaim.single_phase(noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                        tuning=law)  # fmt: skip
+        claim = _dpsgd_claim(noise_multiplier, sample_rate=sample_rate, steps=steps, tuning=law)
     base = run_privacy_from_claim(claim)
     results = [tuned_guarantee(base, law, d).to_dict() for d in (delta or DELTAS)]
     if as_json:
@@ -223,6 +266,8 @@ def calibrate(
 ) -> None:
     """The DP-SGD noise multiplier σ that meets an attack-risk target (seed 003)."""
     from panoramia.accounting.calibration import calibrate_dpsgd
+
+    _check_steps(steps)
 
     result = calibrate_dpsgd(
         sample_rate=sample_rate, steps=steps, target_advantage=target_advantage,

@@ -17,15 +17,25 @@ R = TypeVar("R")
 
 
 def exits_on_input_error(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn :class:`InputError` into ``panoramia: error: …`` on stderr and exit status 2."""
+    """Turn :class:`InputError` into ``panoramia: error: …`` on stderr and exit status 2.
+
+    An ``OverflowError`` or ``MemoryError`` (values beyond what the computation can hold, that
+    no check caught) ends the same way, as one line naming the command, never a traceback.
+    """
 
     @wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        name = command.__name__.replace("_", "-")
         try:
             return command(*args, **kwargs)
         except InputError as error:
-            typer.echo(f"panoramia: error: {error}", err=True)
-            raise typer.Exit(code=2) from None
+            message = str(error)
+        except OverflowError as error:
+            message = f"{name}: a value is out of the computable range ({error})"
+        except MemoryError as error:
+            message = f"{name}: the inputs need more memory than there is ({error})"
+        typer.echo(f"panoramia: error: {' '.join(message.split())}", err=True)
+        raise typer.Exit(code=2) from None
 
     return wrapper
 

@@ -18,6 +18,12 @@ import numpy as np
 from panoramia.errors import InputError
 
 StrategyKind = Literal["grid", "all", "split"]
+MAX_GRID = 100_000
+"""Largest K of ``grid:K``. Every grid threshold costs memory (the threshold, its counts
+(r, v) and bounds: tens of bytes, a few MB at this K, where ``grid:2000000000`` asked
+``linspace`` alone for 16 GB) and a Bonferroni share α/K of the confidence. K = 10⁵ is a step
+of 10⁻⁵ on probabilities in [0, 1]; an audit set of m examples has at most m distinct scores,
+and ``all`` tests exactly those."""
 
 
 @dataclass(frozen=True)
@@ -30,27 +36,35 @@ class ThresholdStrategy:
     fraction: float | None = None
     """Fraction of the audit set used to choose τ for ``split``."""
 
+    def __post_init__(self) -> None:
+        if self.kind == "grid" and not (self.count is not None and 2 <= self.count <= MAX_GRID):
+            raise InputError(
+                f"thresholds: grid:K takes at most K = {MAX_GRID} thresholds (and at least 2), "
+                f"got {self.count} (use 'all' for every distinct score)"
+            )
+
     @classmethod
     def parse(cls, spec: str | ThresholdStrategy) -> ThresholdStrategy:
-        """Parse ``"grid:K"``, ``"all"`` or ``"split:F"`` (InputError when malformed)."""
+        """Parse ``"grid:K"`` (2 ≤ K ≤ :data:`MAX_GRID`), ``"all"`` or ``"split:F"``
+        (0 < F < 1); InputError, starting ``thresholds:``, when malformed or out of range."""
         if isinstance(spec, ThresholdStrategy):
             return spec
         name, _, arg = str(spec).strip().partition(":")
         try:
-            if name == "grid" and arg:
-                count = int(arg)
-                if count >= 2:
-                    return cls("grid", count=count)
-            elif name == "all" and not arg:
+            if name == "grid" and arg and int(arg) >= 2:
+                return cls("grid", count=int(arg))
+            if name == "all" and not arg:
                 return cls("all")
-            elif name == "split" and arg:
-                fraction = float(arg)
-                if 0.0 < fraction < 1.0:
-                    return cls("split", fraction=fraction)
+            if name == "split" and arg and 0.0 < float(arg) < 1.0:
+                return cls("split", fraction=float(arg))
+        except InputError:
+            raise
         except ValueError:
             pass
+        shown = repr(spec) if len(str(spec)) <= 40 else f"{str(spec)[:40]!r}…"
         raise InputError(
-            f"thresholds: {spec!r} is not one of grid:K (K >= 2), all, split:F (0 < F < 1)"
+            f"thresholds: {shown} is not one of grid:K (2 <= K <= {MAX_GRID}), all, "
+            "split:F (0 < F < 1)"
         )
 
     def __str__(self) -> str:

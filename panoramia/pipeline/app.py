@@ -19,6 +19,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from panoramia.errors import InputError
@@ -37,12 +38,31 @@ def _pin_threads(threads: int | None) -> None:
 
 def run_job(cfg: DictConfig) -> dict[str, object]:
     """Run the audit described by ``cfg``; returns the headline numbers."""
+    from panoramia.accounting.claims import DpSgdClaim
+    from panoramia.accounting.dpsgd import check_accountable
+    from panoramia.measure.thresholds import ThresholdStrategy
+    from panoramia.pipeline.preflight import one_line
     from panoramia.pipeline.reporting import build_report
     from panoramia.pipeline.stages import StageRunner
     from panoramia.pipeline.store import ArtifactStore
 
-    job = OmegaConf.to_object(cfg)
-    job.claim.to_claim()  # a bad claim fails here, before any stage runs
+    try:
+        job = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as error:  # an interpolation the preflight could not check
+        raise InputError(f"config: {one_line(error)}") from None
+    try:  # a bad claim fails here, before any stage runs
+        claim = job.claim.to_claim()
+    except OverflowError:
+        raise InputError(
+            "claim.epochs, claim.sample_rate: T = ⌈epochs/q⌉ is beyond the steps accounted"
+        ) from None
+    if isinstance(claim, DpSgdClaim):
+        check_accountable(claim)  # σ, T and the span of the privacy loss
+    try:  # and so does a bad threshold strategy, which is used only once the stages are done
+        ThresholdStrategy.parse(job.audit.thresholds)
+    except InputError as error:
+        reason = str(error).removeprefix("thresholds: ")
+        raise InputError(f"audit.thresholds: {reason}") from None
     if job.modality == "tabular":
         from panoramia.pipeline.tabular import STAGE_COUNT
         from panoramia.pipeline.tabular import TabularPipeline as Pipeline

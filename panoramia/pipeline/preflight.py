@@ -3,6 +3,12 @@
 Hydra reports a bad override only once a job starts, over several lines and with exit 1. The
 preflight composes the config once (taking the first value of every sweep) so that unknown keys,
 values of the wrong type and required values left unset (``???``) fail at once, in one line.
+Hydra's own overrides (``hydra.run.dir=…``, ``hydra/launcher=…``) are composed with them. It
+then resolves every interpolation as Hydra will (with Hydra's settings, so that
+``${hydra:runtime.cwd}`` and ``${now:…}`` work), so that ``seed='${oc.env:UNSET}'``, an unknown
+key or resolver, or a resolved value of the wrong type is one line too, naming the key. Only
+values that Hydra fills in when a job starts (``hydra.runtime.output_dir``, and in a multirun
+``hydra.job.num`` and ``hydra.job.id``: ``???`` or None until then) are left to Hydra.
 """
 
 from __future__ import annotations
@@ -11,8 +17,14 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import (
+    InterpolationToMissingValueError,
+    InterpolationValidationError,
+    OmegaConfBaseException,
+)
 
 from panoramia.errors import InputError
 
@@ -50,8 +62,6 @@ def _override_lists(arguments: list[str]) -> list[list[str]]:
     fixed: list[str] = []
     sweeps: list[tuple[str, list[str]]] = []
     for override in parser.parse_overrides(_overrides(arguments)):
-        if override.is_hydra_override():
-            continue
         if override.is_sweep_override():
             prefix = "+" if override.is_add() else ""
             key = f"{prefix}{override.get_key_element()}"
@@ -66,14 +76,78 @@ def _override_lists(arguments: list[str]) -> list[list[str]]:
     return lists
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """The message of a Hydra/OmegaConf error on one line, without the hints and key paths
+    (``full_key: …``, ``object_type=…``) that OmegaConf appends on lines of their own."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     cause = error.__cause__
     if cause is not None:
         lines += [line.strip() for line in str(cause).splitlines() if line.strip()][:2]
-    hints = ("To append", "full_key", "object_type", "Set the environment")
+    hints = ("To append", "full_key", "object_type", "reference_type", "Set the environment")
     message = "; ".join(line for line in lines if not line.startswith(hints))
     return message.split("; Config search path")[0]
+
+
+LAUNCH_VALUES = ("runtime.output_dir",)
+"""Hydra values that are ``???`` (or None through ``${hydra:…}``) until a job starts."""
+SWEEP_LAUNCH_VALUES = ("job.num", "job.id")
+"""… and those that only a multirun's launcher sets (a single run leaves them ``???``)."""
+
+
+def _filled_at_launch(error: OmegaConfBaseException, *, multirun: bool) -> bool:
+    """True for an interpolation into a value Hydra sets only when the job starts."""
+    names = LAUNCH_VALUES + (SWEEP_LAUNCH_VALUES if multirun else ())
+    message = str(error)
+    if isinstance(error, InterpolationToMissingValueError):
+        return any(f"Missing mandatory value: hydra.{name}" in message for name in names)
+    return isinstance(error, InterpolationValidationError) and any(
+        "${hydra:" + name in message for name in names
+    )
+
+
+def _unresolvable(
+    node: DictConfig | ListConfig, key: str | int, path: str, *, multirun: bool
+) -> tuple[str, str] | None:
+    """(path, one-line reason) of the first value under ``node[key]`` whose interpolation fails
+    to resolve (unknown key or resolver, unset environment variable, a value of the wrong
+    type); None when all resolve. Values left at ``???`` and values Hydra fills in at launch
+    (:func:`_filled_at_launch`) are skipped."""
+    try:
+        if OmegaConf.is_missing(node, key):
+            return None
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_interpolation():
+            children = [(name, f"{path}.{name}") for name in child]
+        elif isinstance(child, ListConfig) and not child._is_interpolation():
+            children = [(index, f"{path}[{index}]") for index in range(len(child))]
+        else:
+            node[key]  # resolves the interpolation and checks the value's type
+            return None
+    except OmegaConfBaseException as error:
+        return None if _filled_at_launch(error, multirun=multirun) else (path, one_line(error))
+    for name, child_path in children:
+        found = _unresolvable(child, name, child_path, multirun=multirun)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_interpolations(config: DictConfig, *, multirun: bool) -> None:
+    """Raise InputError naming the first key whose interpolation fails to resolve (the job's
+    keys first, then Hydra's, which interpolate the job's: ``hydra.run.dir`` holds ``seed``).
+    Of ``hydra.run`` and ``hydra.sweep``, only the one the mode uses is resolved."""
+    HydraConfig.instance().set_config(config)
+    unused = "sweep" if not multirun else "run"
+    try:
+        for node, key, path in (
+            *((config, key, str(key)) for key in config if key != "hydra"),
+            *((config.hydra, key, f"hydra.{key}") for key in config.hydra if key != unused),
+        ):
+            found = _unresolvable(node, key, path, multirun=multirun)
+            if found is not None:
+                raise InputError(f"config: {found[0]}: {found[1]}")
+    finally:
+        HydraConfig.instance().cfg = None
 
 
 def _missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
@@ -92,17 +166,25 @@ def _missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
 def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     """Raise InputError (one line) when the overrides do not compose into a valid config."""
     name = config_name(arguments)
+    multirun = any(argument in ("-m", "--multirun") for argument in arguments) or any(
+        argument.replace(" ", "") == "hydra.mode=MULTIRUN" for argument in arguments
+    )
     if not (config_dir / f"{name}.yaml").is_file():
         raise InputError(f"config: no primary config {name!r} in {config_dir}")
+    configs = []
     try:
         for overrides in _override_lists(arguments):
             GlobalHydra.instance().clear()
             with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-                config = compose(config_name=name, overrides=overrides)
+                configs.append(
+                    compose(config_name=name, overrides=overrides, return_hydra_config=True)
+                )
     except Exception as error:  # Hydra and OmegaConf raise several unrelated types
-        raise InputError(f"config: {_one_line(error)}") from None
+        raise InputError(f"config: {one_line(error)}") from None
     finally:
         GlobalHydra.instance().clear()
-    missing = _missing_keys(config)
-    if missing:
-        raise InputError(f"config: required value(s) not set: {', '.join(missing)}")
+    for config in configs:
+        missing = [key for key in _missing_keys(config) if not key.startswith("hydra.")]
+        if missing:
+            raise InputError(f"config: required value(s) not set: {', '.join(missing)}")
+        _check_interpolations(config, multirun=multirun)
