@@ -172,6 +172,46 @@ def test_bad_claims_are_rejected(kwargs: dict, message: str) -> None:
         DpSgdClaim.single_phase(sigma, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "message"),
+    [
+        (1e308, 0.01, 100, "outside the accounted range"),
+        (1e-300, 0.01, 100, "outside the accounted range"),
+        (1e-3, 0.01, 100, "outside the accounted range"),
+        (1.0, 0.01, 10**12, "steps T is more than"),
+        (0.1, 0.01, 10**7, "privacy loss spans"),
+        (1.0, 0.01, 10**9, "privacy loss spans"),
+    ],
+)
+def test_claims_beyond_the_accountant_are_refused_before_allocating(
+    sigma: float, q: float, steps: int, message: str
+) -> None:
+    """Each of these once overflowed or asked for 38 GiB to 2 TiB; now one InputError, at once
+    (both accounts check first)."""
+    from panoramia.accounting.dpsgd import dpsgd_pld, rdp_epsilons
+
+    claim = DpSgdClaim.single_phase(sigma, sample_rate=q, steps=steps)
+    with pytest.raises(InputError, match=message):
+        dpsgd_pld(claim)
+    with pytest.raises(InputError, match=message):
+        rdp_epsilons(claim, [1e-5])
+
+
+def test_loss_span_estimate_tracks_the_pld() -> None:
+    """The span estimate is of the order of the ε it stands for, on both sides of the limit."""
+    from panoramia.accounting.dpsgd import MAX_LOSS_SPAN, check_accountable, loss_span
+
+    typical = DpSgdClaim.single_phase(1.0, sample_rate=0.01, steps=10_000)
+    assert loss_span(typical) < 20  # one step's span dominates: 10.5 nats
+    check_accountable(typical)
+    long_run = DpSgdClaim.single_phase(1.0, sample_rate=0.01, steps=10**7)
+    assert 500 < loss_span(long_run) < MAX_LOSS_SPAN  # ε ≈ 1015 at δ = 1e-5 (PLD)
+    two = DpSgdClaim(long_run.phases * 2)
+    assert loss_span(two) == pytest.approx(2 * loss_span(long_run))
+    with pytest.raises(InputError, match="privacy loss spans"):
+        check_accountable(two)
+
+
 def test_bad_stored_claims_are_rejected() -> None:
     with pytest.raises(InputError, match="kind must be"):
         claim_from_dict({"kind": "magic"})
@@ -300,3 +340,33 @@ def test_epsilon_from_error_rates_matches_riskcal() -> None:
     for fpr, fnr in rng.uniform(0.001, 0.5, size=(20, 2)):
         ours = float(epsilon_from_error_rates(fpr, fnr, 1e-5))
         assert ours == pytest.approx(get_epsilon_from_err_rates(1e-5, fpr, fnr), abs=1e-9)
+
+
+def test_only_real_non_members_can_contradict_a_claim() -> None:
+    """Points against generated non-members (attack, baseline) that beat the claimed curve are
+    inconclusive; real non-members (RM;RN) that beat it are a violation."""
+    from panoramia.accounting.claims import EpsDeltaClaim
+    from panoramia.accounting.report_section import claim_section
+
+    rng = np.random.default_rng(0)
+    membership = rng.integers(0, 2, 2000)
+    separable = membership + rng.normal(0, 0.3, membership.size)
+    random = rng.normal(size=membership.size)
+    claim = EpsDeltaClaim(0.5, 0.0)
+    both = claim_section(claim, {"attack": (separable, membership),
+                                 "baseline": (separable, membership)})  # fmt: skip
+    assert (both.violated_by, both.inconclusive) == ([], ["attack", "baseline"])
+    assert both.banner() is None
+    assert "no evidence against the claim (the baseline" in both.note()
+    attack_only = claim_section(claim, {"attack": (separable, membership),
+                                        "baseline": (random, membership)})  # fmt: skip
+    assert (attack_only.violated_by, attack_only.inconclusive) == ([], ["attack"])
+    assert attack_only.to_dict()["violation"] is False
+    real = claim_section(claim, {"attack": (separable, membership),
+                                 "baseline": (separable, membership),
+                                 "rmrn": (separable, membership)})  # fmt: skip
+    assert real.violated_by == ["rmrn"]
+    assert real.banner().startswith("The audit contradicts the declared guarantee")
+    assert real.to_dict()["violation"] is True
+    calm = claim_section(claim, {"rmrn": (random, membership)})
+    assert (calm.violated_by, calm.inconclusive, calm.note()) == ([], [], None)

@@ -75,11 +75,15 @@ def test_declared_claims_beside_the_audit(artifacts: Path, tmp_path: Path) -> No
                    artifacts=artifacts, run_dir=tmp_path / "strong")  # fmt: skip
     assert strong.returncode == 0, strong.stderr[-3000:]
     section = json.loads((tmp_path / "strong" / "report.json").read_text())["claim"]
-    assert section["violation"] is True
-    assert "attack" in section["violated_by"]
+    assert section["consistency"]["attack"]["consistent"] is False
     assert section["consistency"]["attack"]["empirical_epsilon"] > 0.01
+    # The baseline separates the tiny generator's rows too: the attack is no evidence.
+    assert section["consistency"]["baseline"]["consistent"] is False
+    assert section["inconclusive"] == ["attack", "baseline"]
+    assert section["violated_by"] in ([], ["rmrn"])  # real non-members alone can contradict it
     page = (tmp_path / "strong" / "report.html").read_text()
-    assert "<p class=banner>The audit contradicts the declared guarantee" in page
+    assert "<p class=note>The attack and baseline operating points beat the claimed" in page
+    assert ("<p class=banner>" in page) is section["violation"]
     assert page.count('<img src="data:image/png;base64,') == 4
     tuned = audit("claim.kind=dpsgd", "claim.noise_multiplier=1.0", "claim.sample_rate=0.01",
                   "claim.epochs=2", "claim.tuning.kind=geometric", "claim.tuning.mean=10",

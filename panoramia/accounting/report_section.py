@@ -6,9 +6,13 @@ and checks each scored game against the curve the released model satisfies
 non-members, with the target's losses), ``baseline`` (the same without the target) and
 ``rmrn`` (real members vs real non-members, when the audit has them).
 
-A violation by the attack is a red banner. Because PANORAMIA's non-members are generated, an
-attack can also separate them by their synthetic look; when the baseline violates the claim
-as well, the banner says that the generator, not the model, may explain it.
+A DP guarantee bounds how well any test separates members from *real* non-members drawn from
+the same distribution; it says nothing about generated ones. So only a game with real
+non-members (``rmrn``) can contradict the claim (a red banner). The attack and the baseline
+play members against generated non-members: their points beating the claimed curve are listed
+as ``inconclusive`` with a note, never as a violation. (Measured: with an attack that saw f's
+and h's losses and a baseline that saw h's only, a DP-SGD target at ε = 1 "beat" its own
+claim in 6 of 10 runs while its real-non-member audits found nothing.)
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from panoramia.accounting.claims import Claim, NoClaim
 from panoramia.accounting.consistency import ConsistencyCheck, check_consistency
 from panoramia.accounting.summary import ClaimSummary, summarize_claim
 
-CHECKED_GAMES = ("attack", "rmrn")
-"""Games whose violation raises the banner (the baseline only qualifies it)."""
+CHECKED_GAMES = ("rmrn",)
+"""Games whose violation raises the banner: those with real non-members."""
+GENERATED_GAMES = ("attack", "baseline")
+"""Games against generated non-members: beating the curve is inconclusive."""
 
 
 @dataclass
@@ -33,10 +39,33 @@ class ClaimSection:
     checks: dict[str, ConsistencyCheck]
     confidence: float
 
+    def _beats(self, name: str) -> bool:
+        return name in self.checks and not self.checks[name].consistent
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """Games against generated non-members whose points beat the claimed curve: no
+        evidence against the claim (see the module docstring)."""
+        return [name for name in GENERATED_GAMES if self._beats(name)]
+
     @property
     def violated_by(self) -> list[str]:
-        return [name for name in CHECKED_GAMES if name in self.checks
-                and not self.checks[name].consistent]  # fmt: skip
+        """Games with real non-members whose operating points contradict the claim."""
+        return [name for name in CHECKED_GAMES if self._beats(name)]
+
+    def note(self) -> str | None:
+        """Why points that beat the claimed curve are not counted, or None."""
+        if not self.inconclusive:
+            return None
+        games = " and ".join(self.inconclusive)
+        text = (
+            f"The {games} operating points beat the claimed trade-off curve, but they separate "
+            "members from generated non-members: a DP guarantee bounds members against real "
+            "non-members only, so this is no evidence against the claim"
+        )
+        if "baseline" in self.inconclusive:
+            text += " (the baseline, which never queries the model, does it too)"
+        return text + "."
 
     def banner(self) -> str | None:
         """The red banner's text, or None when every checked game is consistent."""
@@ -48,12 +77,6 @@ class ClaimSection:
             f"beat the claimed trade-off curve even at their {self.confidence:.0%} "
             "Clopper–Pearson bounds."
         )
-        baseline = self.checks.get("baseline")
-        if "attack" in self.violated_by and baseline is not None and not baseline.consistent:
-            text += (
-                " The baseline, which never queries the model, violates it too: the generated "
-                "non-members are separable on their own, so the generator may explain this."
-            )
         return text
 
     def statements(self) -> list[str]:
@@ -91,7 +114,9 @@ class ClaimSection:
             "consistency": {name: check.to_dict() for name, check in self.checks.items()},
             "violation": bool(self.violated_by),
             "violated_by": self.violated_by,
+            "inconclusive": self.inconclusive,
             "banner": self.banner(),
+            "note": self.note(),
             "statements": self.statements(),
         }
 

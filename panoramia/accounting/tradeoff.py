@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from panoramia.errors import InputError
+
 TIER_I_REGRET = 0.01
 """μ* alone describes the curve (Tier I) when its regret Δ is below this (SPEC §4)."""
 TIER_II_ALPHAS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -148,7 +150,13 @@ def symmetric_curve_from_pld(pld: object) -> TradeoffCurve:
     breakpoints (P[X > x_i], P[Y ≤ x_i]) over the loss grid, symmetrised for add/remove)."""
     from gdpnum import PLDConverter
 
-    converter = PLDConverter(pld)
+    try:
+        converter = PLDConverter(pld)
+    except (AssertionError, ValueError):  # gdpnum's own checks (e.g. near-tied breakpoints)
+        raise InputError(
+            "claim: gdpnum could not turn this run's privacy-loss distribution into a "
+            "trade-off curve (its breakpoints fail its monotonicity check); try other values"
+        ) from None
     return TradeoffCurve(
         np.asarray(converter.alphas_symm, dtype=float),
         np.asarray(converter.betas_symm, dtype=float),

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 from panoramia.targets.base import MANIFEST
+
+if TYPE_CHECKING:
+    from panoramia.models.dp_training import DpSgdSettings
 
 MLP_MODULE = "panoramia.models.tabular_mlp:TabularMLP"
 
@@ -41,11 +45,14 @@ def train_mlp_directory(
     *,
     seed: int,
     validation: pd.DataFrame | None = None,
-) -> dict[str, float]:
+    dp: DpSgdSettings | None = None,
+) -> dict[str, object]:
     """Train a TabularMLP on ``rows`` and save it as a torch-safetensors target directory.
 
-    With ``validation`` rows, the epoch with the lowest validation loss is kept.
-    Returns the training metrics.
+    With ``validation`` rows, the epoch with the lowest validation loss is kept. With ``dp``,
+    it is trained with DP-SGD (no validation) and the metrics gain ``dp_sgd``: what the
+    training did (:meth:`~panoramia.models.dp_training.DpSgdRun.to_dict`; ε None without
+    noise). Returns the training metrics.
     """
     import torch
     from safetensors.torch import save_file
@@ -71,10 +78,19 @@ def train_mlp_directory(
         else None
     )
     torch.manual_seed(seed)  # the initial weights too, not only training, follow the seed
-    model, metrics = fit_classifier(
-        TabularMLP(**kwargs), (encoder.features(rows), encoder.labels(rows)), training,
-        encoded_validation,
-    )  # fmt: skip
+    train = (encoder.features(rows), encoder.labels(rows))
+    dp_facts: dict[str, object] = {}
+    if dp is not None:
+        from panoramia.models.dp_training import fit_classifier_dpsgd
+
+        if validation is not None:
+            raise ValueError("DP-SGD training selects no epoch on validation rows")
+        model, metrics, run = fit_classifier_dpsgd(TabularMLP(**kwargs), train, training, dp)
+        facts = run.to_dict()
+        dp_facts = {"dp_sgd": facts | {"epsilon": None if run.noise_multiplier == 0 else
+                                       facts["epsilon"]}}  # fmt: skip
+    else:
+        model, metrics = fit_classifier(TabularMLP(**kwargs), train, training, encoded_validation)
     directory.mkdir(parents=True, exist_ok=True)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     save_file(state, directory / "model.safetensors")
@@ -87,7 +103,7 @@ def train_mlp_directory(
         "encoder": "encoder.json",
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    return metrics
+    return {**metrics, **dp_facts}
 
 
 @dataclass

@@ -74,6 +74,16 @@ class TargetConfig(MlpConfig):
     n_estimators: int = 300
     max_depth: int = 6
     xgb_learning_rate: float = 0.1
+    dp_epsilon: float | None = None
+    """kind=mlp: train with DP-SGD (Opacus) for this ε at ``dp_delta`` (``inf``: the same
+    recipe without noise); the report's claim is then filled from the training. None: plain
+    training."""
+    dp_delta: float = 1e-5
+    dp_max_grad_norm: float = 1.0
+
+
+DP_FIELDS = ("dp_epsilon", "dp_delta", "dp_max_grad_norm")
+"""Target settings of DP-SGD training; they enter the target's stage key only when used."""
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.pipeline.config import JobConfig
@@ -29,6 +30,31 @@ def write_atomic(path: Path, text: str) -> None:
 
 def _scores(stage: StageResult) -> dict[str, np.ndarray]:
     return dict(np.load(stage.directory / "scores.npz"))
+
+
+def claimed_guarantee(
+    job: JobConfig | ImageJobConfig | TextJobConfig, target_info: dict
+) -> tuple[Claim, str]:
+    """The guarantee shown beside the measurement, and where it comes from: the config's
+    ``claim.*`` (``declared``), else the DP-SGD training of a demo target that happened in this
+    audit (``training``: σ, q, T and N as Opacus ran them), else none."""
+    from panoramia.accounting.claims import DpSgdClaim
+    from panoramia.accounting.dpsgd import check_accountable
+    from panoramia.errors import InputError
+
+    declared = job.claim.to_claim()
+    facts = target_info.get("dp_sgd")
+    if job.claim.kind != "none" or not facts or not facts["noise_multiplier"]:
+        return declared, "declared" if job.claim.kind != "none" else "none"
+    claim = DpSgdClaim.single_phase(
+        facts["noise_multiplier"], sample_rate=facts["sample_rate"], steps=facts["steps"],
+        dataset_size=facts["dataset_size"], neighbouring="add_remove",
+    )  # fmt: skip
+    try:
+        check_accountable(claim)
+    except InputError as error:  # e.g. so little noise that its privacy loss is unbounded here
+        return declared, f"none (the training's claim cannot be accounted: {error})"
+    return claim, "training"
 
 
 def build_report(
@@ -106,8 +132,14 @@ def build_report(
         config=asdict(job), timings=runner.timings(), target=target_info, data=data_info,
         distinguishers=distinguishers,
     )  # fmt: skip
-    section = claim_section(job.claim.to_claim(), games, confidence=audit.confidence)
-    document["claim"] = section.to_dict()
+    if result.c_lb == 0:
+        document["unreliable"] = [
+            "the baseline's bound c_lb is 0, so ε̃ is the attack's raw bound {c+ε}_lb, not a "
+            "gap over a generator the baseline could measure"
+        ]
+    claim, claim_source = claimed_guarantee(job, stages["target"].info)
+    section = claim_section(claim, games, confidence=audit.confidence)
+    document["claim"] = section.to_dict() | {"source": claim_source}
     if examples:
         document["examples"] = examples
     roc_curves = {

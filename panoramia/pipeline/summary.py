@@ -1,4 +1,13 @@
-"""Hydra callback: at the end of a multirun, aggregate the runs' reports per target."""
+"""Hydra callback: at the end of a multirun, aggregate the runs' reports per target.
+
+When the sweep holds a negative control (a target trained on a pool disjoint from the audited
+members, ``target.members=disjoint``), the summary also says whether the number follows the
+leak (``validity.json``): for every other target, the difference ε̃(target) − ε̃(control)
+paired by (seed, generation seed, setting); the share of control runs with ε̃ > 0; ε̃ / O(1);
+and the runs whose ε̃ exceeds the ε their DP training claims (δ = 1e-5) or whose claim section
+reports a violation. Runs whose baseline bound collapsed to 0 (ε̃ is then the attack's raw
+bound, not a gap over the generator) are counted as unreliable everywhere.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +24,8 @@ from rich.table import Table
 from panoramia.measure import aggregate
 
 QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn")
+CLAIM_DELTA = "1e-05"
+"""δ at which a run's ε̃ is compared with its claimed ε."""
 REPEATS = ("seed", "generation_seed", "target")
 """Overrides that repeat or name an audit; runs that differ in any other are summarised apart."""
 
@@ -43,35 +54,112 @@ def _setting(run_dir: Path) -> set[str]:
     return {item for item in overrides if item.split("=")[0].lstrip("+~") not in REPEATS}
 
 
+def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
+    claim = report.get("claim") or {}
+    claimed = ((claim.get("summary") or {}).get("epsilons") or {}).get(CLAIM_DELTA)
+    return {
+        "run": run.name,
+        "group": group,
+        "pair": (report["seed"], _generation_seed(report), varied),
+        "control": (report["config"].get("target") or {}).get("members") == "disjoint",
+        "unreliable": bool(report.get("unreliable")),
+        "claimed_epsilon": claimed,
+        "violation": bool(claim.get("violation")),
+        **_quantities(report),
+    }
+
+
 def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
     """Mean and t-interval of each quantity per target and setting over the reports under
-    ``sweep_dir``, with the generation seeds the runs used (one: the interval leaves out the
-    generator's randomness, as in the paper's App. C). A setting is the overrides, other than
-    :data:`REPEATS`, that not every run shares: ``mlp-e10 [audit.attack_side=target]``."""
+    ``sweep_dir``, with the generation seeds the runs used (several: the interval pools over
+    generators; one: it leaves out the generator's randomness, as in the paper's App. C) and
+    the number of unreliable runs. A setting is the overrides, other than :data:`REPEATS`,
+    that not every run shares: ``mlp-e10 [audit.attack_side=target]``."""
+    records = _records(sweep_dir)
+    summary: dict[str, dict] = {}
+    for group, rows in _by_group(records).items():
+        summary[group] = {
+            "runs": len(rows),
+            "generation_seeds": sorted({row["pair"][1] for row in rows}),
+            "unreliable_runs": sum(row["unreliable"] for row in rows),
+        }
+        for name in QUANTITIES:
+            column = [row[name] for row in rows if row[name] is not None]
+            if column:
+                summary[group][name] = aggregate(column, confidence=confidence).to_dict()
+    return summary
+
+
+def _records(sweep_dir: Path) -> list[dict]:
     reports = {
         path.parent: json.loads(path.read_text())
         for path in sorted(sweep_dir.glob("*/report.json"))
     }
     settings = {run: _setting(run) for run in reports}
     shared = set.intersection(*settings.values()) if settings else set()
-    runs: dict[str, list[dict]] = defaultdict(list)
-    generation_seeds: dict[str, set[int]] = defaultdict(set)
+    records = []
     for run, report in reports.items():
         varied = " ".join(sorted(settings[run] - shared))
         group = report["target"]["name"] + (f" [{varied}]" if varied else "")
-        runs[group].append(_quantities(report))
-        generation_seeds[group].add(_generation_seed(report))
-    summary = {}
-    for target, values in runs.items():
-        summary[target] = {
-            "runs": len(values),
-            "generation_seeds": sorted(generation_seeds[target]),
+        records.append(_run_record(run, report, group, varied))
+    return records
+
+
+def _by_group(records: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        groups[record["group"]].append(record)
+    return groups
+
+
+def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
+    """Whether ε̃ follows the leak in this sweep (see the module docstring); None when the
+    sweep holds no control. Pairs are (seed, generation seed, setting): a target is compared
+    with the control run that shares all three."""
+    records = _records(sweep_dir)
+    groups = _by_group(records)
+    controls = {g: rows for g, rows in groups.items() if all(r["control"] for r in rows)}
+    if not controls:
+        return None
+    result: dict[str, dict] = {"controls": {}, "targets": {}}
+    for name, rows in controls.items():
+        result["controls"][name] = {
+            "runs": len(rows),
+            "share_eps_tilde_positive": sum(r["eps_tilde"] > 0 for r in rows) / len(rows),
+            "eps_tilde": aggregate([r["eps_tilde"] for r in rows], confidence=confidence).to_dict(),
         }
-        for name in QUANTITIES:
-            column = [v[name] for v in values if v[name] is not None]
-            if column:
-                summary[target][name] = aggregate(column, confidence=confidence).to_dict()
-    return summary
+    for name, rows in groups.items():
+        if name in controls:
+            continue
+        entry: dict[str, object] = {
+            "runs": len(rows),
+            "unreliable_runs": sum(r["unreliable"] for r in rows),
+            "eps_tilde": aggregate([r["eps_tilde"] for r in rows], confidence=confidence).to_dict(),
+        }
+        o1 = [r["o1"] for r in rows if r["o1"] is not None]
+        if o1 and sum(o1) > 0:
+            entry["eps_tilde_over_o1"] = sum(r["eps_tilde"] for r in rows) / sum(o1)
+        paired = {}
+        for control, control_rows in controls.items():
+            by_pair = {r["pair"]: r["eps_tilde"] for r in control_rows}
+            differences = [
+                r["eps_tilde"] - by_pair[r["pair"]] for r in rows if r["pair"] in by_pair
+            ]
+            if differences:
+                paired[control] = aggregate(differences, confidence=confidence).to_dict()
+        entry["paired_difference"] = paired
+        claimed = [r for r in rows if r["claimed_epsilon"] is not None]
+        if claimed:
+            entry["claim"] = {
+                "runs": len(claimed),
+                "claimed_epsilon": max(r["claimed_epsilon"] for r in claimed),
+                "eps_tilde_above_claim": [r["run"] for r in claimed
+                                          if r["eps_tilde"] > r["claimed_epsilon"]],
+                "violations": [r["run"] for r in claimed if r["violation"]],
+            }  # fmt: skip
+        result["targets"][name] = entry
+    result["generation_seeds"] = sorted({r["pair"][1] for r in records})
+    return result
 
 
 class MultirunSummary(Callback):
@@ -83,7 +171,9 @@ class MultirunSummary(Callback):
         if not summary:
             return
         (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-        table = Table(title=f"multirun summary (mean [95 % CI]) — {sweep_dir}")
+        seeds = sorted({s for row in summary.values() for s in row["generation_seeds"]})
+        pooled = f"; pooled over generation seeds {seeds}" if len(seeds) > 1 else ""
+        table = Table(title=f"multirun summary (mean [95 % CI]{pooled}) — {sweep_dir}")
         for header in ("target", "runs", *QUANTITIES):
             table.add_column(header, justify="left" if header == "target" else "right")
         for target, row in summary.items():
@@ -99,4 +189,39 @@ class MultirunSummary(Callback):
                         f"{stats['mean']:.3f} [{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]"
                     )
             table.add_row(*cells)
-        Console().print(table)
+        console = Console()
+        console.print(table)
+        checked = validity(sweep_dir)
+        if checked is not None:
+            (sweep_dir / "validity.json").write_text(json.dumps(checked, indent=1))
+            for line in validity_lines(checked):
+                console.print(line)
+
+
+def validity_lines(checked: dict) -> list[str]:
+    """The validity check in a few plain lines (printed after the summary table)."""
+    lines = []
+    for name, row in checked["controls"].items():
+        lines.append(
+            f"control {name}: ε̃ {_interval(row['eps_tilde'])}, "
+            f"{row['share_eps_tilde_positive']:.0%} of runs > 0"
+        )
+    for name, row in checked["targets"].items():
+        for control, difference in row["paired_difference"].items():
+            lines.append(f"{name} − {control} (paired): {_interval(difference)}")
+        if "claim" in row:
+            claim = row["claim"]
+            lines.append(
+                f"{name}: claimed ε {claim['claimed_epsilon']:.3g}; ε̃ above it in "
+                f"{len(claim['eps_tilde_above_claim'])} run(s), claim violations in "
+                f"{len(claim['violations'])}"
+            )
+        if row["unreliable_runs"]:
+            lines.append(f"{name}: {row['unreliable_runs']} unreliable run(s) (baseline c_lb 0)")
+    return lines
+
+
+def _interval(stats: dict) -> str:
+    if stats["ci_low"] is None or stats["ci_low"] != stats["ci_low"]:
+        return f"{stats['mean']:.3f}"
+    return f"{stats['mean']:.3f} [{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]"

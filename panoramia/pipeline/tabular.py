@@ -91,8 +91,18 @@ class TabularPipeline(AuditPipeline):
                 rows, schema, xgb_config, directory, seed=self.job.target.train_seed
             )
         return train_mlp_directory(
-            rows, schema, self.job.target, directory, seed=self.job.target.train_seed
-        )
+            rows, schema, self.job.target, directory, seed=self.job.target.train_seed,
+            dp=self.dp_settings(),
+        )  # fmt: skip
+
+    def dp_settings(self):  # -> panoramia.models.dp_training.DpSgdSettings | None
+        """The target's DP-SGD training settings, or None for plain training."""
+        from panoramia.models.dp_training import DpSgdSettings
+
+        target = self.job.target
+        if target.dp_epsilon is None:
+            return None
+        return DpSgdSettings(target.dp_epsilon, target.dp_delta, target.dp_max_grad_norm)
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
         from generators.tabular import TabularGenerator
@@ -221,3 +231,8 @@ class TabularPipeline(AuditPipeline):
             raise InputError(f"target.members: {target.members!r} is not same or disjoint")
         if target.members == "disjoint" and self.job.data.source != "adult":
             raise InputError("target.members=disjoint needs data with a control pool (adult)")
+        settings = self.dp_settings()
+        if settings is not None:
+            if target.kind != "mlp":
+                raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {target.kind}")
+            settings.check()

@@ -161,6 +161,12 @@ def _tradeoff_plane(section: ClaimSection):
     return figure
 
 
+def _unreliable_html(document: dict) -> str:
+    """Why this run's ε̃ should not be read as leakage, if it should not."""
+    reasons = document.get("unreliable") or []
+    return "".join(f"<p class=note>Unreliable: {html.escape(reason)}</p>" for reason in reasons)
+
+
 def _claim_html(section: ClaimSection | None) -> str:
     """The claim section: red banner, plain statements, the key numbers."""
     if section is None:
@@ -169,6 +175,9 @@ def _claim_html(section: ClaimSection | None) -> str:
     parts = ["<h2>Declared guarantee</h2>"]
     if banner:
         parts.append(f"<p class=banner>{html.escape(banner)}</p>")
+    note = section.note()
+    if note:
+        parts.append(f"<p class=note>{html.escape(note)}</p>")
     claim = section.summary.claim
     parts.append(f"<p>Claim: <code>{html.escape(str(claim))}</code></p>")
     parts.append(
@@ -233,13 +242,14 @@ def render_html(
 <style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
 td{{padding:2px 12px;}} .warn{{color:#a60;}}
 .banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}
+.note{{background:#fd8;padding:8px;}}
 img{{max-width:100%;margin:8px 0;}}
 pre.chunk{{white-space:pre-wrap;background:#f4f4f4;padding:4px;}}</style></head>
 <body><h1>Privacy audit of {target}</h1>
 <p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
 thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
 confidence {document["confidence"]}, created {document["created"]}.</p>
-<table>{table}</table>{saturated}
+<table>{table}</table>{saturated}{_unreliable_html(document)}
 <h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
 <h2>Figures</h2>{images}{_examples_html(examples)}
 <h2>Details</h2><pre>{html.escape(_details(document))}</pre>
