@@ -94,6 +94,24 @@ def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
             sock.close()
 
 
+@contextmanager
+def queued_only_service(
+    home: Path, database_url: str, queue_db: int, **changes: object
+) -> Iterator[LiveService]:
+    """A live service whose audits go to a Celery queue in Redis database ``queue_db`` with no
+    worker listening (they stay queued); the queue is emptied before and after."""
+    import redis
+
+    broker = f"{REDIS_URL}/{queue_db}"
+    redis.Redis.from_url(broker).flushdb()
+    settings = settings_for(home, database_url, queue="celery", redis_url=broker, **changes)
+    try:
+        with live_service(settings) as running:
+            yield running
+    finally:
+        redis.Redis.from_url(broker).flushdb()
+
+
 def settings_for(home: Path, database_url: str, **changes: object) -> ServiceSettings:
     return replace(ServiceSettings(home=home, database_url=database_url), **changes)
 
@@ -109,6 +127,27 @@ def report_document_for_test(seed: int = 0, *, shift: float = 1.0) -> dict:
         config={"source": "test"}, timings={}, target={"name": "test"}, data={},
         distinguishers={},
     )  # fmt: skip
+
+
+def poll(client: httpx.Client, audit_id: str) -> dict:
+    """The audit's current view."""
+    return client.get(f"/v1/audits/{audit_id}").json()
+
+
+def healthy(client: httpx.Client) -> bool:
+    """Whether the server answers its health check (False while it starts or stops)."""
+    try:
+        return client.get("/healthz").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def audit_processes(audit_id: str) -> list[str]:
+    """Pids of the processes that still run audit ``audit_id`` (its run directory)."""
+    import subprocess
+
+    found = subprocess.run(["pgrep", "-f", f"audits/{audit_id}"], capture_output=True, text=True)
+    return found.stdout.split()
 
 
 def wait_for(predicate, *, timeout: float, every: float = 0.25):  # type: ignore[no-untyped-def]

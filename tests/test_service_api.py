@@ -18,6 +18,7 @@ from tests.service_support import (
     REDIS_URL,
     LiveService,
     live_service,
+    queued_only_service,
     report_document_for_test,
     settings_for,
 )
@@ -27,15 +28,14 @@ QUEUE_DB = 15
 
 @pytest.fixture
 def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
-    broker = f"{REDIS_URL}/{QUEUE_DB}"
-    redis.Redis.from_url(broker).flushdb()
-    settings = settings_for(
-        tmp_path / "home", database_url, queue="celery", redis_url=broker,
-        rate_limit="1000/minute", max_upload_bytes=2 * 2**20,
-    )  # fmt: skip
-    with live_service(settings) as running:
-        yield running
-    redis.Redis.from_url(broker).flushdb()
+    with queued_only_service(
+        tmp_path / "home",
+        database_url,
+        QUEUE_DB,
+        rate_limit="1000/minute",
+        max_upload_bytes=2 * 2**20,
+    ) as running:
+        yield running  # fmt: skip
 
 
 def upload(client, model: str = "census", version: str = "1", **document_changes) -> dict:  # type: ignore[no-untyped-def]

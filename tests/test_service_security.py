@@ -29,6 +29,7 @@ from tests.service_support import (
     REDIS_URL,
     LiveService,
     live_service,
+    queued_only_service,
     report_document_for_test,
     settings_for,
 )
@@ -39,15 +40,10 @@ BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_g
 
 @pytest.fixture
 def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
-    broker = f"{REDIS_URL}/{QUEUE_DB}"
-    redis.Redis.from_url(broker).flushdb()
-    settings = settings_for(
-        tmp_path / "home", database_url, queue="celery", redis_url=broker,
-        rate_limit="100000/minute",
-    )  # fmt: skip
-    with live_service(settings) as running:
+    with queued_only_service(
+        tmp_path / "home", database_url, QUEUE_DB, rate_limit="100000/minute"
+    ) as running:
         yield running
-    redis.Redis.from_url(broker).flushdb()
 
 
 def _files(root: Path) -> set[Path]:

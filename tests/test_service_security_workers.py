@@ -22,8 +22,11 @@ import redis
 from tests.conftest import TINY_AUDIT
 from tests.service_support import (
     REDIS_URL,
+    audit_processes,
     free_port,
+    healthy,
     live_service,
+    poll,
     report_document_for_test,
     settings_for,
     wait_for,
@@ -34,13 +37,9 @@ BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_g
         "overrides": TINY_AUDIT}  # fmt: skip
 
 
-def _poll(client: httpx.Client, audit_id: str) -> dict:
-    return client.get(f"/v1/audits/{audit_id}").json()
-
-
 def _ended(client: httpx.Client, audit_id: str, timeout: float) -> dict:
     return wait_for(
-        lambda: (a := _poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
+        lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
         timeout=timeout,
     )
 
@@ -78,12 +77,7 @@ def test_an_audit_past_the_wall_clock_limit_is_stopped_and_failed(tmp_path: Path
     assert done["status"] == "failed"
     assert "PANORAMIA_AUDIT_TIMEOUT_S" in done["error"]
     assert done["timings"]["run_s"] < 20
-    assert not _audit_processes(audit_id)
-
-
-def _audit_processes(audit_id: str) -> list[str]:
-    found = subprocess.run(["pgrep", "-f", f"audits/{audit_id}"], capture_output=True, text=True)
-    return found.stdout.split()
+    assert not audit_processes(audit_id)
 
 
 def _environment(tmp_path: Path, **extra: str) -> dict:
@@ -97,13 +91,6 @@ def _environment(tmp_path: Path, **extra: str) -> dict:
         }
         | extra
     )
-
-
-def _healthy(client: httpx.Client) -> bool:
-    try:
-        return client.get("/healthz").status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _cli(*arguments: str, env: dict) -> subprocess.CompletedProcess:
@@ -123,9 +110,9 @@ def test_sigterm_requeues_the_servers_running_audits_at_once(tmp_path: Path) -> 
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
                           headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     try:
-        wait_for(lambda: _healthy(client), timeout=60)
+        wait_for(lambda: healthy(client), timeout=60)
         audit_id = client.post("/v1/audits", json=BODY).json()["id"]
-        wait_for(lambda: _poll(client, audit_id)["progress"].get("done", 0) >= 2, timeout=120)
+        wait_for(lambda: poll(client, audit_id)["progress"].get("done", 0) >= 2, timeout=120)
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     finally:
@@ -138,7 +125,7 @@ def test_sigterm_requeues_the_servers_running_audits_at_once(tmp_path: Path) -> 
     store = ReportStore(make_engine(env["PANORAMIA_DATABASE_URL"]))
     audit = store.get_audit(None, audit_id)
     assert (audit.status, audit.error) == ("queued", "re-queued: the worker pool stopped")
-    assert not _audit_processes(audit_id)
+    assert not audit_processes(audit_id)
     home = tmp_path / "home"
     for path in [home / "panoramia.db", *(home / "audits").rglob("*")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
@@ -173,7 +160,7 @@ def test_several_server_processes_share_one_sqlite_store(tmp_path: Path) -> None
     codes: list[int] = []
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as probe:
-            wait_for(lambda: _healthy(probe), timeout=90)
+            wait_for(lambda: healthy(probe), timeout=90)
         document = report_document_for_test()
 
         def upload(number: int) -> None:

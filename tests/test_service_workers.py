@@ -18,8 +18,11 @@ import redis
 from tests.conftest import TINY_AUDIT, TINY_IMAGE_AUDIT
 from tests.service_support import (
     REDIS_URL,
+    audit_processes,
     free_port,
+    healthy,
     live_service,
+    poll,
     settings_for,
     wait_for,
 )
@@ -27,10 +30,6 @@ from tests.service_support import (
 BIN = Path(sys.executable).parent
 BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"},
         "overrides": TINY_AUDIT}  # fmt: skip
-
-
-def poll(client: httpx.Client, audit_id: str) -> dict:
-    return client.get(f"/v1/audits/{audit_id}").json()
 
 
 def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
@@ -91,7 +90,7 @@ def test_a_running_audit_can_be_cancelled(tmp_path: Path) -> None:
         assert done["error"] == "cancelled while running"
         assert done["report_id"] is None
         assert alice.delete(f"/v1/audits/{audit_id}").json()["status"] == "cancelled"
-    assert not _audit_processes(audit_id)
+    assert not audit_processes(audit_id)
 
 
 def test_a_failing_audit_reports_its_error(tmp_path: Path) -> None:
@@ -107,11 +106,6 @@ def test_a_failing_audit_reports_its_error(tmp_path: Path) -> None:
                         timeout=60)  # fmt: skip
     assert "nope" in done["error"]
     assert done["error"].startswith("panoramia-audit: error:")
-
-
-def _audit_processes(audit_id: str) -> list[str]:
-    found = subprocess.run(["pgrep", "-f", f"audits/{audit_id}"], capture_output=True, text=True)
-    return found.stdout.split()
 
 
 def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -148,13 +142,13 @@ def test_server_killed_mid_audit_then_restarted_resumes_it(service_env: dict, tm
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
                           headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
     try:
-        wait_for(lambda: _healthy(client), timeout=60)
+        wait_for(lambda: healthy(client), timeout=60)
         audit_id = client.post("/v1/audits", json=BODY).json()["id"]
         wait_for(lambda: poll(client, audit_id)["progress"].get("done", 0) >= 4, timeout=120)
         _kill(server)
-        wait_for(lambda: not _audit_processes(audit_id), timeout=10)
+        wait_for(lambda: not audit_processes(audit_id), timeout=10)
         server = _start(serve, service_env, tmp_path / "serve.log")
-        wait_for(lambda: _healthy(client), timeout=60)
+        wait_for(lambda: healthy(client), timeout=60)
         done = wait_for(
             lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
             timeout=240,
@@ -166,13 +160,6 @@ def test_server_killed_mid_audit_then_restarted_resumes_it(service_env: dict, tm
     assert done["attempts"] == 2
     reused = [s for s in done["timings"]["stages"].values() if s["reused"]]
     assert len(reused) >= 4
-
-
-def _healthy(client: httpx.Client) -> bool:
-    try:
-        return client.get("/healthz").status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_celery_worker_killed_mid_audit_another_one_finishes_it(
@@ -196,7 +183,7 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
             wait_for(lambda: poll(alice, audit_id)["progress"].get("done", 0) >= 4, timeout=180)
             assert poll(alice, audit_id)["status"] == "running"
             _kill(first)
-            wait_for(lambda: not _audit_processes(audit_id), timeout=10)
+            wait_for(lambda: not audit_processes(audit_id), timeout=10)
             second = _start(worker, env, tmp_path / "worker2.log")
             done = wait_for(
                 lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
