@@ -370,3 +370,14 @@ def test_only_real_non_members_can_contradict_a_claim() -> None:
     assert real.to_dict()["violation"] is True
     calm = claim_section(claim, {"rmrn": (random, membership)})
     assert (calm.violated_by, calm.inconclusive, calm.note()) == ([], [], None)
+
+
+@pytest.mark.parametrize(
+    "law",
+    [{"kind": "fixed", "runs": 10**15}, {"kind": "binomial", "trials": 10**6, "probability": 0.5}],
+)
+def test_tuning_laws_count_at_most_max_runs(law: dict) -> None:
+    from panoramia.accounting.run_count import MAX_RUNS, run_count_from_dict
+
+    with pytest.raises(InputError, match=f"at most {MAX_RUNS} runs"):
+        run_count_from_dict(law)

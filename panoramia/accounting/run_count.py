@@ -18,6 +18,11 @@ import numpy as np
 
 from panoramia.errors import InputError
 
+MAX_RUNS = 10_000
+"""Most training runs a tuning law may count (fixed k, binomial n). The bounds grow with k
+(10⁴ runs of a 1-DP training already give a tuned ε in the thousands) while their cost grows
+too: the accounting of 10⁵ runs needed over 20 GB and 2 minutes, 10⁶ a 29 GiB array."""
+
 
 @dataclass(frozen=True)
 class FixedRuns:
@@ -31,6 +36,8 @@ class FixedRuns:
             raise InputError(
                 f"tuning: the number of runs must be a positive integer, got {self.runs}"
             )
+        if self.runs > MAX_RUNS:
+            raise InputError(f"tuning: at most {MAX_RUNS} runs are accounted, got {self.runs}")
 
     @property
     def mean(self) -> float:
@@ -129,6 +136,8 @@ class BinomialRuns:
     def __post_init__(self) -> None:
         if isinstance(self.trials, bool) or int(self.trials) != self.trials or self.trials < 1:
             raise InputError(f"tuning: binomial n must be a positive integer, got {self.trials}")
+        if self.trials > MAX_RUNS:
+            raise InputError(f"tuning: at most {MAX_RUNS} runs are accounted, got {self.trials}")
         if not 0 < self.probability <= 1:
             raise InputError(f"tuning: binomial p must be in (0, 1], got {self.probability}")
 
