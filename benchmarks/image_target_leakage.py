@@ -1,6 +1,6 @@
 """How much the demo's image targets leak on the *member* side (what PANORAMIA can measure).
 
-PANORAMIA counts only "member" guesses (SPEC §2.1): a target leaks measurably when some of
+PANORAMIA counts only "member" guesses (docs/SPEC.md §2.1): a target leaks measurably when some of
 its members score above almost every non-member. This script trains the recipes of
 ``conf/target/<name>.yaml`` on the demo's embedded MNIST members (the image audit's pools:
 ``pool_seed`` 0, the first ``--members`` of the 2,000), and a reference model of the same

@@ -1,4 +1,4 @@
-"""The claimed guarantee: closed forms of GDP, the PLD path against them, the ACCOUNTING.md
+"""The claimed guarantee: closed forms of GDP, the PLD path against them, the docs/ACCOUNTING.md
 test vectors, bad claims, the consistency check on null and leaky attacks, and the CLI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The (c, γ) / (ε, δ) relaxations of SPEC §2.3."""
+"""The (c, γ) / (ε, δ) relaxations of docs/SPEC.md §2.3."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.conftest import simulated_scores
 
 
 def _brute_force_p_value(r: int, v: int, theta: float, m: int, slack: float) -> float:
-    """The SPEC formula written literally, one i at a time."""
+    """The docs/SPEC.md formula written literally, one i at a time."""
     q = expit(theta)
     a_term = max((binom.cdf(v - 1, r, q) - binom.cdf(v - i - 1, r, q)) / i for i in range(1, v + 1))
     return float(binom.sf(v - 1, r, q) + a_term * 2 * m * slack)

@@ -1,4 +1,4 @@
-"""The claimed guarantee of an audited model, beside the audit's measurement (SPEC §4).
+"""The claimed guarantee of an audited model, beside the audit's measurement (docs/SPEC.md §4).
 
 - :mod:`~panoramia.accounting.claims`: what the owner declares (DP-SGD hyper-parameters, a
   bare (ε, δ), or nothing), validated and serialisable.

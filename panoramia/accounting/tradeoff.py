@@ -16,7 +16,7 @@ from scipy.stats import norm
 from panoramia.errors import InputError
 
 TIER_I_REGRET = 0.01
-"""μ* alone describes the curve (Tier I) when its regret Δ is below this (SPEC §4)."""
+"""μ* alone describes the curve (Tier I) when its regret Δ is below this (docs/SPEC.md §4)."""
 TIER_II_ALPHAS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
 """FPRs of the Tier II table of f; α* (where f(α*) = α*) is added per curve."""
 CEILING_ALPHAS = (1e-3, 1e-2, 1e-1)

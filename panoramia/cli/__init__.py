@@ -24,7 +24,7 @@ ScoresArg = Annotated[
 ]
 MemberCol = Annotated[str, typer.Option("--member-col", help="0/1 membership column (1 = member).")]
 Confidence = Annotated[float, typer.Option(help="Confidence 1 − β of the whole audit.")]
-Delta = Annotated[float, typer.Option(help="δ of (ε, δ)-DP: relaxed test of SPEC §2.3.")]
+Delta = Annotated[float, typer.Option(help="δ of (ε, δ)-DP: relaxed test of docs/SPEC.md §2.3.")]
 Seed = Annotated[int, typer.Option(help="Seed (split partition, tie-breaking).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -45,7 +45,7 @@ def measure(
         str, typer.Option(help="Threshold strategy: grid:K, all or split:F.")
     ] = "grid:100",
     confidence: Confidence = 0.95,
-    gamma: Annotated[float, typer.Option(help="γ of (c, γ)-closeness (SPEC §2.3).")] = 0.0,
+    gamma: Annotated[float, typer.Option(help="γ of (c, γ)-closeness (docs/SPEC.md §2.3).")] = 0.0,
     delta: Delta = 0.0,
     seed: Seed = 0,
     as_json: AsJson = False,

@@ -1,4 +1,4 @@
-"""The PANORAMIA measurement engine (SPEC §2): exact, vectorised, no deep-learning imports.
+"""The PANORAMIA measurement engine (docs/SPEC.md §2): exact, vectorised, no deep-learning imports.
 
 Scores are numpy vectors with member = 1 (the positive class) and higher = more member-like.
 

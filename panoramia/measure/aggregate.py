@@ -1,4 +1,4 @@
-"""Aggregation of a quantity over repeated audits (SPEC §2.5): mean and t-interval."""
+"""Aggregation of a quantity over repeated audits (docs/SPEC.md §2.5): mean and t-interval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exact one-sided binomial bounds of SPEC §2.1.
+"""Exact one-sided binomial bounds of docs/SPEC.md §2.1.
 
 Under H(θ) the number ``v`` of correct guesses among ``r`` guesses is stochastically dominated
 by ``Bin(r, sigmoid(θ))``. The largest θ ≥ 0 that the test rejects at level ``alpha`` is
@@ -98,8 +98,8 @@ def saturation_ceiling(r: object, alpha: float) -> np.ndarray:
 def max_precision_allowed(r: object, *, theta: float, alpha: float) -> np.ndarray:
     """Largest precision v/r that the level-``alpha`` test does not reject under H(θ).
 
-    ``BinomInvSF(alpha, r, sigmoid(θ)) / r`` (SPEC §3): the curve of maximal precision allowed
-    by θ, drawn beside a precision–recall curve. NaN where r = 0.
+    ``BinomInvSF(alpha, r, sigmoid(θ)) / r`` (docs/SPEC.md §3): the curve of maximal precision
+    allowed by θ, drawn beside a precision–recall curve. NaN where r = 0.
     """
     _check_alpha(alpha)
     r_arr = np.asarray(r, dtype=np.float64)

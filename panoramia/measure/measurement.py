@@ -1,4 +1,5 @@
-"""The PANORAMIA measurement (SPEC §2.2): c_lb, {c+ε}_lb and ε̃ from baseline and attack scores."""
+"""The PANORAMIA measurement (docs/SPEC.md §2.2): c_lb, {c+ε}_lb and ε̃ from baseline and
+attack scores."""
 
 from __future__ import annotations
 
@@ -97,9 +98,9 @@ def measure(
         baseline_scores: baseline classifier's scores, higher = more member-like; shape (m,).
             ``grid:K`` needs probabilities in [0, 1].
         attack_scores: the MIA's scores on the same examples, same convention.
-        thresholds: ``grid:K``, ``all`` or ``split:F`` (SPEC §2.2).
+        thresholds: ``grid:K``, ``all`` or ``split:F`` (docs/SPEC.md §2.2).
         confidence: 1 − β, split over the two tests and the K thresholds.
-        gamma: γ of (c, γ)-closeness (relaxed baseline and attack tests, SPEC §2.3).
+        gamma: γ of (c, γ)-closeness (relaxed baseline and attack tests, docs/SPEC.md §2.3).
         delta: δ of (ε, δ)-DP (relaxed attack test).
         seed: seed of the ``split`` partition (the same partition for both classifiers).
 

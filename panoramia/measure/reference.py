@@ -1,4 +1,4 @@
-"""Reference audits with real non-members (SPEC §2.4): the O(1) audit and RM;RN.
+"""Reference audits with real non-members (docs/SPEC.md §2.4): the O(1) audit and RM;RN.
 
 Both are lower bounds on ε only when membership was randomised (each candidate included in
 training with probability 1/2, independently). A post-hoc audit with a held-out split (e.g.
@@ -86,7 +86,7 @@ def o1_audit(
         membership: 0/1 per example, 1 = member of the target's training set.
         scores: higher = more member-like (pass ``-loss`` for the loss attack); shape (n,).
         confidence: 1 − β for the whole grid (Bonferroni over the (k₊, k₋) pairs).
-        delta: δ > 0 uses the relaxed p-value of SPEC §2.3 with slack δ and m = n.
+        delta: δ > 0 uses the relaxed p-value of docs/SPEC.md §2.3 with slack δ and m = n.
         guess_fractions: k₊ and k₋ each range over ``round(f · n)`` for these fractions.
         seed: breaks ties between equal scores at random, so that the rows' order cannot
             leak into the guesses.

@@ -1,4 +1,5 @@
-"""Relaxed tests of SPEC §2.3: (c, γ)-closeness of the generator and (ε, δ)-DP of the target.
+"""Relaxed tests of docs/SPEC.md §2.3: (c, γ)-closeness of the generator and (ε, δ)-DP of
+the target.
 
 The p-value gains the Steinke et al. (2023) term for approximate DP:
 

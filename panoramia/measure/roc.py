@@ -1,4 +1,5 @@
-"""ROC summaries of a membership score (SPEC §3): AUC and TPR at small FPRs where resolvable.
+"""ROC summaries of a membership score (docs/SPEC.md §3): AUC and TPR at small FPRs where
+resolvable.
 
 The curve is read off the counts the sweep already has (scores sorted once): at every distinct
 score τ, TPR = v/P and FPR = (r − v)/N for the rule score >= τ. AUC is the trapezoid over

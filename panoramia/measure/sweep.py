@@ -1,4 +1,4 @@
-"""One classifier's precision sweep (SPEC §2.2): counts per threshold, the maximal bound.
+"""One classifier's precision sweep (docs/SPEC.md §2.2): counts per threshold, the maximal bound.
 
 ``sweep`` sorts the scores once, takes (r, v) for every threshold from prefix sums and finds the
 threshold with the largest θ_lb exactly. The full per-threshold θ_lb column is one vectorised
@@ -230,9 +230,10 @@ def sweep(
     """Sweep thresholds over validated ``scores`` (higher = member) against 0/1 ``membership``.
 
     ``alpha`` is the level of each single test, already divided by the number of tests and
-    thresholds. ``slack`` > 0 uses the relaxed p-value of SPEC §2.3 with m = the tested set's
-    size. For ``split:f``, τ is chosen on a seeded fraction f of the rows (by the exact bound at
-    ``alpha``) and tested once on the other rows; the test rows never influence the choice.
+    thresholds. ``slack`` > 0 uses the relaxed p-value of docs/SPEC.md §2.3 with m = the tested
+    set's size. For ``split:f``, τ is chosen on a seeded fraction f of the rows (by the exact
+    bound at ``alpha``) and tested once on the other rows; the test rows never influence the
+    choice.
     """
     if strategy.kind == "split":
         assert strategy.fraction is not None

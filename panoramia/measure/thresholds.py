@@ -1,4 +1,4 @@
-"""Threshold strategies of SPEC §2.2 and vectorised counts (r, v) for every threshold.
+"""Threshold strategies of docs/SPEC.md §2.2 and vectorised counts (r, v) for every threshold.
 
 | spec      | thresholds                                        | rule            | tests K |
 |-----------|---------------------------------------------------|-----------------|---------|

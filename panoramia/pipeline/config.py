@@ -122,7 +122,7 @@ class ReferenceConfig:
 
 @dataclass
 class AuditConfig:
-    """Parameters of the tests (SPEC §2)."""
+    """Parameters of the tests (docs/SPEC.md §2)."""
 
     thresholds: str = "grid:100"
     confidence: float = 0.95
@@ -226,7 +226,7 @@ class JobConfig:
     generation_seed: int | None = None
     """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
     ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
-    distinguishers' training with one generator (SPEC §2.5; paper App. C)."""
+    distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
     artifacts_dir: str = ".panoramia/artifacts"
     threads: int | None = None
     """Pin torch/xgboost threads (1 when jobs run in parallel on few cores)."""

@@ -8,7 +8,7 @@ bookkeeping, the Bernoulli game and the order of the graph live here.
 Two seeds drive it: ``generation_seed`` (D_G, the generator, the synthetic pool, h) and
 ``seed`` (which remaining members and which pooled synthetic examples train, validate and
 fill the audit; the coins; the distinguishers' training). With ``generation_seed`` fixed,
-repeated seeds reuse the generator stages and re-run only the cheap ones (SPEC §2.5).
+repeated seeds reuse the generator stages and re-run only the cheap ones (docs/SPEC.md §2.5).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class TextJobConfig:
     generation_seed: int | None = None
     """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
     ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
-    distinguishers' training with one generator (SPEC §2.5; paper App. C)."""
+    distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
     artifacts_dir: str = ".panoramia/artifacts"
     threads: int | None = None
     """Pin torch threads (1 when jobs run in parallel on few cores)."""
