@@ -60,7 +60,9 @@ class DpSgdRun:
     dataset_size: int
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON form: ε is None where it is infinite (no noise)."""
+        facts = asdict(self)
+        return facts | {"epsilon": None if math.isinf(self.epsilon) else self.epsilon}
 
 
 class DpClassifierModule(L.LightningModule):

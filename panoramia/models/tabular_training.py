@@ -86,9 +86,7 @@ def train_mlp_directory(
         if validation is not None:
             raise ValueError("DP-SGD training selects no epoch on validation rows")
         model, metrics, run = fit_classifier_dpsgd(TabularMLP(**kwargs), train, training, dp)
-        facts = run.to_dict()
-        dp_facts = {"dp_sgd": facts | {"epsilon": None if run.noise_multiplier == 0 else
-                                       facts["epsilon"]}}  # fmt: skip
+        dp_facts = {"dp_sgd": run.to_dict()}
     else:
         model, metrics = fit_classifier(TabularMLP(**kwargs), train, training, encoded_validation)
     directory.mkdir(parents=True, exist_ok=True)

@@ -82,10 +82,6 @@ class TargetConfig(MlpConfig):
     dp_max_grad_norm: float = 1.0
 
 
-DP_FIELDS = ("dp_epsilon", "dp_delta", "dp_max_grad_norm")
-"""Target settings of DP-SGD training; they enter the target's stage key only when used."""
-
-
 @dataclass
 class QualityFilterConfig:
     enabled: bool = True

@@ -158,7 +158,7 @@ class AuditPipeline(ABC):
         config = asdict(self.job.target)
         config.pop("trusted_modules", None)  # who may be imported, not what the target is
         if config.get("dp_epsilon", 0) is None:  # plain training: the key it always had
-            for name in ("dp_epsilon", "dp_delta", "dp_max_grad_norm"):
+            for name in [key for key in config if key.startswith("dp_")]:
                 config.pop(name)
         if self.job.target.kind == "path":
             return self._external_target(config)

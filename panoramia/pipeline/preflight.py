@@ -150,7 +150,7 @@ def _check_interpolations(config: DictConfig, *, multirun: bool) -> None:
         HydraConfig.instance().cfg = None
 
 
-def _missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
+def missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
     """Keys left at ``???``, found without resolving interpolations (Hydra is not set up yet)."""
     found = []
     for key in node:
@@ -159,7 +159,7 @@ def _missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
             continue
         child = node._get_node(key)
         if isinstance(child, DictConfig):
-            found += _missing_keys(child, f"{prefix}{key}.")
+            found += missing_keys(child, f"{prefix}{key}.")
     return found
 
 
@@ -184,7 +184,7 @@ def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     finally:
         GlobalHydra.instance().clear()
     for config in configs:
-        missing = [key for key in _missing_keys(config) if not key.startswith("hydra.")]
+        missing = [key for key in missing_keys(config) if not key.startswith("hydra.")]
         if missing:
             raise InputError(f"config: required value(s) not set: {', '.join(missing)}")
         _check_interpolations(config, multirun=multirun)

@@ -180,14 +180,7 @@ class MultirunSummary(Callback):
             cells = [target, str(row["runs"])]
             for name in QUANTITIES:
                 stats = row.get(name)
-                if stats is None:
-                    cells.append("—")
-                elif stats["ci_low"] is None:
-                    cells.append(f"{stats['mean']:.3f}")
-                else:
-                    cells.append(
-                        f"{stats['mean']:.3f} [{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]"
-                    )
+                cells.append("—" if stats is None else _interval(stats))
             table.add_row(*cells)
         console = Console()
         console.print(table)

@@ -289,7 +289,7 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> N
     from omegaconf import OmegaConf
 
     from panoramia.pipeline.config import register_schemas
-    from panoramia.pipeline.preflight import config_name
+    from panoramia.pipeline.preflight import config_name, missing_keys, one_line
 
     name = config_name(overrides)
     with _compose_lock:
@@ -302,30 +302,18 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> N
                     overrides=[line for line in overrides if not line.startswith("-")],
                 )
         except Exception as error:  # Hydra and OmegaConf raise several unrelated types
-            raise RequestProblem(("overrides",), f"config: {_first_line(error)}") from None
+            raise RequestProblem(("overrides",), f"config: {one_line(error)}") from None
         finally:
             GlobalHydra.instance().clear()
-    container = OmegaConf.to_container(composed, resolve=False)
-    missing = [key for key, value in _flat(container) if value == "???"]
+    missing = missing_keys(composed)
     if missing:
-        raise RequestProblem(("overrides",), f"config: required value(s) not set: {missing}")
+        raise RequestProblem(
+            ("overrides",), f"config: required value(s) not set: {', '.join(missing)}"
+        )
     try:
-        check_limits(container, limits or AuditLimits())
+        check_limits(OmegaConf.to_container(composed, resolve=False), limits or AuditLimits())
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
-
-
-def _first_line(error: BaseException) -> str:
-    hints = ("full_key", "object_type", "reference_type", "To append", "Config search path")
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    kept = [line for line in lines if not line.startswith(hints)]
-    return ("; ".join(kept) or type(error).__name__)[:500]
-
-
-def _flat(node: object, where: str = "") -> list[tuple[str, object]]:
-    if isinstance(node, dict):
-        return [pair for k, v in node.items() for pair in _flat(v, f"{where}.{k}".lstrip("."))]
-    return [(where, node)]
 
 
 def job_command(
