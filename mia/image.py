@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
+from mia.selection import LOSS_FLOOR
 from panoramia.data.images import ImageSet
-
-LOSS_FLOOR = 1e-8
 
 
 @dataclass

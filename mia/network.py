@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mia.tabular import CandidateRecord
+from mia.selection import CandidateRecord
 
 SIDE_STD_FLOOR = 1e-6
 VALIDATION_BATCH = 1024

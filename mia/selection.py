@@ -6,9 +6,22 @@ by the best θ_lb of its precision sweep there; the candidate with the largest b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from panoramia.measure import ThresholdStrategy, sweep
+
+LOSS_FLOOR = 1e-8
+"""Losses are floored here before their log (a side feature of the network distinguishers)."""
+
+
+@dataclass
+class CandidateRecord:
+    """One candidate of a model selection: its settings and its validation θ_lb."""
+
+    params: dict
+    validation_theta_lb: float
 
 
 def validation_lower_bound(

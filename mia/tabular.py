@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mia.selection import validation_lower_bound
+from mia.selection import CandidateRecord, validation_lower_bound
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 
@@ -29,12 +29,6 @@ class XGBoostDistinguisherConfig:
     selection_thresholds: str = "grid:100"
     selection_confidence: float = 0.95
     n_jobs: int = 1
-
-
-@dataclass
-class CandidateRecord:
-    params: dict
-    validation_theta_lb: float
 
 
 class XGBoostDistinguisher:

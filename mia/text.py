@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
+from mia.selection import LOSS_FLOOR
 from panoramia.data.text import TextSet
-
-LOSS_FLOOR = 1e-8
 
 
 @dataclass

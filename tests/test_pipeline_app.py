@@ -308,7 +308,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("foo=1", "Key 'foo' not in 'JobConfig'"),
+        ("foo=1", "Key 'foo' not in 'TabularJobConfig'"),
         ("audit.confidence=high", "could not be converted to Float"),
         ("target=nope", "Could not find 'target/nope'"),
         ("data=csv", "data.members_path: required"),

@@ -30,7 +30,7 @@ from panoramia.targets import (
     load_target,
     trusted_modules_from_env,
 )
-from panoramia.targets.base import MANIFEST, manifest_file
+from panoramia.targets.manifest import MANIFEST, manifest_file
 from panoramia.targets.trust import import_model_class, is_trusted, json_kwargs
 from tests.cli_support import run_audit
 from tests.conftest import TINY_AUDIT

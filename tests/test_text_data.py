@@ -101,8 +101,8 @@ def test_embedded_corpus_is_python_documentation() -> None:
 
 
 def test_pools_hold_whole_documents() -> None:
-    from panoramia.pipeline.text_config import TextDataConfig
-    from panoramia.pipeline.text_data import _pools
+    from panoramia.pipeline.text.config import TextDataConfig
+    from panoramia.pipeline.text.data import _pools
 
     rng = np.random.default_rng(0)
     documents = np.repeat(np.arange(40), rng.integers(1, 20, 40))

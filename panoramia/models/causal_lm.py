@@ -20,14 +20,13 @@ import numpy as np
 
 from panoramia.errors import InputError
 from panoramia.models.device_settings import DeviceSettings
-from panoramia.targets.base import MANIFEST
+from panoramia.targets.causal_lm_losses import quiet_transformers, token_losses
+from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
-    import torch
     from transformers import PretrainedConfig, PreTrainedModel
 
 log = logging.getLogger(__name__)
-LOSS_BATCH = 256
 VOLATILE_CONFIG_KEYS = ("_name_or_path", "transformers_version", "architectures", "dtype")
 """Config entries that do not change the architecture (left out of stage keys)."""
 DROPOUT_FIELDS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "dropout", "attention_dropout")
@@ -108,14 +107,6 @@ def architecture_key(architecture: PretrainedConfig) -> dict:
     return {k: v for k, v in sorted(body.items()) if k not in VOLATILE_CONFIG_KEYS}
 
 
-def quiet_transformers() -> None:
-    """No weight-loading bars or config notices on the console (stage progress stays readable)."""
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-
-
 def new_causal_lm(
     *, base_model: str | None, architecture: PretrainedConfig | None, seed: int
 ) -> PreTrainedModel:
@@ -139,32 +130,6 @@ def new_causal_lm(
     if getattr(model, "loss_type", None) is None:
         model.loss_type = "ForCausalLM"  # what transformers falls back to, without its notice
     return model
-
-
-def sequence_losses(model: PreTrainedModel, tokens: torch.Tensor) -> torch.Tensor:
-    """Per-token next-token cross-entropy (nats), shape (B, L−1): token t+1 given tokens ≤ t."""
-    import torch
-
-    logits = model(input_ids=tokens).logits[:, :-1].float()
-    return torch.nn.functional.cross_entropy(
-        logits.transpose(1, 2), tokens[:, 1:], reduction="none"
-    )
-
-
-def token_losses(model: PreTrainedModel, tokens: np.ndarray, *, batch: int = LOSS_BATCH):
-    """float64 (N, L−1) per-token losses of int token ids (N, L), on the model's device."""
-    import torch
-
-    device = next(model.parameters()).device
-    model.eval()
-    parts = []
-    with torch.no_grad():
-        for start in range(0, len(tokens), batch):
-            chunk = torch.from_numpy(np.ascontiguousarray(tokens[start : start + batch]))
-            parts.append(sequence_losses(model, chunk.to(device)).double().cpu())
-    if not parts:
-        return np.zeros((0, max(0, tokens.shape[1] - 1)))
-    return torch.cat(parts).numpy()
 
 
 def fit_causal_lm(

@@ -7,7 +7,7 @@ import lightning as L
 import torch
 from transformers import PreTrainedModel
 
-from panoramia.models.causal_lm import sequence_losses
+from panoramia.targets.causal_lm_losses import sequence_losses
 
 
 class CausalLMModule(L.LightningModule):

@@ -16,7 +16,7 @@ import numpy as np
 from panoramia.data.images import ImageSet
 from panoramia.errors import InputError
 from panoramia.models.device_settings import DeviceSettings
-from panoramia.targets.base import MANIFEST
+from panoramia.targets.manifest import MANIFEST
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pandas as pd
 
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
-from panoramia.targets.base import MANIFEST
+from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
     from panoramia.models.dp_training import DpSgdSettings

@@ -1,10 +1,9 @@
 """``panoramia-audit``: the Hydra job (single run or ``-m`` multirun).
 
-One run = one audit of one target with one seed: the stages of
-:class:`panoramia.pipeline.tabular.TabularPipeline` (``conf/config.yaml``), of
-:class:`panoramia.pipeline.image.ImagePipeline` (``--config-name image``) or of
-:class:`panoramia.pipeline.text.TextPipeline` (``--config-name text``), then
-``report.json`` and ``report.html`` in the run directory. A multirun ends with a summary per
+One run = one audit of one target with one seed: the stages of the pipeline that the job's
+modality names in :mod:`panoramia.pipeline.registry` (tabular: ``conf/config.yaml``; image:
+``--config-name image``; text: ``--config-name text``), then ``report.json`` and
+``report.html`` in the run directory. A multirun ends with a summary per
 target (see :mod:`panoramia.pipeline.summary`).
 """
 
@@ -23,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from panoramia.errors import InputError
-from panoramia.pipeline.config import config_dir, register_schemas
+from panoramia.pipeline.registry import config_dir, modality, register_schemas
 
 log = logging.getLogger("panoramia.audit")
 
@@ -63,20 +62,9 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     except InputError as error:
         reason = str(error).removeprefix("thresholds: ")
         raise InputError(f"audit.thresholds: {reason}") from None
-    if job.modality == "tabular":
-        from panoramia.pipeline.tabular import STAGE_COUNT
-        from panoramia.pipeline.tabular import TabularPipeline as Pipeline
-
-        if job.threads is not None:
-            job.distinguisher.n_jobs = job.threads
-    elif job.modality == "image":
-        from panoramia.pipeline.image import STAGE_COUNT
-        from panoramia.pipeline.image import ImagePipeline as Pipeline
-    elif job.modality == "text":
-        from panoramia.pipeline.text import STAGE_COUNT
-        from panoramia.pipeline.text import TextPipeline as Pipeline
-    else:
-        raise InputError(f"modality: {job.modality!r} is not tabular, image or text")
+    Pipeline = modality(job.modality).pipeline_class()
+    if job.threads is not None and hasattr(job.distinguisher, "n_jobs"):
+        job.distinguisher.n_jobs = job.threads  # xgboost's threads follow torch's
     _pin_threads(job.threads)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     console = Console(stderr=True)
@@ -84,7 +72,6 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     progress = os.environ.get("PANORAMIA_PROGRESS_FILE")
     runner = StageRunner(
         ArtifactStore(job.artifacts_dir),
-        total=STAGE_COUNT,
         console=console,
         progress_file=Path(progress) if progress else None,
     )
@@ -124,7 +111,7 @@ def _task(cfg: DictConfig) -> dict[str, object]:
 
 def main() -> None:
     """Console-script entry point: Hydra parses the command line (overrides, ``-m``)."""
-    from panoramia.pipeline.lifeline import die_with_parent
+    from panoramia.lifeline import die_with_parent
     from panoramia.pipeline.preflight import check_command_line
 
     die_with_parent()

@@ -1,28 +1,22 @@
-"""Structured (typed) configuration of ``panoramia-audit``; the YAML groups in ``conf/`` fill it.
+"""The configuration every modality shares: the bases of the job, data and target sections,
+and the sections that mean the same in every audit (split, audit, claim, quality filter).
 
-Every number that changes a result lives here and is copied into the report. Hydra rejects
-unknown keys and values of the wrong type against these dataclasses.
+A modality's schema (``panoramia/pipeline/<modality>/config.py``) extends these bases; the YAML
+groups in ``conf/`` fill it. Every number that changes a result lives in a schema and is copied
+into the report. Hydra rejects unknown keys and values of the wrong type against these
+dataclasses.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from hydra.core.config_store import ConfigStore
-
-from generators.tabular import TabularGeneratorConfig
-from mia.tabular import XGBoostDistinguisherConfig
 from panoramia.errors import InputError
-from panoramia.models.tabular_training import MlpConfig
 
 if TYPE_CHECKING:
     from panoramia.accounting.claims import Claim
     from panoramia.accounting.run_count import RunCount
-
-CONF_DIR_ENV = "PANORAMIA_CONF_DIR"
 
 
 @dataclass
@@ -40,49 +34,6 @@ class SplitConfig:
 
 
 @dataclass
-class DataConfig:
-    source: str = "adult"
-    """``adult`` (embedded) or ``csv`` (members_path, optional nonmembers_path, schema)."""
-    members_path: str | None = None
-    nonmembers_path: str | None = None
-    label: str | None = None
-    categorical: list[str] = field(default_factory=list)
-    continuous: list[str] = field(default_factory=list)
-    pool_seed: int = 0
-    """adult: fixed shuffle of adult.data into the target's pool and the control's pool."""
-    pool_size: int = 15000
-    """adult: rows in each pool (the target's training set)."""
-    max_members: int | None = None
-    """Use at most this many known members (small test configs)."""
-    split: SplitConfig = field(default_factory=SplitConfig)
-
-
-@dataclass
-class TargetConfig(MlpConfig):
-    """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
-
-    kind: str = "mlp"
-    name: str = "mlp"
-    members: str = "same"
-    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
-    train_seed: int = 0
-    path: str | None = None
-    """kind=path: a target directory with target.json (see panoramia.targets)."""
-    trusted_modules: list[str] = field(default_factory=list)
-    """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
-    torch-safetensors target.json may name, besides the project's own networks."""
-    n_estimators: int = 300
-    max_depth: int = 6
-    xgb_learning_rate: float = 0.1
-    dp_epsilon: float | None = None
-    """kind=mlp: train with DP-SGD (Opacus) for this ε at ``dp_delta`` (``inf``: the same
-    recipe without noise); the report's claim is then filled from the training. None: plain
-    training."""
-    dp_delta: float = 1e-5
-    dp_max_grad_norm: float = 1.0
-
-
-@dataclass
 class QualityFilterConfig:
     enabled: bool = True
     real_quantile: float = 0.05
@@ -91,23 +42,6 @@ class QualityFilterConfig:
     """Never drop more than this fraction of the candidates (1 / (1 - max_drop) are drawn)."""
     extra_fraction: float = 1.0
     """Extra synthetic rows to train the filter, as a fraction of |D_G|."""
-
-
-@dataclass
-class GeneratorConfig(TabularGeneratorConfig):
-    """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
-
-    relabel: bool = True
-    """Draw synthetic labels from a labeler trained on D_G (baselines.labeler)."""
-    filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
-
-
-@dataclass
-class HelperConfig(MlpConfig):
-    """h: the target's architecture, trained on this many synthetic rows."""
-
-    n_rows: int = 6000
-    validation_fraction: float = 0.2
 
 
 @dataclass
@@ -216,8 +150,80 @@ class ClaimConfig:
 
 
 @dataclass
-class JobConfig:
-    modality: str = "tabular"
+class DataConfigBase:
+    """Where the known members (and optional real non-members) come from, and how they split.
+
+    ``source`` names an embedded dataset or the modality's user-file source
+    (:attr:`USER_FILE_SOURCES`); embedded data has a control pool that a ``disjoint`` target
+    trains on."""
+
+    USER_FILE_SOURCES: ClassVar[tuple[str, ...]] = ("files",)
+    """Sources read from the user's files: they have no control pool."""
+
+    source: str = ""
+    members_path: str | None = None
+    """User files: the known members."""
+    nonmembers_path: str | None = None
+    """User files: optional real non-members (for the O(1) and RM;RN reference audits)."""
+    pool_seed: int = 0
+    """Embedded data: fixed shuffle into the target's pool, the control's pool and held-out
+    real non-members."""
+    max_members: int | None = None
+    """Use at most this many known members (small test configs)."""
+    split: SplitConfig = field(default_factory=SplitConfig)
+
+    def has_control_pool(self) -> bool:
+        """Whether the data has a pool of rows that the audited members are not in."""
+        return self.source not in self.USER_FILE_SOURCES
+
+
+@dataclass
+class TargetConfigBase:
+    """The audited model: a demo target trained here, or a directory (``kind: path``)."""
+
+    TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("train",)
+    """Values of ``kind`` that train a demo target here (``path`` opens a directory)."""
+
+    kind: str = "train"
+    name: str = "target"
+    members: str = "same"
+    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
+    train_seed: int = 0
+    path: str | None = None
+    """kind=path: a target directory with target.json (see panoramia.targets)."""
+
+    def check(self, data: DataConfigBase) -> None:
+        """InputError naming the setting when kind, path or members are inconsistent."""
+        kinds = (*self.TRAINED_KINDS, "path")
+        if self.kind not in kinds:
+            raise InputError(f"target.kind: {self.kind!r} is not one of {', '.join(kinds)}")
+        if self.kind == "path" and not self.path:
+            raise InputError("target.path: a target directory is required for target.kind=path")
+        if self.members not in ("same", "disjoint"):
+            raise InputError(f"target.members: {self.members!r} is not same or disjoint")
+        if self.members == "disjoint" and not data.has_control_pool():
+            raise InputError(
+                f"target.members=disjoint needs embedded data with a control pool, not "
+                f"data.source={data.source}"
+            )
+
+
+@dataclass
+class TrustedModulesMixin:
+    """For targets whose directory may name an ``nn.Module`` class (tabular, image)."""
+
+    trusted_modules: list[str] = field(default_factory=list)
+    """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
+    torch-safetensors target.json may name, besides the project's own networks."""
+
+
+@dataclass
+class JobConfigBase:
+    """One audit: the seeds, where artifacts go, the tests' parameters and the claim. A
+    modality's job schema adds its ``data``, ``target``, ``generator``, ``helper`` and
+    ``distinguisher`` sections."""
+
+    modality: str = ""
     seed: int = 0
     generation_seed: int | None = None
     """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
@@ -225,33 +231,6 @@ class JobConfig:
     distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
     artifacts_dir: str = ".panoramia/artifacts"
     threads: int | None = None
-    """Pin torch/xgboost threads (1 when jobs run in parallel on few cores)."""
-    data: DataConfig = field(default_factory=DataConfig)
-    target: TargetConfig = field(default_factory=TargetConfig)
-    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
-    helper: HelperConfig = field(default_factory=HelperConfig)
-    distinguisher: XGBoostDistinguisherConfig = field(default_factory=XGBoostDistinguisherConfig)
+    """Pin torch (and xgboost) threads (1 when jobs run in parallel on few cores)."""
     audit: AuditConfig = field(default_factory=AuditConfig)
     claim: ClaimConfig = field(default_factory=ClaimConfig)
-
-
-def register_schemas() -> None:
-    """Register the schemas that ``conf/config.yaml`` (tabular), ``conf/image.yaml`` and
-    ``conf/text.yaml`` extend (they type-check every override)."""
-    from panoramia.pipeline.image_config import ImageJobConfig
-    from panoramia.pipeline.text_config import TextJobConfig
-
-    ConfigStore.instance().store(name="job_schema", node=JobConfig)
-    ConfigStore.instance().store(name="image_job_schema", node=ImageJobConfig)
-    ConfigStore.instance().store(name="text_job_schema", node=TextJobConfig)
-
-
-def config_dir() -> Path:
-    """The Hydra config directory: ``$PANORAMIA_CONF_DIR``, else ``conf/`` of the checkout."""
-    configured = os.environ.get(CONF_DIR_ENV)
-    directory = Path(configured) if configured else Path(__file__).resolve().parents[2] / "conf"
-    if not (directory / "config.yaml").is_file():
-        raise FileNotFoundError(
-            f"no config.yaml in {directory}; set {CONF_DIR_ENV} to the project's conf/ directory"
-        )
-    return directory

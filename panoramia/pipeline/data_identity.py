@@ -5,16 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256
-
-
-def tree_sha256(path: Path) -> str | dict[str, str]:
-    """SHA-256 of a file, or of every file under a directory (by relative path)."""
-    if path.is_file():
-        return file_sha256(path)
-    return {
-        str(f.relative_to(path)): file_sha256(f) for f in sorted(path.rglob("*")) if f.is_file()
-    }
+from panoramia.hashing import tree_sha256
 
 
 def input_paths_identity(config: object) -> dict[str, object]:

@@ -33,6 +33,12 @@ MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
 """The disjoint synthetic sets: the distinguishers' train/val, the audit, h's training set."""
+GRAPH_STAGES = (
+    "data", "target", "generator_data", "generator", "synthetic", "helper", "split",
+    "synthetic_split", "losses_helper", "losses_target", "game", "baseline", "attack",
+)  # fmt: skip
+"""The stages of :meth:`AuditPipeline.run`, in order (``attack_rmrn`` follows when real
+non-members are there)."""
 SEQUENCE_LOSSES = "sequence_losses.npz"
 """Per-token losses (n, T) of each set, beside their means in ``losses.npz`` (text)."""
 
@@ -69,11 +75,18 @@ class AuditPipeline(ABC):
     """Builds (or reuses) every stage for one job config; exposes what the report needs."""
 
     def __init__(self, job: Any, runner: StageRunner) -> None:
-        """``job``: the modality's JobConfig (tabular or image)."""
+        """``job``: the modality's job schema (a ``JobConfigBase``); sets ``runner.total``."""
         self.job = job
         self.runner = runner
         self.seed = job.seed
         self.generation_seed = job.seed if job.generation_seed is None else job.generation_seed
+        runner.total = len(self.planned_stages())
+
+    def planned_stages(self) -> tuple[str, ...]:
+        """The stages this job runs at most, in order: :data:`GRAPH_STAGES`, then
+        ``attack_rmrn`` when the RM;RN audit is on (it runs only if real non-members exist)."""
+        rmrn = ("attack_rmrn",) if self.job.audit.reference.rmrn else ()
+        return (*GRAPH_STAGES, *rmrn)
 
     # -- modality-specific stages -------------------------------------------------------
     @abstractmethod

@@ -12,11 +12,9 @@ import numpy as np
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
-from panoramia.pipeline.config import JobConfig
-from panoramia.pipeline.image_config import ImageJobConfig
+from panoramia.pipeline.config import JobConfigBase
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
-from panoramia.pipeline.text_config import TextJobConfig
 from panoramia.report.document import report_document
 from panoramia.report.html import render_html
 
@@ -32,9 +30,7 @@ def _scores(stage: StageResult) -> dict[str, np.ndarray]:
     return dict(np.load(stage.directory / "scores.npz"))
 
 
-def claimed_guarantee(
-    job: JobConfig | ImageJobConfig | TextJobConfig, target_info: dict
-) -> tuple[Claim, str]:
+def claimed_guarantee(job: JobConfigBase, target_info: dict) -> tuple[Claim, str]:
     """The guarantee shown beside the measurement, and where it comes from: the config's
     ``claim.*`` (``declared``), else the DP-SGD training of a demo target that happened in this
     audit (``training``: σ, q, T and N as Opacus ran them), else none."""
@@ -58,7 +54,7 @@ def claimed_guarantee(
 
 
 def build_report(
-    job: JobConfig | ImageJobConfig | TextJobConfig,
+    job: JobConfigBase,
     stages: dict[str, StageResult],
     runner: StageRunner,
     run_dir: Path,

@@ -46,12 +46,13 @@ class StageRunner:
         self,
         store: ArtifactStore,
         *,
-        total: int,
+        total: int = 0,
         console: Console | None = None,
         progress_file: Path | None = None,
     ):
         self.store = store
         self.total = total
+        """Stages planned (the progress lines' denominator); the pipeline sets it from its graph."""
         self.console = console or Console(stderr=True)
         self.progress_file = progress_file
         """If set, rewritten (atomically) as each stage starts and ends, for a service to poll."""

@@ -23,6 +23,7 @@ from slowapi.errors import RateLimitExceeded
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
+from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.limits import BodySizeLimit, make_limiter
 from panoramia.service.queues import AuditQueue
@@ -293,7 +294,7 @@ def create_app(
         latest: bool = False,
         since: datetime | None = None,
         until: datetime | None = None,
-        modality: Annotated[str | None, Query(pattern="^(tabular|image|text)$")] = None,
+        modality: Annotated[str | None, Query(pattern=MODALITY_PATTERN)] = None,
         version: Annotated[NameType | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,

@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
 from functools import cache
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from panoramia.errors import InputError
-from panoramia.pipeline.config import config_dir
+from panoramia.pipeline.registry import (
+    compose_job,
+    config_dir,
+    modality,
+    modality_of_command_line,
+)
 from panoramia.service.audit_limits import AuditLimits, check_limits
-from panoramia.service.schemas import INTERPOLATION, PATH_TARGET, AuditRequest
+from panoramia.service.schemas import INTERPOLATION, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("data.split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
@@ -41,9 +45,6 @@ RESERVED_LEAVES = {
 """Last key components a contributor may never set, under any allowed prefix."""
 RESERVED_SUFFIXES = ("_path", "_dir", "_url", "_file")
 OPTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
-PRIMARY_CONFIG = {"tabular": "config", "image": "image", "text": "text"}
-"""Each modality's primary config (``--config-name``)."""
-_compose_lock = threading.Lock()  # Hydra's global state: one composition at a time
 
 
 class RequestProblem(Exception):
@@ -155,25 +156,21 @@ def check_overrides(overrides: list[str]) -> None:
                 )
 
 
-def _fits(target_config: Path, modality: str) -> bool:
-    """Whether a target config sets only keys of ``modality``'s target schema."""
+def _fits(target_config: Path, modality_name: str) -> bool:
+    """Whether a target config sets only keys of ``modality_name``'s target schema."""
     from dataclasses import fields
 
     import yaml
 
-    from panoramia.pipeline.config import TargetConfig
-    from panoramia.pipeline.image_config import ImageTargetConfig
-    from panoramia.pipeline.text_config import TextTargetConfig
-
-    schema = {"tabular": TargetConfig, "image": ImageTargetConfig, "text": TextTargetConfig}
     keys = set(yaml.safe_load(target_config.read_text()) or {})
-    return keys <= {field.name for field in fields(schema[modality])}
+    schema = modality(modality_name).target_schema()
+    return keys <= {field.name for field in fields(schema)}
 
 
 def _check_model_format(directory: Path, *, allow_torchscript: bool) -> None:
     """A TorchScript archive is a program (its ops can read and write files), not data: the
     service opens one only where the operator trusts TorchScript."""
-    from panoramia.targets.base import read_manifest
+    from panoramia.targets.manifest import read_manifest
 
     try:
         manifest = read_manifest(directory)
@@ -199,22 +196,22 @@ def audit_overrides(
     ``--config-name`` for image and text audits, then Hydra overrides."""
     check_overrides(request.overrides)
     target, data = request.target, request.data
-    modality = data.modality
-    lines = [] if modality == "tabular" else [f"--config-name={PRIMARY_CONFIG[modality]}"]
+    entry = modality(data.modality)
+    lines = entry.command_line()
     if target.config is not None:
         path = config_dir() / "target" / f"{target.config}.yaml"
         if not path.is_file():
             raise RequestProblem(("target", "config"), f"no target config {target.config!r}")
-        if not _fits(path, modality):
+        if not _fits(path, entry.name):
             raise RequestProblem(
                 ("target", "config"),
-                f"{target.config!r} is not a target of an audit of {modality} data",
+                f"{target.config!r} is not a target of an audit of {entry.name} data",
             )
         lines.append(f"target={target.config}")
     else:
         directory = _inside(models_dir, target.path or "", ("target", "path"))
         _check_model_format(directory, allow_torchscript=allow_torchscript)
-        lines += [f"target={PATH_TARGET[modality]}", f"target.path={_quoted(str(directory))}"]
+        lines += [f"target={entry.path_target}", f"target.path={_quoted(str(directory))}"]
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
     lines.append(f"data={data.source}")
@@ -284,32 +281,12 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> N
     Nothing is resolved in the server: a contributor's text holds no interpolation, and the
     project's own (``${oc.env:PANORAMIA_HOME,…}``, ``${hydra:…}``) are the child's to resolve,
     in its minimal environment."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from panoramia.pipeline.config import register_schemas
-    from panoramia.pipeline.preflight import config_name, missing_keys, one_line
-
-    name = config_name(overrides)
-    with _compose_lock:
-        register_schemas()
-        try:
-            GlobalHydra.instance().clear()
-            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-                composed = compose(
-                    config_name=name,
-                    overrides=[line for line in overrides if not line.startswith("-")],
-                )
-        except Exception as error:  # Hydra and OmegaConf raise several unrelated types
-            raise RequestProblem(("overrides",), f"config: {one_line(error)}") from None
-        finally:
-            GlobalHydra.instance().clear()
-    missing = missing_keys(composed)
-    if missing:
-        raise RequestProblem(
-            ("overrides",), f"config: required value(s) not set: {', '.join(missing)}"
-        )
+    try:
+        composed = compose_job(overrides)
+    except InputError as error:
+        raise RequestProblem(("overrides",), str(error)) from None
     try:
         check_limits(OmegaConf.to_container(composed, resolve=False), limits or AuditLimits())
     except InputError as error:
@@ -326,8 +303,12 @@ def job_command(
 ) -> list:
     """The worker's command line for one audit run in ``run_dir``; ``trusted_modules`` are the
     operator's extra module prefixes for model manifests (text targets name no module)."""
+    from dataclasses import fields
+
     trust = []
-    if trusted_modules and f"--config-name={PRIMARY_CONFIG['text']}" not in overrides:
+    entry = modality_of_command_line(overrides)
+    names = {field.name for field in fields(entry.target_schema())} if entry else set()
+    if trusted_modules and "trusted_modules" in names:
         trust = [f"target.trusted_modules={_quoted_list(list(trusted_modules))}"]
     return [
         sys.executable,

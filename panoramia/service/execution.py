@@ -2,7 +2,7 @@
 
 Used by both the local worker pool and Celery workers. The child is
 ``python -m panoramia.pipeline.app`` in its own process group, tied to this worker's life
-(:mod:`panoramia.pipeline.lifeline`). While it runs, the worker sends heartbeats with the
+(:mod:`panoramia.lifeline`). While it runs, the worker sends heartbeats with the
 child's stage progress and polls for a cancel; if the worker dies, heartbeats stop and the
 service re-queues the audit, whose next run reuses every finished stage from the artifact cache.
 The report and the audit's success are written in one transaction.
@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from panoramia.errors import InputError
-from panoramia.pipeline.lifeline import PARENT_ENV
+from panoramia.lifeline import PARENT_ENV
 from panoramia.service.audit_command import job_command, recheck_data_paths
 from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings

@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from panoramia.pipeline.registry import MODALITIES, data_sources
+
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", min_length=1, max_length=100)]
 """Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
 RelativePath = Annotated[str, Field(min_length=1, max_length=500)]
@@ -104,8 +106,8 @@ class ModelRef(BaseModel):
             raise ValueError(str(error)) from None
 
 
-PATH_TARGET = {"tabular": "path", "image": "image_path", "text": "text_path"}
-"""Each modality's target config for a model directory (``TargetRef.path``)."""
+PATH_TARGETS = frozenset(entry.path_target for entry in MODALITIES.values())
+"""The target configs for a model directory (``TargetRef.path``), one per modality."""
 
 
 class TargetRef(BaseModel):
@@ -122,23 +124,19 @@ class TargetRef(BaseModel):
     def _exactly_one(self) -> TargetRef:
         if (self.config is None) == (self.path is None):
             raise ValueError("give exactly one of config or path")
-        if self.config in PATH_TARGET.values():
+        if self.config in PATH_TARGETS:
             raise ValueError(f"config {self.config!r} needs a path: give path instead")
         return self
 
 
-DATA_MODALITY: dict[str, Literal["tabular", "image", "text"]] = {
-    "adult": "tabular",
-    "csv": "tabular",
-    "mnist": "image",
-    "digits": "image",
-    "images": "image",
-    "python_docs": "text",
-    "text_files": "text",
-}
-"""Each data source and the audit (primary config) it belongs to."""
-FILE_SOURCES = ("csv", "images", "text_files")
+DATA_MODALITY: dict[str, str] = data_sources()
+"""Each data source and the audit (modality) it belongs to."""
+ModalityName = Literal[tuple(MODALITIES)]  # type: ignore[valid-type]
+"""A registered modality's name."""
+FILE_SOURCES = tuple(s for entry in MODALITIES.values() for s in entry.file_data_sources)
 """Sources read from the contributor's own files (``members`` required)."""
+DataSource = Literal[tuple(DATA_MODALITY)]  # type: ignore[valid-type]
+"""A registered ``data`` option (the request's ``data.source``)."""
 
 
 class DataRef(BaseModel):
@@ -153,9 +151,7 @@ class DataRef(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    source: Literal["adult", "csv", "mnist", "digits", "images", "python_docs", "text_files"] = (
-        "adult"
-    )
+    source: DataSource = "adult"  # type: ignore[valid-type]
     members: RelativePath | None = None
     nonmembers: RelativePath | None = None
     label: Column | None = None
@@ -163,7 +159,7 @@ class DataRef(BaseModel):
     continuous: list[Column] = Field(default_factory=list, max_length=1000)
 
     @property
-    def modality(self) -> Literal["tabular", "image", "text"]:
+    def modality(self) -> str:
         return DATA_MODALITY[self.source]
 
     @model_validator(mode="after")
@@ -227,7 +223,7 @@ class ReportDocument(BaseModel):
     schema_version: Literal["1.0"]
     kind: Literal["panoramia-audit-report"]
     created: datetime
-    modality: Literal["tabular", "image", "text"]
+    modality: ModalityName  # type: ignore[valid-type]
     c_lb: float
     c_plus_eps_lb: float
     eps_tilde: float = Field(ge=0)

@@ -24,7 +24,8 @@ be JSON data. Trust more explicitly: ``target.trusted_modules=[mypkg]`` on the c
 own layers are not trusted by default. Any other name is refused with an InputError.
 """
 
-from panoramia.targets.base import TargetModel, load_target
+from panoramia.targets.interface import TargetModel
+from panoramia.targets.loading import load_target
 from panoramia.targets.trust import (
     DEFAULT_TRUSTED_MODULES,
     TRUSTED_MODULES_ENV,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from panoramia.data.tabular import TabularSchema
 from panoramia.errors import InputError
-from panoramia.targets.base import loss_from_probabilities
+from panoramia.targets.interface import loss_from_probabilities
 
 BATCH = 1024
 

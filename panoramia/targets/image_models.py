@@ -24,7 +24,8 @@ import torch
 from panoramia.data.image_module import Normalization
 from panoramia.data.images import ImageSet
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256, inside_model_directory
+from panoramia.hashing import file_sha256
+from panoramia.targets.manifest import inside_model_directory
 from panoramia.targets.torch_models import load_safetensors_module, load_torchscript_module
 
 BATCH = 1024

@@ -16,7 +16,9 @@ import pandas as pd
 
 from panoramia.data.tabular import TabularSchema
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256, loss_from_probabilities, manifest_file
+from panoramia.hashing import file_sha256
+from panoramia.targets.interface import loss_from_probabilities
+from panoramia.targets.manifest import manifest_file
 from panoramia.targets.trust import is_trusted
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from panoramia.data.text import TextSet
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256, inside_model_directory
+from panoramia.hashing import file_sha256
+from panoramia.targets.manifest import inside_model_directory
 
 
 @dataclass
@@ -31,7 +32,7 @@ class CausalLMTarget:
 
     def per_token_loss(self, chunks: TextSet) -> np.ndarray:
         """Next-token cross-entropy (nats) of tokens 2…L of each chunk: float64 (N, L−1)."""
-        from panoramia.models.causal_lm import token_losses
+        from panoramia.targets.causal_lm_losses import token_losses
 
         vocabulary = int(self.model.get_input_embeddings().num_embeddings)  # type: ignore[attr-defined]
         if len(chunks) and int(chunks.tokens.max()) >= vocabulary:
@@ -54,7 +55,7 @@ def load_causal_lm_target(directory: Path, manifest: dict) -> CausalLMTarget:
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
-    from panoramia.models.causal_lm import quiet_transformers
+    from panoramia.targets.causal_lm_losses import quiet_transformers
 
     quiet_transformers()
     folder = inside_model_directory(Path(directory), manifest.get("directory", "."), "directory")

@@ -14,7 +14,8 @@ from safetensors.torch import load_file
 
 from panoramia.data.encoding import TabularEncoder
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256, manifest_file
+from panoramia.hashing import file_sha256
+from panoramia.targets.manifest import manifest_file
 from panoramia.targets.trust import import_model_class, json_kwargs
 
 BATCH = 8192

@@ -11,7 +11,9 @@ import xgboost as xgb
 
 from panoramia.data.encoding import TabularEncoder
 from panoramia.errors import InputError
-from panoramia.targets.base import file_sha256, loss_from_probabilities, manifest_file
+from panoramia.hashing import file_sha256
+from panoramia.targets.interface import loss_from_probabilities
+from panoramia.targets.manifest import manifest_file
 
 
 @dataclass

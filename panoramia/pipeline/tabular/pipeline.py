@@ -7,7 +7,6 @@ rerun reuses finished stages and a killed run loses at most the stage that was r
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -15,11 +14,12 @@ import numpy as np
 import pandas as pd
 
 from panoramia.errors import InputError
-from panoramia.pipeline.config import JobConfig
 from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.tabular_data import (
+from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
+from panoramia.pipeline.tabular.config import TabularJobConfig
+from panoramia.pipeline.tabular.data import (
     CONTROL_POOL,
     MEMBERS,
     NONMEMBERS,
@@ -28,15 +28,11 @@ from panoramia.pipeline.tabular_data import (
     load_schema,
 )
 
-STAGE_COUNT = 14
-SAMPLING_ONLY = ("relabel", "filter")
-"""Generator settings that the synthetic stage uses and the generator's fit does not."""
-
 
 class TabularPipeline(AuditPipeline):
     """The stages of a tabular audit (rows in parquet files, sdv, xgboost)."""
 
-    job: JobConfig
+    job: TabularJobConfig
     SET_SUFFIX = ".parquet"
     MEMBERS_FILE = MEMBERS
     NONMEMBERS_FILE = NONMEMBERS
@@ -156,39 +152,34 @@ class TabularPipeline(AuditPipeline):
                     rows, seed=child_seed(self.generation_seed, f"{name}/labels")
                 )
 
-            kept_parts, drawn, rounds = [], 0, 0
             extra = None
             if config.filter.enabled:
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
                 extra = draw(n_extra, "synthetic/extra")
+
+            def screen(batch: pd.DataFrame) -> pd.DataFrame:
+                if extra is None:
+                    return batch
+                return filter_synthetic(
+                    real, extra, batch, schema,
+                    real_quantile=config.filter.real_quantile, max_drop=config.filter.max_drop,
+                    seed=child_seed(self.generation_seed, "synthetic/filter"),
+                ).kept  # fmt: skip
+
             # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
-            factor = 1.05 / (1.0 - config.filter.max_drop) if extra is not None else 1.0
-            while sum(map(len, kept_parts)) < total:
-                if rounds == 5:
-                    raise InputError(
-                        "generator.filter: too few synthetic rows kept; raise max_drop"
-                    )
-                batch = draw(
-                    math.ceil((total - sum(map(len, kept_parts))) * factor),
-                    f"synthetic/candidates/{rounds}",
-                )
-                drawn += len(batch)
-                if extra is not None:
-                    batch = filter_synthetic(
-                        real, extra, batch, schema,
-                        real_quantile=config.filter.real_quantile,
-                        max_drop=config.filter.max_drop,
-                        seed=child_seed(self.generation_seed, "synthetic/filter"),
-                    ).kept  # fmt: skip
-                kept_parts.append(batch)
-                rounds += 1
+            kept_parts, drawn = draw_screened(
+                total, draw=draw, screen=screen, size=len, adapt=False, what="rows",
+                factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
+            )  # fmt: skip
             kept = pd.concat(kept_parts, ignore_index=True)
-            start = 0
-            for name in SYNTHETIC_SETS:  # disjoint: the helper's rows are never audited
-                kept.iloc[start : start + needed[name]].reset_index(drop=True).to_parquet(
-                    directory / f"synthetic_{name}.parquet"
-                )
-                start += needed[name]
+            # Disjoint: the helper's rows are never audited.
+            deal(
+                needed,
+                lambda indices, name: self.write_subset(
+                    kept, indices, directory / f"synthetic_{name}.parquet"
+                ),
+                order=SYNTHETIC_SETS,
+            )
             return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
 
         # The whole generator section: every setting of sampling, labelling and filtering.
@@ -223,14 +214,7 @@ class TabularPipeline(AuditPipeline):
     def check(self) -> None:
         """Fail on inconsistent settings before any stage runs."""
         target = self.job.target
-        if target.kind not in ("mlp", "xgboost", "path"):
-            raise InputError(f"target.kind: {target.kind!r} is not mlp, xgboost or path")
-        if target.kind == "path" and not target.path:
-            raise InputError("target.path: a target directory is required for target=path")
-        if target.members not in ("same", "disjoint"):
-            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
-        if target.members == "disjoint" and self.job.data.source != "adult":
-            raise InputError("target.members=disjoint needs data with a control pool (adult)")
+        target.check(self.job.data)
         settings = self.dp_settings()
         if settings is not None:
             if target.kind != "mlp":

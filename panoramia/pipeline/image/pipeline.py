@@ -8,7 +8,6 @@ generator, the synthetic sets and h.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -19,8 +18,8 @@ from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
 from panoramia.errors import InputError
 from panoramia.models.image_nets import ARCHITECTURES
 from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
-from panoramia.pipeline.image_config import ImageJobConfig
-from panoramia.pipeline.image_data import (
+from panoramia.pipeline.image.config import ImageJobConfig
+from panoramia.pipeline.image.data import (
     CONTROL_POOL,
     MEMBERS,
     NONMEMBERS,
@@ -29,9 +28,8 @@ from panoramia.pipeline.image_data import (
 )
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.tabular import SAMPLING_ONLY
+from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 
-STAGE_COUNT = 14
 GALLERY = 48
 """Images of each kind shown in the report."""
 IMAGE_SAMPLING_ONLY = (
@@ -83,15 +81,7 @@ class ImagePipeline(AuditPipeline):
         }
 
     def check(self) -> None:
-        target = self.job.target
-        if target.kind not in ("train", "path"):
-            raise InputError(f"target.kind: {target.kind!r} is not train or path")
-        if target.kind == "path" and not target.path:
-            raise InputError("target.path: a target directory is required for target.kind=path")
-        if target.members not in ("same", "disjoint"):
-            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
-        if target.members == "disjoint" and self.job.data.source == "files":
-            raise InputError("target.members=disjoint needs embedded data with a control pool")
+        self.job.target.check(self.job.data)
         for section in ("target", "helper"):
             model = getattr(self.job, section)
             if model.arch not in ARCHITECTURES:
@@ -215,7 +205,7 @@ class ImagePipeline(AuditPipeline):
                 )
 
             extra = None
-            factor = 1.05
+            factor = MARGIN
             if config.filter.enabled:
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
                 extra = draw(n_extra, "synthetic/extra")
@@ -232,13 +222,8 @@ class ImagePipeline(AuditPipeline):
                     n_classes=int(data.info["n_classes"]),
                 )  # fmt: skip
                 matching_info = {"candidates": [], "kept": []}
-            total, kept_parts, drawn, rounds = sum(needed.values()), [], 0, 0
-            while sum(map(len, kept_parts)) < total:
-                if rounds == 5:
-                    raise InputError("generator.filter: too few synthetic images kept")
-                missing = total - sum(map(len, kept_parts))
-                batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
-                drawn += len(batch)
+
+            def screen(batch: ImageSet) -> ImageSet:
                 realness = np.zeros(len(batch))
                 if extra is not None:
                     result = filter_synthetic_images(
@@ -256,17 +241,22 @@ class ImagePipeline(AuditPipeline):
                     batch = batch.take(np.flatnonzero(keep))
                     matching_info["candidates"].append(losses)
                     matching_info["kept"].append(losses[keep])
-                kept_parts.append(batch)
-                rounds += 1
-                # Later rounds are sized by the share kept so far (loss matching's varies).
-                factor = max(factor, 1.05 * drawn / max(1, sum(map(len, kept_parts))))
+                return batch
+
+            # Later rounds are sized by the share kept so far (loss matching's varies).
+            kept_parts, drawn = draw_screened(
+                sum(needed.values()), draw=draw, screen=screen, size=len, factor=factor,
+                adapt=True, what="images",
+            )  # fmt: skip
             kept = concat(kept_parts)
-            start = 0
-            for name in SYNTHETIC_SETS:  # disjoint: h's images are never audited
-                kept.take(np.arange(start, start + needed[name])).save(
-                    directory / f"synthetic_{name}.npz"
-                )
-                start += needed[name]
+            # Disjoint: h's images are never audited.
+            deal(
+                needed,
+                lambda indices, name: self.write_subset(
+                    kept, indices, directory / f"synthetic_{name}.npz"
+                ),
+                order=SYNTHETIC_SETS,
+            )
             (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
             info = {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
             if matching is not None:

@@ -16,7 +16,7 @@ import numpy as np
 from panoramia.data.images import ImageSet, read_images
 from panoramia.errors import InputError
 from panoramia.pipeline.data_identity import input_paths_identity
-from panoramia.pipeline.image_config import ImageDataConfig
+from panoramia.pipeline.image.config import ImageDataConfig
 
 MEMBERS = "members.npz"
 CONTROL_POOL = "control_pool.npz"

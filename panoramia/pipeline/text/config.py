@@ -1,7 +1,7 @@
-"""Structured configuration of the text audit (``panoramia-audit --config-name text``).
+"""The text audit's schema (``panoramia-audit --config-name text``, ``conf/text.yaml``).
 
-``conf/text.yaml`` extends ``text_job_schema``; Hydra rejects unknown keys and wrongly typed
-values against these dataclasses before any stage runs.
+Hydra rejects unknown keys and wrongly typed values against these dataclasses before any stage
+runs.
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ from baselines.text import TextHelperConfig
 from generators.text import TextGeneratorConfig
 from mia.text import TextDistinguisherConfig
 from panoramia.models.causal_lm import CausalLMConfig, GPT2Size
-from panoramia.pipeline.config import AuditConfig, ClaimConfig, SplitConfig
+from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
 
 
 @dataclass
-class TextDataConfig:
-    source: str = "python_docs"
+class TextDataConfig(DataConfigBase):
     """``python_docs`` (embedded: CPython's documentation topics and stdlib docstrings),
-    ``pydoc`` (the topics only) or ``files``."""
-    members_path: str | None = None
-    """files: the known members (``.txt``, ``.jsonl`` or a directory of them)."""
-    nonmembers_path: str | None = None
-    """files: optional real non-members (for the O(1) and RM;RN reference audits)."""
+    ``pydoc`` (the topics only) or ``files`` (``members_path``/``nonmembers_path``: ``.txt``,
+    ``.jsonl`` or a directory of them). Embedded data is shuffled into pools by document: no
+    document is in two pools."""
+
+    source: str = "python_docs"
     text_field: str = "text"
     """JSONL: the field that holds a document's text."""
     chunk_length: int = 64
@@ -32,27 +31,17 @@ class TextDataConfig:
     vocab_size: int = 2048
     """Demo targets: the byte-level BPE trained on the corpus (a target directory brings its
     own tokenizer)."""
-    pool_seed: int = 0
-    """Embedded data: fixed shuffle of the documents into the target's pool, the control's pool
-    and held-out real non-members (by document: no document is in two pools)."""
     pool_chunks: int = 1600
     """Embedded data: chunks in each of the two pools (whole documents, at least this many)."""
-    max_members: int | None = None
-    split: SplitConfig = field(default_factory=SplitConfig)
 
 
 @dataclass
-class TextTargetConfig(CausalLMConfig, GPT2Size):
+class TextTargetConfig(TargetConfigBase, CausalLMConfig, GPT2Size):
     """The audited causal LM: a demo GPT-2 trained here (``kind: train``; its size, then how
-    Lightning trains it) or a directory (``kind: path``)."""
+    Lightning trains it) or a directory (``kind: path``: a local causal-LM directory in Hugging
+    Face format, with its tokenizer)."""
 
-    kind: str = "train"
     name: str = "gpt2"
-    members: str = "same"
-    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
-    train_seed: int = 0
-    path: str | None = None
-    """kind=path: a local causal-LM directory (Hugging Face format, with its tokenizer)."""
 
 
 @dataclass
@@ -72,21 +61,11 @@ class PublicBaseConfig:
 
 
 @dataclass
-class TextJobConfig:
+class TextJobConfig(JobConfigBase):
     modality: str = "text"
-    seed: int = 0
-    generation_seed: int | None = None
-    """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
-    ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
-    distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
-    artifacts_dir: str = ".panoramia/artifacts"
-    threads: int | None = None
-    """Pin torch threads (1 when jobs run in parallel on few cores)."""
     data: TextDataConfig = field(default_factory=TextDataConfig)
     target: TextTargetConfig = field(default_factory=TextTargetConfig)
     base: PublicBaseConfig = field(default_factory=PublicBaseConfig)
     generator: TextGeneratorConfig = field(default_factory=TextGeneratorConfig)
     helper: TextHelperConfig = field(default_factory=TextHelperConfig)
     distinguisher: TextDistinguisherConfig = field(default_factory=TextDistinguisherConfig)
-    audit: AuditConfig = field(default_factory=AuditConfig)
-    claim: ClaimConfig = field(default_factory=ClaimConfig)

@@ -18,8 +18,9 @@ import numpy as np
 
 from panoramia.data.text import TextSet, chunk_documents, read_documents
 from panoramia.errors import InputError
-from panoramia.pipeline.data_identity import input_paths_identity, tree_sha256
-from panoramia.pipeline.text_config import TextDataConfig, TextTargetConfig
+from panoramia.hashing import tree_sha256
+from panoramia.pipeline.data_identity import input_paths_identity
+from panoramia.pipeline.text.config import TextDataConfig, TextTargetConfig
 
 MEMBERS = "members.npz"
 CONTROL_POOL = "control_pool.npz"

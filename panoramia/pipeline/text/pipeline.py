@@ -21,8 +21,8 @@ from panoramia.errors import InputError
 from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.text_config import TextJobConfig
-from panoramia.pipeline.text_data import (
+from panoramia.pipeline.text.config import TextJobConfig
+from panoramia.pipeline.text.data import (
     CONTROL_POOL,
     MEMBERS,
     NONMEMBERS,
@@ -34,7 +34,6 @@ from panoramia.pipeline.text_data import (
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-STAGE_COUNT = 15
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
@@ -64,6 +63,10 @@ class TextPipeline(AuditPipeline):
     MEMBERS_FILE = MEMBERS
     NONMEMBERS_FILE = NONMEMBERS
     _base: StageResult | None = None
+
+    def planned_stages(self) -> tuple[str, ...]:
+        """The graph's stages and the public base LM's (stage ``base``)."""
+        return ("base", *super().planned_stages())
 
     def read_set(self, path: Path) -> TextSet:
         return read_chunks(path)
@@ -112,14 +115,7 @@ class TextPipeline(AuditPipeline):
 
     def check(self) -> None:
         target, data = self.job.target, self.job.data
-        if target.kind not in ("train", "path"):
-            raise InputError(f"target.kind: {target.kind!r} is not train or path")
-        if target.kind == "path" and not target.path:
-            raise InputError("target.path: a model directory is required for target.kind=path")
-        if target.members not in ("same", "disjoint"):
-            raise InputError(f"target.members: {target.members!r} is not same or disjoint")
-        if target.members == "disjoint" and data.source == "files":
-            raise InputError("target.members=disjoint needs embedded data with a control pool")
+        target.check(data)
         if target.kind == "train" and not target.base_model and target.n_embd % target.n_head:
             raise InputError(
                 f"target.n_embd: {target.n_embd} is not a multiple of target.n_head {target.n_head}"

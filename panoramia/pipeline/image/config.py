@@ -1,9 +1,7 @@
-"""Structured configuration of the image audit (``panoramia-audit --config-name image``).
+"""The image audit's schema (``panoramia-audit --config-name image``, ``conf/image.yaml``).
 
-The tabular schema (:mod:`panoramia.pipeline.config`) keeps its types; the image audit has its
-own schema, ``image_job_schema``, that ``conf/image.yaml`` extends. Hydra rejects unknown keys
-and wrongly typed values against these dataclasses, so a tabular option given to an image
-audit (or the reverse) fails before any stage runs.
+Hydra rejects unknown keys and wrongly typed values against these dataclasses, so a tabular
+option given to an image audit (or the reverse) fails before any stage runs.
 """
 
 from __future__ import annotations
@@ -14,41 +12,33 @@ from baselines.image import ImageHelperConfig
 from generators.image import ImageGeneratorConfig
 from mia.image import ImageDistinguisherConfig
 from panoramia.models.image_training import ImageModelConfig
-from panoramia.pipeline.config import AuditConfig, ClaimConfig, QualityFilterConfig, SplitConfig
+from panoramia.pipeline.config import (
+    DataConfigBase,
+    JobConfigBase,
+    QualityFilterConfig,
+    TargetConfigBase,
+    TrustedModulesMixin,
+)
 
 
 @dataclass
-class ImageDataConfig:
+class ImageDataConfig(DataConfigBase):
+    """``mnist`` (embedded 5,000 images), ``digits`` (sklearn 8×8, tests) or ``files``
+    (``members_path``/``nonmembers_path``: ``.npz``, an image folder or a CIFAR-10 batch
+    directory)."""
+
     source: str = "mnist"
-    """``mnist`` (embedded 5,000 images), ``digits`` (sklearn 8×8, tests) or ``files``."""
-    members_path: str | None = None
-    """files: the known members (``.npz``, image folder or CIFAR-10 batch directory)."""
-    nonmembers_path: str | None = None
-    """files: optional real non-members (for the O(1) and RM;RN reference audits)."""
     layout: str = "auto"
     """files: ``auto``, ``npz``, ``folder`` or ``cifar``."""
-    pool_seed: int = 0
-    """Embedded data: fixed shuffle into the target's pool, the control's pool and held-out
-    real non-members."""
     pool_size: int = 2000
-    max_members: int | None = None
-    split: SplitConfig = field(default_factory=SplitConfig)
 
 
 @dataclass
-class ImageTargetConfig(ImageModelConfig):
-    """The audited model: a demo target trained here (``kind: train``) or a directory."""
+class ImageTargetConfig(TargetConfigBase, TrustedModulesMixin, ImageModelConfig):
+    """The audited model: a demo target trained here (``kind: train``) or a directory
+    (``kind: path``, a target.json with ``"modality": "image"``)."""
 
-    kind: str = "train"
     name: str = "cnn"
-    members: str = "same"
-    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
-    train_seed: int = 0
-    path: str | None = None
-    """kind=path: a target directory with target.json (``"modality": "image"``)."""
-    trusted_modules: list[str] = field(default_factory=list)
-    """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
-    torch-safetensors target.json may name, besides the project's own networks."""
 
 
 @dataclass
@@ -89,20 +79,10 @@ class ImageGeneratorSettings(ImageGeneratorConfig):
 
 
 @dataclass
-class ImageJobConfig:
+class ImageJobConfig(JobConfigBase):
     modality: str = "image"
-    seed: int = 0
-    generation_seed: int | None = None
-    """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
-    ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
-    distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
-    artifacts_dir: str = ".panoramia/artifacts"
-    threads: int | None = None
-    """Pin torch threads (1 when jobs run in parallel on few cores)."""
     data: ImageDataConfig = field(default_factory=ImageDataConfig)
     target: ImageTargetConfig = field(default_factory=ImageTargetConfig)
     generator: ImageGeneratorSettings = field(default_factory=ImageGeneratorSettings)
     helper: ImageHelperConfig = field(default_factory=ImageHelperConfig)
     distinguisher: ImageDistinguisherConfig = field(default_factory=ImageDistinguisherConfig)
-    audit: AuditConfig = field(default_factory=AuditConfig)
-    claim: ClaimConfig = field(default_factory=ClaimConfig)

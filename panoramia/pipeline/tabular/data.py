@@ -11,8 +11,8 @@ import pandas as pd
 
 from panoramia.data.tabular import TabularSchema, read_table
 from panoramia.errors import InputError
-from panoramia.pipeline.config import DataConfig
-from panoramia.targets.base import file_sha256
+from panoramia.hashing import file_sha256
+from panoramia.pipeline.tabular.config import TabularDataConfig
 
 MEMBERS = "members.parquet"
 CONTROL_POOL = "control_pool.parquet"
@@ -20,7 +20,7 @@ NONMEMBERS = "nonmembers.parquet"
 SCHEMA = "schema.json"
 
 
-def data_identity(config: DataConfig) -> dict:
+def data_identity(config: TabularDataConfig) -> dict:
     """What the data stage's key hashes: the config and the content of every input file."""
     identity = asdict(config)
     identity.pop("split")
@@ -45,7 +45,7 @@ def data_identity(config: DataConfig) -> dict:
     return identity
 
 
-def build_data(config: DataConfig, directory: Path) -> dict:
+def build_data(config: TabularDataConfig, directory: Path) -> dict:
     """Write members, the control pool (adult only) and real non-members as parquet files."""
     if config.source == "adult":
         from panoramia.datasets.adult import SCHEMA as ADULT_SCHEMA

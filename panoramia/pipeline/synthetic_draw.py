@@ -1,0 +1,73 @@
+"""The synthetic stage's loop, whatever the examples: draw candidates in rounds, screen them
+(the real-vs-synthetic filter, loss matching), and deal the survivors into the disjoint sets.
+
+A modality supplies how to draw ``n`` labelled candidates under a name (the name seeds the
+draw), how to screen a batch, and how to store a subset; the rounds, their sizes and the
+dealing live here once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+from panoramia.errors import InputError
+
+Examples = TypeVar("Examples")
+
+SAMPLING_ONLY = ("relabel", "filter")
+"""Generator settings that only the synthetic stage uses (the generator's fit does not)."""
+MAX_ROUNDS = 5
+"""Rounds of drawing before the stage gives up (the screen keeps too little)."""
+MARGIN = 1.05
+"""Candidates drawn per example still missing, before the screen's expected loss."""
+
+
+def draw_screened(
+    total: int,
+    *,
+    draw: Callable[[int, str], Examples],
+    screen: Callable[[Examples], Examples],
+    size: Callable[[Examples], int],
+    factor: float,
+    adapt: bool,
+    what: str,
+) -> tuple[list[Examples], int]:
+    """Draw and screen candidates until at least ``total`` survive; returns the surviving
+    batches (in draw order) and how many candidates were drawn.
+
+    Round ``r`` draws under the name ``synthetic/candidates/{r}``; it draws ``factor``
+    candidates per missing example (``MARGIN / (1 - max_drop)`` when the screen keeps at least
+    ``1 - max_drop`` of a batch). With ``adapt``, later rounds are sized by the share kept so
+    far (for screens whose share varies, such as loss matching). After :data:`MAX_ROUNDS`
+    rounds, InputError naming ``generator.filter`` (``what``: the examples, e.g. "rows")."""
+    kept: list[Examples] = []
+    drawn = rounds = 0
+    while sum(map(size, kept)) < total:
+        if rounds == MAX_ROUNDS:
+            raise InputError(f"generator.filter: too few synthetic {what} kept; raise max_drop")
+        missing = total - sum(map(size, kept))
+        batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
+        drawn += size(batch)
+        kept.append(screen(batch))
+        rounds += 1
+        if adapt:
+            factor = max(factor, MARGIN * drawn / max(1, sum(map(size, kept))))
+    return kept, drawn
+
+
+def deal(
+    needed: dict[str, int],
+    write: Callable[[np.ndarray, str], None],
+    *,
+    order: Sequence[str],
+) -> None:
+    """Deal consecutive examples into the sets of ``order`` (``needed[name]`` each, disjoint):
+    ``write(indices, name)`` stores the examples at ``indices`` as set ``name``."""
+    start = 0
+    for name in order:
+        write(np.arange(start, start + needed[name]), name)
+        start += needed[name]

@@ -1,0 +1,77 @@
+"""The tabular audit's schema (``conf/config.yaml``): rows of a table, sdv, xgboost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from generators.tabular import TabularGeneratorConfig
+from mia.tabular import XGBoostDistinguisherConfig
+from panoramia.models.tabular_training import MlpConfig
+from panoramia.pipeline.config import (
+    DataConfigBase,
+    JobConfigBase,
+    QualityFilterConfig,
+    TargetConfigBase,
+    TrustedModulesMixin,
+)
+
+
+@dataclass
+class TabularDataConfig(DataConfigBase):
+    """``adult`` (embedded) or ``csv`` (members_path, optional nonmembers_path, the schema)."""
+
+    USER_FILE_SOURCES: ClassVar[tuple[str, ...]] = ("csv",)
+
+    source: str = "adult"
+    label: str | None = None
+    categorical: list[str] = field(default_factory=list)
+    continuous: list[str] = field(default_factory=list)
+    pool_size: int = 15000
+    """adult: rows in each pool (the target's training set)."""
+
+
+@dataclass
+class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
+    """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
+
+    TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("mlp", "xgboost")
+
+    kind: str = "mlp"
+    name: str = "mlp"
+    n_estimators: int = 300
+    max_depth: int = 6
+    xgb_learning_rate: float = 0.1
+    dp_epsilon: float | None = None
+    """kind=mlp: train with DP-SGD (Opacus) for this ε at ``dp_delta`` (``inf``: the same
+    recipe without noise); the report's claim is then filled from the training. None: plain
+    training."""
+    dp_delta: float = 1e-5
+    dp_max_grad_norm: float = 1.0
+
+
+@dataclass
+class TabularGeneratorSettings(TabularGeneratorConfig):
+    """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
+
+    relabel: bool = True
+    """Draw synthetic labels from a labeler trained on D_G (baselines.labeler)."""
+    filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
+
+
+@dataclass
+class TabularHelperConfig(MlpConfig):
+    """h: the target's architecture, trained on this many synthetic rows."""
+
+    n_rows: int = 6000
+    validation_fraction: float = 0.2
+
+
+@dataclass
+class TabularJobConfig(JobConfigBase):
+    modality: str = "tabular"
+    data: TabularDataConfig = field(default_factory=TabularDataConfig)
+    target: TabularTargetConfig = field(default_factory=TabularTargetConfig)
+    generator: TabularGeneratorSettings = field(default_factory=TabularGeneratorSettings)
+    helper: TabularHelperConfig = field(default_factory=TabularHelperConfig)
+    distinguisher: XGBoostDistinguisherConfig = field(default_factory=XGBoostDistinguisherConfig)
