@@ -33,8 +33,8 @@ class ImageHelperConfig(ImageModelConfig):
     training_data: str = "synthetic"
     n_images: int = 2000
     """Synthetic images drawn for h; none are drawn when ``training_data`` is ``real`` (the
-    DDPM samples ~14 images/s on 2 CPU cores, and with the filter and loss matching keeping
-    ~47 % of them, 2,000 unused images meant ~4,300 draws, ~5 min)."""
+    filter and loss matching discard part of every draw, so each image costs more than one
+    generator sample). Measured figures: docs/RESULTS.md §5."""
     validation_fraction: float = 0.2
 
 

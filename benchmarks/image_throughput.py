@@ -1,8 +1,9 @@
 """Throughput of the image audit's trained parts on this machine (CPU, or a GPU if present).
 
 On the embedded MNIST subset (28×28×1): the demo's conditional DDPM's and DCGAN's training
-(images/s over a few epochs) and sampling (images/s; the DDPM with its 50 DDIM steps), a demo
-CNN target's training (images/s over a few epochs) and its per-example losses (images/s).
+(images/s over a few epochs) and sampling (images/s; the DDPM with the DDIM steps of
+``conf/generator/ddpm.yaml``), a demo CNN target's training (images/s over a few epochs) and
+its per-example losses (images/s).
 Prints one line per measurement; the image demo's stage times follow from these (e.g. the
 DDPM's 240 epochs on 800 images of D_G).
 

@@ -4,14 +4,13 @@ The denoiser is a small UNet over (C, S, S) images in [−1, 1]: a residual bloc
 S/4 (widths w, 2w, 4w), two at the bottom, and nearest-neighbour upsampling with skip
 connections on the way back. The time step (sinusoidal) and the class are embedded and scale
 and shift every block's normalised features; the output layer has no normalisation (one
-there removes each image's mean, so the model cannot set a background's level: measured, a
-class-conditional toy was not learned with it and was without it). Training (Ho et al.
-2020) draws a step t uniformly from the cosine schedule (Nichol & Dhariwal 2021) and
-regresses the noise added to the image, with "offset noise" (a per-image, per-channel
-constant of standard deviation ``offset_noise`` added to it) so that the model also learns
-to correct an image's overall level; labels are dropped (replaced by the extra "no class"
-index) with probability ``label_dropout`` so that sampling can use classifier-free guidance
-(Ho & Salimans 2022).
+there removes each image's mean, so the model cannot set a background's level; measured
+figures: docs/RESULTS.md §2). Training (Ho et al. 2020) draws a step t uniformly from the
+cosine schedule (Nichol & Dhariwal 2021) and regresses the noise added to the image, with
+"offset noise" (a per-image, per-channel constant of standard deviation ``offset_noise``
+added to it) so that the model also learns to correct an image's overall level; labels are
+dropped (replaced by the extra "no class" index) with probability ``label_dropout`` so that
+sampling can use classifier-free guidance (Ho & Salimans 2022).
 The weights used for sampling are an exponential moving average of the trained ones.
 Sampling is deterministic DDIM (Song et al. 2021) on ``sampling_steps`` evenly spaced steps.
 """

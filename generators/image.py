@@ -5,28 +5,20 @@
 for, in proportion to D_G's class frequencies) / ``.save(dir)`` / ``ImageGenerator.load(dir)``.
 
 ``model: ddpm`` (:mod:`generators.ddpm`, the image audit's default) or ``dcgan``
-(:mod:`generators.dcgan`, cheaper).
-Measured on the demo's 800 D_G MNIST images with a SmallCNN trained on 500 real against 500
-synthetic images and rated on 500 + 500 held-out ones (positive class: real): the DCGAN's
-samples are separated completely, whatever its variant (AUC 1.000, every held-out real image
-above every synthetic one), which pins the baseline's c_lb at its ceiling; the DDPM's, with
-the black level below, are not (AUC 0.96, 9–14 % of the real images above every synthetic
-one; without it, AUC 0.99–1.00: a faint background haze gives them away).
+(:mod:`generators.dcgan`, cheaper). A CNN separates the DCGAN's samples from real images
+completely, whatever its variant, which pins the baseline's c_lb at its ceiling; the DDPM's,
+with the black level below, it does not, which is why the DDPM is the image audit's default.
 
 With the DDPM the audit's weak point moves to the losses: a target trained on real images
 rates the samples differently from real images whether or not it saw the members (guided
-samples are easier: median loss 0.003 against 0.005 on real images under the negative
-control), and the attack reads that gap. ``conf/generator/ddpm.yaml`` therefore turns on loss
-matching (:mod:`generators.loss_matching`, in the synthetic stage): measured on seed 0, the
-control's loss no longer tells real from synthetic (AUC 0.42 → 0.47) while the over-fitted
-target's tells members from synthetic better (0.48 → 0.55); the baseline's c_lb is 0.94 (the
-ceiling is 3.26) and ε̃ is 0 for the control. With 25 DDIM steps instead of 50 (the config's
-setting since), seed 1 gave c_lb 1.06 and ε̃ 0 for the control. The DDPM is the image
-audit's default since its samples do not pin c_lb at the ceiling; it costs ~2,900 training
-steps of 0.14 s at batch 64 (the DCGAN: 1,250 of 0.12 s) and 25 guided network evaluations
-per sample (~7 images/s, against thousands): on 2 CPU cores its training took 475 s and the
-synthetic pool 562 s, which ``generation_seed`` lets repeated seeds reuse.
-``benchmarks/image_generator_quality.py`` prints the separability figures.
+samples are easier), and the attack reads that gap. ``conf/generator/ddpm.yaml`` therefore
+turns on loss matching (:mod:`generators.loss_matching`, in the synthetic stage). The DDPM
+costs far more than the DCGAN to train and to sample (``sampling_steps`` guided network
+evaluations per sample); ``generation_seed`` lets repeated seeds reuse its stages.
+``benchmarks/image_generator_quality.py`` prints the separability figures and
+``benchmarks/image_throughput.py`` the training and sampling throughput.
+
+Measured figures: docs/RESULTS.md §1.
 """
 
 from __future__ import annotations

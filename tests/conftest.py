@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two workers on two cores: one BLAS/torch thread each (children inherit it), else every
+    # process starts a thread per core and they all fight over the same cores.
+    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +19,7 @@ from scipy.stats import binom
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent / "fixtures"
 OFFICIAL_SCORES = DATA / "panoramia_official_adult_scores.csv"
 TINY_AUDIT = [
     "data.max_members=800",

@@ -29,6 +29,18 @@ POSTGRES_URL = os.environ.get(
     "PANORAMIA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("PANORAMIA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+REDIS_SLOTS = 4
+"""Redis databases each test process may use (slots 0–3)."""
+
+
+def redis_database(slot: int) -> int:
+    """The Redis database of ``slot`` for this test process: 12–15 for a serial run or xdist
+    worker gw0, 8–11 for gw1, … (a test's queue is never flushed by another worker's test)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw") or 0)
+    if not 0 <= slot < REDIS_SLOTS or index >= 16 // REDIS_SLOTS:
+        raise RuntimeError(f"no Redis database for slot {slot} of worker {worker}")
+    return 16 - REDIS_SLOTS * (index + 1) + slot
 
 
 @contextmanager

@@ -50,7 +50,8 @@ def _riskcal_sigma_for_advantage(advantage: float, sample_rate: float, steps: in
 
 def _sigma_for_tpr(tpr: float, fpr: float, sample_rate: float, steps: int) -> float:
     """Smallest σ (to a relative 1e-3, rounded up) with 1 − f_σ(fpr) ≤ tpr, by bisection on
-    log σ over the PLD curve (riskcal's error-rate evaluator is ~10× slower here)."""
+    log σ over the PLD curve, faster here than riskcal's error-rate evaluator (measured
+    figures: docs/RESULTS.md §8)."""
     from panoramia.accounting.dpsgd import dpsgd_pld
     from panoramia.accounting.tradeoff import symmetric_curve_from_pld
 

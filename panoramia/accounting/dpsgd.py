@@ -7,8 +7,8 @@ it: it is an upper bound that is looser than the PLD's, and reports label it so.
 
 Both accounts refuse (:class:`InputError`, one line) a claim outside :func:`check_accountable`'s
 limits, before allocating anything: the PLD's memory grows with the span of the privacy loss
-(1/σ² for one step, the number of steps times the loss per step for the run), so that σ = 10⁻³
-asks for 38 GiB, T = 10¹² steps for 2 TiB, and σ = 10³⁰⁸ overflows.
+(1/σ² for one step, the number of steps times the loss per step for the run), and tiny σ or
+huge T ask for more memory than any machine has (measured figures: docs/RESULTS.md §8).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ RDP_ORDERS = tuple(np.r_[np.linspace(1.01, 10.0, 600), np.geomspace(10.0, 1024.0
 """Orders α of the RDP account; dense, since a coarse grid moves the second decimal of ε."""
 NOISE_MULTIPLIER_RANGE = (0.1, 1e4)
 """Accounted σ. Below 0.1 a claim is vacuous (one full-batch step at σ = 0.1 is already
-ε ≈ 92 at δ = 10⁻⁵) and one step's loss grid grows as 1/σ² (σ = 0.02: 5.5 GB, 2 min); above
-10⁴ the noise drowns any gradient (ε < 10⁻⁴ per full-batch step) and the RDP series stops
-converging (σ = 10¹⁰⁰: warnings, 10 s; σ = 10³⁰⁸: overflow)."""
+ε ≈ 92 at δ = 10⁻⁵) and one step's loss grid grows as 1/σ²; above 10⁴ the noise drowns any
+gradient (ε < 10⁻⁴ per full-batch step) and the RDP series stops converging. Measured
+figures: docs/RESULTS.md §8."""
 MAX_STEPS = 10**9
 """Most accounted steps T per phase: beyond any training run."""
 MAX_LOSS_SPAN = 1000.0
 """Largest estimated span of the run's privacy loss (nats; :func:`loss_span`): 10⁷ points of
-the 10⁻⁴ grid, ~2.5 GB and ~40 s at the worst σ (0.1). A run beyond it has ε in the hundreds
+the 10⁻⁴ grid (its cost: docs/RESULTS.md §8). A run beyond it has ε in the hundreds
 or more, a guarantee that bounds no attack (σ = 1, q = 0.01, T = 10⁷: span ≈ 860 nats,
 ε ≈ 1000)."""
 

@@ -10,9 +10,7 @@ A DP guarantee bounds how well any test separates members from *real* non-member
 the same distribution; it says nothing about generated ones. So only a game with real
 non-members (``rmrn``) can contradict the claim (a red banner). The attack and the baseline
 play members against generated non-members: their points beating the claimed curve are listed
-as ``inconclusive`` with a note, never as a violation. (Measured: with an attack that saw f's
-and h's losses and a baseline that saw h's only, a DP-SGD target at ε = 1 "beat" its own
-claim in 6 of 10 runs while its real-non-member audits found nothing.)
+as ``inconclusive`` with a note, never as a violation. Measured figures: docs/RESULTS.md §7.
 """
 
 from __future__ import annotations

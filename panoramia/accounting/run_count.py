@@ -21,7 +21,7 @@ from panoramia.errors import InputError
 MAX_RUNS = 10_000
 """Most training runs a tuning law may count (fixed k, binomial n). The bounds grow with k
 (10⁴ runs of a 1-DP training already give a tuned ε in the thousands) while their cost grows
-too: the accounting of 10⁵ runs needed over 20 GB and 2 minutes, 10⁶ a 29 GiB array."""
+too (measured figures: docs/RESULTS.md §8)."""
 
 
 @dataclass(frozen=True)

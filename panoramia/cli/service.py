@@ -10,6 +10,12 @@ import typer
 
 from panoramia.cli.common import exits_on_input_error, print_json
 from panoramia.errors import InputError
+from panoramia.pipeline.registry import MODALITIES
+
+MODALITY_NAMES = ", ".join(MODALITIES)
+SOURCES_BY_MODALITY = "; ".join(
+    f"{' or '.join(entry.data_sources)} ({entry.name})" for entry in MODALITIES.values()
+)
 
 Url = Annotated[str, typer.Option("--url", envvar="PANORAMIA_URL", help="The service's base URL.")]
 Token = Annotated[
@@ -152,7 +158,7 @@ def reports_list(
     model: Annotated[str, typer.Option("--model", help="The model's name.")],
     latest: Annotated[bool, typer.Option("--latest", help="Only the newest report.")] = False,
     version: Annotated[str | None, typer.Option(help="Only this model version.")] = None,
-    modality: Annotated[str | None, typer.Option(help="tabular, image or text.")] = None,
+    modality: Annotated[str | None, typer.Option(help=f"One of {MODALITY_NAMES}.")] = None,
     since: Annotated[str | None, typer.Option(help="Stored at or after (ISO date).")] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
@@ -233,9 +239,8 @@ def audits_submit(
     source: Annotated[
         str | None,
         typer.Option(
-            help="Data source, which picks the audit: adult or csv (tabular); mnist, digits or "
-            "images (image); python_docs or text_files (text). Default: csv with --members, "
-            "else adult."
+            help=f"Data source, which picks the audit: {SOURCES_BY_MODALITY}. Default: csv "
+            "with --members, else adult."
         ),
     ] = None,
     members: Annotated[

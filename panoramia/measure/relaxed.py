@@ -8,7 +8,7 @@ The p-value gains the Steinke et al. (2023) term for approximate DP:
 
 with ``slack = γ`` for the baseline test and ``γ + δ − γδ`` for the attack test, and ``m`` the
 number of examples in the audited set. The bound is the largest θ ≥ 0 with p ≤ alpha, found by
-root finding; it never exceeds the exact bound of §2.1 and equals it when slack = 0.
+root finding; it never exceeds the exact bound of docs/SPEC.md §2.1 and equals it when slack = 0.
 """
 
 from __future__ import annotations

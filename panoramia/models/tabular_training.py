@@ -18,7 +18,7 @@ from panoramia.data.tabular import TabularSchema
 from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
-    from panoramia.models.dp_training import DpSgdSettings
+    from panoramia.models.dp_settings import DpSgdSettings
 
 MLP_MODULE = "panoramia.models.tabular_mlp:TabularMLP"
 

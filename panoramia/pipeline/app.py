@@ -96,8 +96,10 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     console.print(
         f"[bold]{job.target.name}[/] seed {job.seed}: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
-        f"[/]  ({elapsed:.0f} s)\nreport: {run_dir / 'report.html'}"
+        f"[/]  ({elapsed:.0f} s)"
     )
+    # A path is never wrapped: it must stay one line to copy (or to grep in a log).
+    console.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)
     return headline
 
 

@@ -4,7 +4,8 @@ A modality is one entry of :data:`MODALITIES` plus its wing ``panoramia/pipeline
 (``config.py``: the job schema; ``data.py``: the data stage; ``pipeline.py``: the stages that
 differ by data) and its primary config ``conf/<primary_config>.yaml``. The CLI
 (:mod:`panoramia.pipeline.app`), :func:`register_schemas`, the service's request checks and
-command builder, the API's ``modality`` filter and the report builder all read this table.
+command builder and the API's ``modality`` filter read this table (the report builder takes
+any ``JobConfigBase`` and names no modality).
 
 Entries name their schema and pipeline class by import path, resolved on first use: the
 service imports this module without loading a deep-learning stack, and a name here is never

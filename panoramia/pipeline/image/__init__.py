@@ -1,1 +1,1 @@
-"""The image wing of the audit job: its schema (config), data stage (data) and stages (pipeline)."""
+"""The image wing of the audit job: its schema (config), data stage (data), stages (pipeline)."""

@@ -53,10 +53,9 @@ class LossMatchingConfig:
     max_drop: float = 0.5
     """Never drop more than this fraction of the candidates that reach this step."""
     epochs: int = 40
-    """Training epochs of each fold's classifier (a SmallCNN, random shifts). Measured on
-    MNIST halves of 400 images: 40 epochs at batch 64 reach 93 % held-out accuracy; 10 at
-    batch 128 stay near chance (median loss 2.1 nats), and matching on such losses does
-    nothing."""
+    """Training epochs of each fold's classifier (a SmallCNN, random shifts). Too short a
+    training leaves the classifier near chance, and matching on such losses does nothing.
+    Measured figures: docs/RESULTS.md §3."""
     batch_size: int = 64
 
 
@@ -69,11 +68,9 @@ class ImageGeneratorSettings(ImageGeneratorConfig):
     """Draw synthetic labels from a labeler (a CNN trained on D_G)."""
     labeler_epochs: int = 40
     labeler_batch_size: int = 64
-    """The labeler's training (a SmallCNN with random shifts on D_G). Measured on the MNIST
-    demo's 800 D_G images, 500 real non-members: 40 epochs at batch 64 label 94.7 % right
-    (median top probability 0.95); 10 epochs at batch 128 only 79 % (0.34), and labels drawn
-    from such a labeler are partly random, which h and f then see as high-loss synthetic
-    images."""
+    """The labeler's training (a SmallCNN with random shifts on D_G). An under-trained
+    labeler draws partly random labels, which h and f then see as high-loss synthetic images.
+    Measured figures: docs/RESULTS.md §4."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
     loss_matching: LossMatchingConfig = field(default_factory=LossMatchingConfig)
 

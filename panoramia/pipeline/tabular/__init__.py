@@ -1,1 +1,1 @@
-"""The tabular wing of the audit job: its schema (config), data stage (data) and stages (pipeline)."""
+"""The tabular wing of the audit job: its schema (config), data stage (data), stages (pipeline)."""

@@ -93,7 +93,7 @@ class TabularPipeline(AuditPipeline):
 
     def dp_settings(self):  # -> panoramia.models.dp_training.DpSgdSettings | None
         """The target's DP-SGD training settings, or None for plain training."""
-        from panoramia.models.dp_training import DpSgdSettings
+        from panoramia.models.dp_settings import DpSgdSettings
 
         target = self.job.target
         if target.dp_epsilon is None:

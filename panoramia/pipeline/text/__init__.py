@@ -1,1 +1,1 @@
-"""The text wing of the audit job: its schema (config), data stage (data) and stages (pipeline)."""
+"""The text wing of the audit job: its schema (config), data stage (data), stages (pipeline)."""

@@ -19,11 +19,12 @@ from tests.service_support import (
     LiveService,
     live_service,
     queued_only_service,
+    redis_database,
     report_document_for_test,
     settings_for,
 )
 
-QUEUE_DB = 15
+QUEUE_DB = redis_database(3)
 
 
 @pytest.fixture

@@ -30,11 +30,12 @@ from tests.service_support import (
     LiveService,
     live_service,
     queued_only_service,
+    redis_database,
     report_document_for_test,
     settings_for,
 )
 
-QUEUE_DB = 13
+QUEUE_DB = redis_database(1)
 BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"}}
 
 

@@ -19,6 +19,7 @@ from schemathesis import GenerationMode
 from tests.service_support import (
     REDIS_URL,
     live_service,
+    redis_database,
     report_document_for_test,
     settings_for,
 )
@@ -51,7 +52,7 @@ def fuzz(operation, mode, url, token, tried, server_errors) -> None:  # type: ig
 def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(
     tmp_path: Path, database_url: str
 ) -> None:
-    broker = f"{REDIS_URL}/13"
+    broker = f"{REDIS_URL}/{redis_database(1)}"
     redis.Redis.from_url(broker).flushdb()
     service_settings = settings_for(
         tmp_path, database_url, queue="celery", redis_url=broker,

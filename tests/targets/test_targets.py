@@ -196,6 +196,7 @@ def test_http_target(rows: pd.DataFrame, tmp_path: Path) -> None:
         np.testing.assert_allclose(losses, -np.log(probabilities[np.arange(600), truth]))
     finally:
         server.shutdown()
+        server.server_close()  # refused at once, not left to time out
     with pytest.raises(InputError, match="unreachable"):
         load_target(tmp_path).per_example_loss(rows.iloc[:5])
 

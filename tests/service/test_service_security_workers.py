@@ -27,6 +27,7 @@ from tests.service_support import (
     healthy,
     live_service,
     poll,
+    redis_database,
     report_document_for_test,
     settings_for,
     wait_for,
@@ -146,7 +147,7 @@ def test_the_service_refuses_to_start_on_bad_settings(tmp_path: Path) -> None:
 
 
 def test_several_server_processes_share_one_sqlite_store(tmp_path: Path) -> None:
-    broker = f"{REDIS_URL}/12"
+    broker = f"{REDIS_URL}/{redis_database(0)}"
     redis.Redis.from_url(broker).flushdb()
     env = _environment(tmp_path, PANORAMIA_QUEUE="celery", PANORAMIA_REDIS_URL=broker,
                        PANORAMIA_RATE_LIMIT="100000/minute")  # fmt: skip

@@ -23,6 +23,7 @@ from tests.service_support import (
     healthy,
     live_service,
     poll,
+    redis_database,
     settings_for,
     wait_for,
 )
@@ -167,7 +168,7 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
 ) -> None:
     """The Celery path over the local Redis: a worker dies mid-audit (SIGKILL), the service
     re-queues the orphan, a new worker resumes it from the stage cache."""
-    broker = f"{REDIS_URL}/14"
+    broker = f"{REDIS_URL}/{redis_database(2)}"
     redis.Redis.from_url(broker).flushdb()
     env = service_env | {"PANORAMIA_QUEUE": "celery", "PANORAMIA_REDIS_URL": broker}
     settings = settings_for(

@@ -20,7 +20,7 @@ from panoramia.cli import app as cli
 from panoramia.service.settings import ServiceSettings
 from tests.service_support import live_service, settings_for
 
-DOCKER = Path(__file__).parents[1] / "docker"
+DOCKER = Path(__file__).parents[2] / "docker"
 COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
 DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "Dockerfile.cuda"]
