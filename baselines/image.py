@@ -1,7 +1,7 @@
 """Image baselines: the labeler (trained on D_G) and the helper model h.
 
 The labeler relabels synthetic images by drawing each label from its predicted class
-probabilities (as :class:`baselines.labeler.TabularLabeler` does for rows), so that p(y | x) of
+probabilities (as :class:`baselines.tabular.TabularLabeler` does for rows), so that p(y | x) of
 synthetic images follows a model of the real data rather than the generator's conditioning.
 h has the target's architecture and task and never sees an audited image: it trains on
 synthetic images (PANORAMIA's h, ``helper=same_arch``) or on D_G (``helper=reference``, the
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.labeler import draw_classes
+from baselines.labels import draw_classes
 from panoramia.data.images import ImageSet
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target

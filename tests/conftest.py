@@ -49,6 +49,36 @@ TINY_IMAGE_AUDIT = [
 ``+experiment=digits_tiny``, in the form a service request may carry (~1 min)."""
 
 
+HEAVY_FIRST = (
+    "tests/pipeline/", "tests/service/test_service_workers.py",
+    "tests/service/test_service_security_workers.py", "tests/models/test_dp_training.py",
+    "tests/service/test_service_fuzz.py", "tests/generators/test_image_generator.py",
+    "tests/accounting/", "tests/targets/",
+)  # fmt: skip
+"""Test paths that run audits, services or training: collected first, so that the two xdist
+workers end on short tests instead of one idling while the other finishes a long one."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return next((i for i, p in enumerate(HEAVY_FIRST) if path.startswith(p)), len(HEAVY_FIRST))
+
+    items.sort(key=rank)  # stable: the order within each group is unchanged
+
+
+def shared_store(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """One artifact store ``name`` for the whole session, shared by the xdist workers (the store
+    publishes stages atomically, so concurrent writers are safe): a stage that one test built
+    is reused by every later test with the same settings."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' base directories share this parent
+    path = root / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.fixture
 def official_scores_path() -> Path:
     return OFFICIAL_SCORES

@@ -22,7 +22,12 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from panoramia.errors import InputError
-from panoramia.pipeline.registry import config_dir, modality, register_schemas
+from panoramia.pipeline.registry import (
+    config_dir,
+    modality,
+    modality_of_command_line,
+    register_schemas,
+)
 
 log = logging.getLogger("panoramia.audit")
 
@@ -117,7 +122,8 @@ def main() -> None:
     from panoramia.pipeline.preflight import check_command_line
 
     die_with_parent()
-    register_schemas()
+    chosen = modality_of_command_line(sys.argv[1:])  # None: an unknown primary config
+    register_schemas(None if chosen is None else [chosen.name])
     directory = config_dir()
     if not any(flag in sys.argv[1:] for flag in ("--help", "-h", "--hydra-help", "--info")):
         try:

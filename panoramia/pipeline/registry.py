@@ -18,6 +18,7 @@ import importlib
 import os
 import threading
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,13 +175,16 @@ def compose_job(arguments: list[str]) -> DictConfig:
     return composed
 
 
-def register_schemas() -> None:
-    """Register every modality's job schema under its ``schema_name`` (the primary configs'
-    defaults lists extend them, so Hydra type-checks every override)."""
+def register_schemas(names: Iterable[str] | None = None) -> None:
+    """Register the job schemas of the modalities ``names`` (default: all) under their
+    ``schema_name``: the primary configs' defaults lists extend them, so Hydra type-checks
+    every override. Registering only the one a command line runs spares it the other wings'
+    imports."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
-    for entry in MODALITIES.values():
+    for name in MODALITIES if names is None else names:
+        entry = modality(name)
         store.store(name=entry.schema_name, node=entry.job_schema())
 
 

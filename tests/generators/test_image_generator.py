@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.labeler import draw_classes
+from baselines.labels import draw_classes
 from generators.image import ImageGenerator, ImageGeneratorConfig
 from mia.image import ImageDistinguisher, ImageDistinguisherConfig
 from panoramia.data.images import ImageSet

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from generators.quality_filter import filter_synthetic
 from generators.tabular import (
     TABLE,
     TabularGenerator,
@@ -17,6 +16,7 @@ from generators.tabular import (
     merge_point_masses,
     split_point_masses,
 )
+from generators.tabular_filter import filter_synthetic
 from panoramia.datasets.adult import SCHEMA, load_adult
 from panoramia.errors import InputError
 

@@ -100,7 +100,6 @@ class ImagePipeline(AuditPipeline):
                 f"helper.training_data: {self.job.helper.training_data!r} is not one of "
                 f"{', '.join(HELPER_DATA)}"
             )
-        self._generator_config()  # validates generator.model and its settings
         generator = self.job.generator
         if min(generator.labeler_epochs, generator.labeler_batch_size) < 1:
             raise InputError(
@@ -119,6 +118,8 @@ class ImagePipeline(AuditPipeline):
                 "generator.loss_matching: bins, epochs and batch_size must be ≥ 1 and max_drop "
                 f"in [0, 1), got {asdict(matching)}"
             )
+        # Last: it imports the generators (Lightning), which the checks above do without.
+        self._generator_config()  # validates generator.model and its settings
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)

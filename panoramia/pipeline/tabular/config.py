@@ -55,7 +55,7 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
     """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
 
     relabel: bool = True
-    """Draw synthetic labels from a labeler trained on D_G (baselines.labeler)."""
+    """Draw synthetic labels from a labeler trained on D_G (baselines.tabular)."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
 

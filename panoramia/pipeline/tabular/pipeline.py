@@ -126,9 +126,9 @@ class TabularPipeline(AuditPipeline):
         )
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from baselines.labeler import TabularLabeler
-        from generators.quality_filter import filter_synthetic
+        from baselines.tabular import TabularLabeler
         from generators.tabular import TabularGenerator
+        from generators.tabular_filter import filter_synthetic
 
         config = self.job.generator
         needed = self.synthetic_sizes(known, self.job.helper.n_rows)
@@ -193,7 +193,7 @@ class TabularPipeline(AuditPipeline):
         )
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
-        from baselines.helper import train_helper
+        from baselines.tabular import train_helper
 
         def build(directory: Path) -> dict:
             rows = pd.read_parquet(synthetic.directory / "synthetic_helper.parquet")

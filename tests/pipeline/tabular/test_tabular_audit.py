@@ -13,16 +13,17 @@ import pandas as pd
 import pytest
 
 from tests.cli_support import run_audit
-from tests.conftest import TINY_AUDIT
+from tests.conftest import TINY_AUDIT, shared_store
 
 BIN = Path(sys.executable).parent
 TINY = [*TINY_AUDIT, "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("artifacts")
+    """The session's tabular artifact store, shared by every test and worker."""
+    return shared_store(tmp_path_factory, "tabular-artifacts")
 
 
 def audit(*args: str, artifacts: Path, run_dir: Path | None = None) -> subprocess.CompletedProcess:
@@ -111,9 +112,8 @@ def test_rerun_reuses_every_stage_and_gives_the_same_report(
     assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
 
 
-def test_killed_during_the_attack_resumes_from_finished_stages(
-    artifacts: Path, tmp_path: Path
-) -> None:
+def test_killed_during_the_attack_resumes_from_finished_stages(tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"  # its own: the shared store may hold seed 7's attack
     command = [
         str(BIN / "panoramia-audit"),
         *TINY,

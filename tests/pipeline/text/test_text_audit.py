@@ -12,15 +12,17 @@ import numpy as np
 import pytest
 
 from tests.cli_support import run_audit
+from tests.conftest import shared_store
 
 BIN = Path(sys.executable).parent
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("text-artifacts")
+    """The session's text artifact store, shared by every test and worker."""
+    return shared_store(tmp_path_factory, "text-artifacts")
 
 
 def audit(*args: str, artifacts: Path, run_dir: Path | None = None) -> subprocess.CompletedProcess:
