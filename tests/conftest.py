@@ -79,6 +79,12 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     return path
 
 
+def stage(artifacts: Path, report: dict, name: str) -> Path:
+    """The directory of stage ``name`` that produced ``report`` (by its key in the report's
+    timings): never another test's stage of a shared store."""
+    return artifacts / name / report["timings"][name]["key"]
+
+
 @pytest.fixture
 def official_scores_path() -> Path:
     return OFFICIAL_SCORES

@@ -31,15 +31,20 @@ POSTGRES_URL = os.environ.get(
 REDIS_URL = os.environ.get("PANORAMIA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 REDIS_SLOTS = 4
 """Redis databases each test process may use (slots 0–3)."""
+MAX_WORKERS = 3
+"""xdist workers with databases of their own (4–15; database 0, a local stack's, is never used)."""
 
 
 def redis_database(slot: int) -> int:
     """The Redis database of ``slot`` for this test process: 12–15 for a serial run or xdist
-    worker gw0, 8–11 for gw1, … (a test's queue is never flushed by another worker's test)."""
+    worker gw0, 8–11 for gw1, 4–7 for gw2 (a test's queue is never flushed by another
+    worker's test)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker.removeprefix("gw") or 0)
-    if not 0 <= slot < REDIS_SLOTS or index >= 16 // REDIS_SLOTS:
-        raise RuntimeError(f"no Redis database for slot {slot} of worker {worker}")
+    if not 0 <= slot < REDIS_SLOTS:
+        raise ValueError(f"Redis slot {slot} is not in 0..{REDIS_SLOTS - 1}")
+    if index >= MAX_WORKERS:
+        raise RuntimeError(f"run the service tests with at most {MAX_WORKERS} xdist workers")
     return 16 - REDIS_SLOTS * (index + 1) + slot
 
 

@@ -46,14 +46,19 @@ def _overrides(arguments: list[str]) -> list[str]:
 
 
 def config_name(arguments: list[str]) -> str:
-    """The primary config the command line selects (``--config-name``/``-cn``, else config)."""
-    name = "config"
-    for position, argument in enumerate(arguments):
-        if argument in ("--config-name", "-cn") and position + 1 < len(arguments):
-            name = arguments[position + 1]
-        elif argument.startswith("--config-name="):
-            name = argument.split("=", 1)[1]
-    return name
+    """The primary config the command line selects (``--config-name``/``-cn`` in any form
+    Hydra's own parser takes: ``-cn=x``, an abbreviation; else ``config``)."""
+    from contextlib import redirect_stderr
+    from io import StringIO
+
+    from hydra._internal.utils import get_args_parser
+
+    try:
+        with redirect_stderr(StringIO()):  # argparse's usage text: Hydra reports the error
+            parsed, _ = get_args_parser().parse_known_args(arguments)
+    except SystemExit:  # argparse gives up (a flag without its value): Hydra will say why
+        return "config"
+    return parsed.config_name or "config"
 
 
 def _override_lists(arguments: list[str]) -> list[list[str]]:

@@ -35,6 +35,7 @@ def draw_screened(
     factor: float,
     adapt: bool,
     what: str,
+    hint: str = "",
 ) -> tuple[list[Examples], int]:
     """Draw and screen candidates until at least ``total`` survive; returns the surviving
     batches (in draw order) and how many candidates were drawn.
@@ -43,12 +44,14 @@ def draw_screened(
     candidates per missing example (``MARGIN / (1 - max_drop)`` when the screen keeps at least
     ``1 - max_drop`` of a batch). With ``adapt``, later rounds are sized by the share kept so
     far (for screens whose share varies, such as loss matching). After :data:`MAX_ROUNDS`
-    rounds, InputError naming ``generator.filter`` (``what``: the examples, e.g. "rows")."""
+    rounds, InputError naming ``generator.filter`` (``what``: the examples, e.g. "rows";
+    ``hint``: what to change, appended after "; ")."""
     kept: list[Examples] = []
     drawn = rounds = 0
     while sum(map(size, kept)) < total:
         if rounds == MAX_ROUNDS:
-            raise InputError(f"generator.filter: too few synthetic {what} kept; raise max_drop")
+            advice = f"; {hint}" if hint else ""
+            raise InputError(f"generator.filter: too few synthetic {what} kept{advice}")
         missing = total - sum(map(size, kept))
         batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
         drawn += size(batch)

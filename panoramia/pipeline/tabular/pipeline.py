@@ -169,6 +169,7 @@ class TabularPipeline(AuditPipeline):
             # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
             kept_parts, drawn = draw_screened(
                 total, draw=draw, screen=screen, size=len, adapt=False, what="rows",
+                hint="raise max_drop",
                 factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
             )  # fmt: skip
             kept = pd.concat(kept_parts, ignore_index=True)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.cli_support import run_audit
-from tests.conftest import shared_store
+from tests.conftest import shared_store, stage
 
 BIN = Path(sys.executable).parent
 TINY = ["--config-name", "image", "+experiment=digits_tiny", "threads=1"]
@@ -51,7 +51,7 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
     assert len(report["attack"]["distinguisher"]["selection"]) == 2
     page = (tmp_path / "first" / "report.html").read_text()
     assert page.count('<img src="data:image/png;base64,') == 4  # curves, ROC, losses, images
-    scores = np.load(next((artifacts / "attack").glob("*/scores.npz")))["scores"]
+    scores = np.load(stage(artifacts, report, "attack") / "scores.npz")["scores"]
     assert np.unique(scores).size > 100  # continuous scores
 
     again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
@@ -81,8 +81,9 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "helper h (cnn, synthetic images): done" in done.stderr  # PANORAMIA's own h
-    records = [json.loads(p.read_text()) for p in (artifacts / "synthetic").glob("*/_done.json")]
-    matching = next(r["info"]["loss_matching"] for r in records if "loss_matching" in r["info"])
+    run = json.loads((tmp_path / "run" / "report.json").read_text())
+    record = json.loads((stage(artifacts, run, "synthetic") / "_done.json").read_text())
+    matching = record["info"]["loss_matching"]
     assert 0.5 <= matching["kept_fraction"] <= 1.0  # loss_matching.max_drop 0.5
     assert 0.0 <= matching["ks_kept"] <= 1.0  # 1-epoch classifiers: no closer match promised
     report = json.loads((tmp_path / "run" / "report.json").read_text())

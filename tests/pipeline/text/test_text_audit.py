@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.cli_support import run_audit
-from tests.conftest import shared_store
+from tests.conftest import shared_store, stage
 
 BIN = Path(sys.executable).parent
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
@@ -46,7 +46,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     assert report["target"]["identity"]["format"] == "hf-causal-lm"
     assert "holdout_loss_per_token" in report["target"]
     assert report["timings"]["base"]["seconds"] > 0  # the public base LM, pre-trained here
-    generator = json.loads(next((artifacts / "generator").glob("*/generator.json")).read_text())
+    generator = json.loads((stage(artifacts, report, "generator") / "generator.json").read_text())
     assert generator["base_model"].startswith(str(artifacts / "base"))
     phases = [c["params"]["phase"] for c in report["attack"]["distinguisher"]["selection"]]
     assert phases == ["head", "all"]
@@ -56,10 +56,10 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     page = (tmp_path / "first" / "report.html").read_text()
     assert page.count('<img src="data:image/png;base64,') == 3  # curves, ROC, losses
     assert page.count("<pre class=chunk>") == 12
-    scores = np.load(next((artifacts / "attack").glob("*/scores.npz")))
+    scores = np.load(stage(artifacts, report, "attack") / "scores.npz")
     assert np.unique(scores["scores"]).size > 50  # continuous scores
     assert scores["side"].shape == (report["m"], 31)  # the loss sequence of each chunk
-    synthetic = next((artifacts / "synthetic").glob("*/"))
+    synthetic = stage(artifacts, report, "synthetic")
     audit_chunks = np.load(synthetic / "synthetic_audit.npz")["tokens"]
     helper_chunks = np.load(synthetic / "synthetic_helper.npz")["tokens"]
     assert not {tuple(r) for r in audit_chunks} & {tuple(r) for r in helper_chunks}
@@ -75,11 +75,11 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
     """A JSONL corpus and a bare Hugging Face directory (no target.json) of a causal LM."""
     from panoramia.datasets.text import load_pydoc_topics
 
-    trained = next((artifacts / "target").glob("*/config.json"), None)
-    if trained is None:
-        pytest.skip("needs the first test's target")
+    base = audit(artifacts=artifacts, run_dir=tmp_path / "base")  # reused once built
+    assert base.returncode == 0, base.stderr[-3000:]
+    report = json.loads((tmp_path / "base" / "report.json").read_text())
     model = tmp_path / "model"
-    shutil.copytree(trained.parent, model)
+    shutil.copytree(stage(artifacts, report, "target"), model)
     (model / "target.json").unlink()
     topics = load_pydoc_topics()
     members, held_out = tmp_path / "members.jsonl", tmp_path / "held_out.jsonl"
