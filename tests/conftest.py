@@ -118,11 +118,11 @@ def simulated_scores(
     return membership, expit(rng.normal(size=m) + shift * membership)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A fresh, empty database: a SQLite file, or a new schema in the local PostgreSQL."""
+def fresh_database(request: pytest.FixtureRequest, directory: Path):  # type: ignore[no-untyped-def]
+    """Yield a fresh, empty database of kind ``request.param``: a SQLite file in ``directory``,
+    or a new schema in the local PostgreSQL (skipped where none runs, except in CI)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'panoramia.db'}"
+        yield f"sqlite:///{directory / 'panoramia.db'}"
         return
     import sqlalchemy
 
@@ -135,3 +135,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignor
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no PostgreSQL at 127.0.0.1:5432 ({str(error).splitlines()[0]})")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A fresh, empty database for one test: a SQLite file, or a new PostgreSQL schema."""
+    yield from fresh_database(request, tmp_path)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A fresh, empty database shared by one module's tests."""
+    yield from fresh_database(request, tmp_path_factory.mktemp("database"))

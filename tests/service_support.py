@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -76,13 +76,18 @@ class LiveService:
     url: str
     store: ReportStore
     settings: ServiceSettings
+    tokens: dict[str, str] = field(default_factory=dict)
+    """Tokens issued so far, by contributor."""
 
     def client(self, token: str | None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
 
     def token(self, name: str, *, admin: bool = False) -> str:
-        return self.store.create_contributor(name, admin=admin)
+        """Contributor ``name``'s token: created on first use, the same one afterwards."""
+        if name not in self.tokens:
+            self.tokens[name] = self.store.create_contributor(name, admin=admin)
+        return self.tokens[name]
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from panoramia.models.dp_training import DpSgdSettings, fit_classifier_dpsgd
 from panoramia.models.tabular_mlp import TabularMLP
 from panoramia.models.training import TrainingConfig
 from tests.cli_support import run_audit
-from tests.conftest import TINY_AUDIT
+from tests.conftest import TINY_AUDIT, shared_store
 
 
 def _data(n: int = 2000) -> tuple[np.ndarray, np.ndarray]:
@@ -54,8 +54,12 @@ def test_infinite_epsilon_is_the_recipe_without_noise() -> None:
 TINY_DP = [*TINY_AUDIT, "threads=1", "target=mlp_dpsgd", "target.epochs=2"]
 
 
-def test_a_dpsgd_targets_report_carries_the_claim_of_its_training(tmp_path: Path) -> None:
-    done = run_audit(TINY_DP, artifacts=tmp_path / "artifacts", run_dir=tmp_path / "run")
+def test_a_dpsgd_targets_report_carries_the_claim_of_its_training(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The tiny tabular audits' store: everything but the target and its losses is reused.
+    artifacts = shared_store(tmp_path_factory, "tabular-artifacts")
+    done = run_audit(TINY_DP, artifacts=artifacts, run_dir=tmp_path / "run")
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     facts = report["target"]["dp_sgd"]
@@ -66,7 +70,7 @@ def test_a_dpsgd_targets_report_carries_the_claim_of_its_training(tmp_path: Path
                      "sample_rate": facts["sample_rate"], "steps": facts["steps"]}  # fmt: skip
     assert claim["summary"]["epsilons"]["1e-05"] == pytest.approx(1.0, rel=0.05)
     assert claim["consistency"]["rmrn"]["consistent"] is True
-    no_noise = run_audit(TINY_DP, "target.dp_epsilon=inf", artifacts=tmp_path / "artifacts",
+    no_noise = run_audit(TINY_DP, "target.dp_epsilon=inf", artifacts=artifacts,
                          run_dir=tmp_path / "inf")  # fmt: skip
     assert no_noise.returncode == 0, no_noise.stderr[-3000:]
     report = json.loads((tmp_path / "inf" / "report.json").read_text())

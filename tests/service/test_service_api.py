@@ -39,6 +39,19 @@ def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
         yield running  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def refusing(
+    tmp_path_factory: pytest.TempPathFactory, module_database_url: str
+) -> Iterator[LiveService]:
+    """One live service per database for the requests that must all be refused (a refusal
+    writes nothing, so the tests share it)."""
+    with queued_only_service(
+        tmp_path_factory.mktemp("refusing") / "home", module_database_url, QUEUE_DB,
+        rate_limit="1000/minute", max_upload_bytes=2 * 2**20,
+    ) as running:  # fmt: skip
+        yield running
+
+
 def upload(client, model: str = "census", version: str = "1", **document_changes) -> dict:  # type: ignore[no-untyped-def]
     document = report_document_for_test() | document_changes
     body = {"model": {"name": model, "version": version}, "report": document,
@@ -252,10 +265,10 @@ def test_the_data_source_picks_the_image_or_text_audit(service: LiveService) -> 
     ],
 )  # fmt: skip
 def test_bad_audit_requests_get_422_naming_the_field(
-    service: LiveService, change: dict, location: list
+    refusing: LiveService, change: dict, location: list
 ) -> None:
     body = {"model": {"name": "census"}, "target": {"config": "mlp_generalised"}} | change
-    with service.client(service.token("alice")) as alice:
+    with refusing.client(refusing.token("alice")) as alice:
         response = alice.post("/v1/audits", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"][: len(location)] == location

@@ -112,13 +112,17 @@ def test_rerun_reuses_every_stage_and_gives_the_same_report(
     assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
 
 
-def test_killed_during_the_attack_resumes_from_finished_stages(tmp_path: Path) -> None:
-    artifacts = tmp_path / "artifacts"  # its own: the shared store may hold seed 7's attack
+def test_killed_during_the_attack_resumes_from_finished_stages(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    # Seed 13 (no other test's) with the default audit's generator: the generation stages
+    # are reused, the attack is this test's own.
+    own = ("generation_seed=0", "seed=13")
     command = [
         str(BIN / "panoramia-audit"),
         *TINY,
         f"artifacts_dir={artifacts}",
-        "seed=7",
+        *own,
         f"hydra.run.dir={tmp_path / 'killed'}",
     ]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -130,13 +134,16 @@ def test_killed_during_the_attack_resumes_from_finished_stages(tmp_path: Path) -
     process.wait()
     assert process.returncode == -signal.SIGKILL
     assert not (tmp_path / "killed" / "report.json").exists()
-    leftovers = list((artifacts / "attack").glob(".partial-*"))
+    # Its own half-written attack (named with its pid; other workers' may be there too).
+    leftovers = [
+        d for d in (artifacts / "attack").glob(".partial-*") if f"-{process.pid}-" in d.name
+    ]
     assert all(not (d / "_done.json").exists() for d in leftovers)  # never published
-    resumed = audit("seed=7", artifacts=artifacts, run_dir=tmp_path / "resumed")
+    resumed = audit(*own, artifacts=artifacts, run_dir=tmp_path / "resumed")
     assert resumed.returncode == 0
     assert not any(d.exists() for d in leftovers)  # swept: its process is gone
     assert resumed.stderr.count(": reused (") == 12  # everything before the attack
-    fresh = audit("seed=7", artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
+    fresh = audit(*own, artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
     reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]
     assert [reports[0][k] for k in HEADLINE] == [reports[1][k] for k in HEADLINE]
     assert fresh.returncode == 0
