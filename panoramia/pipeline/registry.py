@@ -14,6 +14,7 @@ taken from a request (the table is the allow-list).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import threading
@@ -69,6 +70,10 @@ class Modality:
         """The type of the job schema's ``target`` section."""
         return typing.get_type_hints(self.job_schema())["target"]
 
+    def target_settings(self) -> frozenset[str]:
+        """The names of the ``target`` section's settings (its schema's fields)."""
+        return frozenset(field.name for field in dataclasses.fields(self.target_schema()))
+
 
 def _resolve(path: str) -> Any:
     module, _, name = path.partition(":")
@@ -122,11 +127,6 @@ def modality(name: str) -> Modality:
         return MODALITIES[name]
     except KeyError:
         raise InputError(f"modality: {name!r} is not one of {', '.join(MODALITIES)}") from None
-
-
-def modality_of_data_source(option: str) -> Modality | None:
-    """The modality whose ``data`` group option ``option`` is, or None."""
-    return next((m for m in MODALITIES.values() if option in m.data_sources), None)
 
 
 def data_sources() -> dict[str, str]:

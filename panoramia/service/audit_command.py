@@ -158,13 +158,10 @@ def check_overrides(overrides: list[str]) -> None:
 
 def _fits(target_config: Path, modality_name: str) -> bool:
     """Whether a target config sets only keys of ``modality_name``'s target schema."""
-    from dataclasses import fields
-
     import yaml
 
     keys = set(yaml.safe_load(target_config.read_text()) or {})
-    schema = modality(modality_name).target_schema()
-    return keys <= {field.name for field in fields(schema)}
+    return keys <= modality(modality_name).target_settings()
 
 
 def _check_model_format(directory: Path, *, allow_torchscript: bool) -> None:
@@ -303,11 +300,9 @@ def job_command(
 ) -> list:
     """The worker's command line for one audit run in ``run_dir``; ``trusted_modules`` are the
     operator's extra module prefixes for model manifests (text targets name no module)."""
-    from dataclasses import fields
-
     trust = []
     entry = modality_of_command_line(overrides)
-    names = {field.name for field in fields(entry.target_schema())} if entry else set()
+    names = entry.target_settings() if entry else frozenset()
     if trusted_modules and "trusted_modules" in names:
         trust = [f"target.trusted_modules={_quoted_list(list(trusted_modules))}"]
     return [
