@@ -13,7 +13,9 @@ values that Hydra fills in when a job starts (``hydra.runtime.output_dir``, and 
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import NoReturn
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
@@ -45,18 +47,37 @@ def _overrides(arguments: list[str]) -> list[str]:
     return found
 
 
-def config_name(arguments: list[str]) -> str:
-    """The primary config the command line selects (``--config-name``/``-cn`` in any form
-    Hydra's own parser takes: ``-cn=x``, an abbreviation; else ``config``)."""
-    from contextlib import redirect_stderr
-    from io import StringIO
+class _ParserGaveUp(Exception):
+    """Hydra's argparse parser met a flag it cannot read (a flag without its value, --version)."""
 
+
+def _silent_parser() -> argparse.ArgumentParser:
+    """Hydra's own command-line parser, made to raise instead of printing and exiting.
+
+    Not ``contextlib.redirect_stderr``: ``sys.stderr`` is process-wide, and this runs in the
+    service's request and audit threads, where swapping it hides other threads' output (and
+    restoring a stale stream displaces whatever another thread set meanwhile)."""
     from hydra._internal.utils import get_args_parser
 
+    parser = get_args_parser()
+
+    def give_up(*_: object, **__: object) -> NoReturn:
+        raise _ParserGaveUp
+
+    parser.error = give_up  # type: ignore[method-assign]
+    parser.exit = give_up  # type: ignore[method-assign]
+    parser._print_message = give_up  # type: ignore[method-assign]  # usage, --help, --version
+    return parser
+
+
+def config_name(arguments: list[str]) -> str:
+    """The primary config the command line selects (``--config-name``/``-cn`` in any form
+    Hydra's own parser takes: ``-cn=x``, an abbreviation; else ``config``). Prints nothing and
+    touches no process-wide stream: where argparse would give up (a flag without its value),
+    the answer is ``config`` and Hydra reports the error when it runs."""
     try:
-        with redirect_stderr(StringIO()):  # argparse's usage text: Hydra reports the error
-            parsed, _ = get_args_parser().parse_known_args(arguments)
-    except SystemExit:  # argparse gives up (a flag without its value): Hydra will say why
+        parsed, _ = _silent_parser().parse_known_args(arguments)
+    except _ParserGaveUp:
         return "config"
     return parsed.config_name or "config"
 
