@@ -96,6 +96,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         "eps_tilde": document["eps_tilde"],
         "o1_eps_lb": reference["o1"]["eps_lb"] if reference["o1"] else None,
         "rmrn_eps_lb": reference["rmrn"]["eps_lb"] if reference["rmrn"] else None,
+        "eps_tilde_two_sided": document["two_sided"].get("eps_tilde"),
     }
     log.info("audit done in %.1f s: %s", elapsed, headline)
     console.print(
@@ -103,6 +104,13 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
         f"[/]  ({elapsed:.0f} s)"
     )
+    if "eps_tilde" in document["two_sided"]:
+        two_sided = document["two_sided"]
+        console.print(
+            f"  two-sided game (docs/SPEC.md §2.6, beside the paper's): c_lb = "
+            f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
+            f"ε̃ = {two_sided['eps_tilde']:.3f}"
+        )
     # A path is never wrapped: it must stay one line to copy (or to grep in a log).
     console.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)
     return headline

@@ -12,6 +12,8 @@ import numpy as np
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
+from panoramia.measure.thresholds import ThresholdStrategy
+from panoramia.measure.two_sided import measure_two_sided, rmrn_two_sided
 from panoramia.pipeline.config import JobConfigBase
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
@@ -51,6 +53,35 @@ def claimed_guarantee(job: JobConfigBase, target_info: dict) -> tuple[Claim, str
     except InputError as error:  # e.g. so little noise that its privacy loss is unbounded here
         return declared, f"none (the training's claim cannot be accounted: {error})"
     return claim, "training"
+
+
+def two_sided_section(
+    job: JobConfigBase,
+    membership: np.ndarray,
+    baseline: np.ndarray,
+    attack: np.ndarray,
+    rmrn_game: tuple[np.ndarray, np.ndarray] | None,
+) -> dict[str, object]:
+    """The two-sided game (docs/SPEC.md §2.6) on the audit's grid, beside the paper's figures;
+    ``{"skipped": reason}`` where it does not apply (thresholds other than ``grid:K``, or the
+    relaxed γ/δ tests, which have no two-sided form here)."""
+    audit = job.audit
+    strategy = ThresholdStrategy.parse(audit.thresholds)
+    if strategy.kind != "grid":
+        return {"skipped": f"the two-sided game uses grid thresholds, not {strategy}"}
+    if audit.gamma or audit.delta:
+        return {"skipped": "the two-sided game has no relaxed (γ, δ) test"}
+    grid = strategy.n_tests(membership.size)
+    section = measure_two_sided(
+        membership, baseline_scores=baseline, attack_scores=attack, grid=grid,
+        confidence=audit.confidence,
+    ).to_dict()  # fmt: skip
+    if rmrn_game is not None:
+        scores, reference = rmrn_game
+        section["rmrn"] = rmrn_two_sided(
+            reference, scores, grid=grid, confidence=audit.confidence
+        ).to_dict()
+    return section
 
 
 def build_report(
@@ -128,6 +159,9 @@ def build_report(
         config=asdict(job), timings=runner.timings(), target=target_info, data=data_info,
         distinguishers=distinguishers,
     )  # fmt: skip
+    document["two_sided"] = two_sided_section(
+        job, membership, baseline["scores"], attack["scores"], games.get("rmrn")
+    )
     if result.c_lb == 0:
         document["unreliable"] = [
             "the baseline's bound c_lb is 0, so ε̃ is the attack's raw bound {c+ε}_lb, not a "

@@ -23,7 +23,14 @@ from rich.table import Table
 
 from panoramia.measure import aggregate
 
-QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn")
+QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "eps_tilde_2", "rmrn_2")
+"""Per run: the paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃
+and RM;RN bound (``_2``, docs/SPEC.md §2.6)."""
+HEADERS = {"eps_tilde": "ε̃", "c_lb": "c_lb", "c_plus_eps_lb": "{c+ε}_lb", "o1": "O(1)",
+           "rmrn": "RM;RN", "eps_tilde_2": "ε̃ two-sided", "rmrn_2": "RM;RN two-sided"}  # fmt: skip
+"""Column headers of the printed summary table."""
+GAMES = {"one-sided": ("eps_tilde", "rmrn"), "two-sided": ("eps_tilde_2", "rmrn_2")}
+"""The ε̃ and RM;RN quantities of each game, as the validity check reads them."""
 CLAIM_DELTA = "1e-05"
 """δ at which a run's ε̃ is compared with its claimed ε."""
 REPEATS = ("seed", "generation_seed", "target")
@@ -32,12 +39,15 @@ REPEATS = ("seed", "generation_seed", "target")
 
 def _quantities(report: dict) -> dict[str, float | None]:
     reference = report.get("reference_audits") or {}
+    two_sided = report.get("two_sided") or {}
     return {
         "eps_tilde": report["eps_tilde"],
         "c_lb": report["c_lb"],
         "c_plus_eps_lb": report["c_plus_eps_lb"],
         "o1": (reference.get("o1") or {}).get("eps_lb"),
         "rmrn": (reference.get("rmrn") or {}).get("eps_lb"),
+        "eps_tilde_2": two_sided.get("eps_tilde"),
+        "rmrn_2": (two_sided.get("rmrn") or {}).get("theta_lb"),
     }
 
 
@@ -123,10 +133,10 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
         return None
     result: dict[str, dict] = {"controls": {}, "targets": {}}
     for name, rows in controls.items():
-        result["controls"][name] = {
-            "runs": len(rows),
-            "share_eps_tilde_positive": sum(r["eps_tilde"] > 0 for r in rows) / len(rows),
-            "eps_tilde": aggregate([r["eps_tilde"] for r in rows], confidence=confidence).to_dict(),
+        result["controls"][name] = {"runs": len(rows)} | {
+            game: _control_entry(rows, key, confidence)
+            for game, (key, _) in GAMES.items()
+            if all(r[key] is not None for r in rows)
         }
     for name, rows in groups.items():
         if name in controls:
@@ -134,32 +144,53 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
         entry: dict[str, object] = {
             "runs": len(rows),
             "unreliable_runs": sum(r["unreliable"] for r in rows),
-            "eps_tilde": aggregate([r["eps_tilde"] for r in rows], confidence=confidence).to_dict(),
         }
-        o1 = [r["o1"] for r in rows if r["o1"] is not None]
-        if o1 and sum(o1) > 0:
-            entry["eps_tilde_over_o1"] = sum(r["eps_tilde"] for r in rows) / sum(o1)
-        paired = {}
-        for control, control_rows in controls.items():
-            by_pair = {r["pair"]: r["eps_tilde"] for r in control_rows}
-            differences = [
-                r["eps_tilde"] - by_pair[r["pair"]] for r in rows if r["pair"] in by_pair
-            ]
-            if differences:
-                paired[control] = aggregate(differences, confidence=confidence).to_dict()
-        entry["paired_difference"] = paired
-        claimed = [r for r in rows if r["claimed_epsilon"] is not None]
-        if claimed:
-            entry["claim"] = {
-                "runs": len(claimed),
-                "claimed_epsilon": max(r["claimed_epsilon"] for r in claimed),
-                "eps_tilde_above_claim": [r["run"] for r in claimed
-                                          if r["eps_tilde"] > r["claimed_epsilon"]],
-                "violations": [r["run"] for r in claimed if r["violation"]],
-            }  # fmt: skip
+        for game, (key, rmrn_key) in GAMES.items():
+            if all(r[key] is not None for r in rows):
+                entry[game] = _target_entry(rows, controls, key, rmrn_key, confidence)
         result["targets"][name] = entry
     result["generation_seeds"] = sorted({r["pair"][1] for r in records})
     return result
+
+
+def _control_entry(rows: list[dict], key: str, confidence: float) -> dict[str, object]:
+    return {
+        "share_eps_tilde_positive": sum(r[key] > 0 for r in rows) / len(rows),
+        "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
+    }
+
+
+def _target_entry(
+    rows: list[dict], controls: dict[str, list[dict]], key: str, rmrn_key: str,
+    confidence: float,
+) -> dict[str, object]:  # fmt: skip
+    """One game's validity figures for one target: ε̃, ε̃ / O(1), the paired difference with
+    each control, and ε̃ (and RM;RN, real non-members) against a DP training's claim."""
+    entry: dict[str, object] = {
+        "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
+    }
+    o1 = [r["o1"] for r in rows if r["o1"] is not None]
+    if o1 and sum(o1) > 0:
+        entry["eps_tilde_over_o1"] = sum(r[key] for r in rows) / sum(o1)
+    paired = {}
+    for control, control_rows in controls.items():
+        by_pair = {r["pair"]: r[key] for r in control_rows}
+        differences = [r[key] - by_pair[r["pair"]] for r in rows if r["pair"] in by_pair]
+        if differences:
+            paired[control] = aggregate(differences, confidence=confidence).to_dict()
+    entry["paired_difference"] = paired
+    claimed = [r for r in rows if r["claimed_epsilon"] is not None]
+    if claimed:
+        entry["claim"] = {
+            "runs": len(claimed),
+            "claimed_epsilon": max(r["claimed_epsilon"] for r in claimed),
+            "eps_tilde_above_claim": [r["run"] for r in claimed
+                                      if r[key] > r["claimed_epsilon"]],
+            "rmrn_above_claim": [r["run"] for r in claimed
+                                 if (r[rmrn_key] or 0.0) > r["claimed_epsilon"]],
+            "violations": [r["run"] for r in claimed if r["violation"]],
+        }  # fmt: skip
+    return entry
 
 
 class MultirunSummary(Callback):
@@ -174,7 +205,7 @@ class MultirunSummary(Callback):
         seeds = sorted({s for row in summary.values() for s in row["generation_seeds"]})
         pooled = f"; pooled over generation seeds {seeds}" if len(seeds) > 1 else ""
         table = Table(title=f"multirun summary (mean [95 % CI]{pooled}) — {sweep_dir}")
-        for header in ("target", "runs", *QUANTITIES):
+        for header in ("target", "runs", *(HEADERS[name] for name in QUANTITIES)):
             table.add_column(header, justify="left" if header == "target" else "right")
         for target, row in summary.items():
             cells = [target, str(row["runs"])]
@@ -188,27 +219,35 @@ class MultirunSummary(Callback):
         if checked is not None:
             (sweep_dir / "validity.json").write_text(json.dumps(checked, indent=1))
             for line in validity_lines(checked):
-                console.print(line)
+                console.print(line, markup=False)  # "[one-sided]" is text, not a style
 
 
 def validity_lines(checked: dict) -> list[str]:
-    """The validity check in a few plain lines (printed after the summary table)."""
+    """The validity check in a few plain lines (printed after the summary table), the paper's
+    one-sided game first, then the two-sided game."""
     lines = []
-    for name, row in checked["controls"].items():
-        lines.append(
-            f"control {name}: ε̃ {_interval(row['eps_tilde'])}, "
-            f"{row['share_eps_tilde_positive']:.0%} of runs > 0"
-        )
+    for game in GAMES:
+        for name, row in checked["controls"].items():
+            if game in row:
+                lines.append(
+                    f"[{game}] control {name}: ε̃ {_interval(row[game]['eps_tilde'])}, "
+                    f"{row[game]['share_eps_tilde_positive']:.0%} of runs > 0"
+                )
+        for name, row in checked["targets"].items():
+            figures = row.get(game)
+            if figures is None:
+                continue
+            for control, difference in figures["paired_difference"].items():
+                lines.append(f"[{game}] {name} − {control} (paired): {_interval(difference)}")
+            if "claim" in figures:
+                claim = figures["claim"]
+                lines.append(
+                    f"[{game}] {name}: claimed ε {claim['claimed_epsilon']:.3g}; ε̃ above it in "
+                    f"{len(claim['eps_tilde_above_claim'])} run(s), RM;RN above it in "
+                    f"{len(claim['rmrn_above_claim'])}, claim violations in "
+                    f"{len(claim['violations'])}"
+                )
     for name, row in checked["targets"].items():
-        for control, difference in row["paired_difference"].items():
-            lines.append(f"{name} − {control} (paired): {_interval(difference)}")
-        if "claim" in row:
-            claim = row["claim"]
-            lines.append(
-                f"{name}: claimed ε {claim['claimed_epsilon']:.3g}; ε̃ above it in "
-                f"{len(claim['eps_tilde_above_claim'])} run(s), claim violations in "
-                f"{len(claim['violations'])}"
-            )
         if row["unreliable_runs"]:
             lines.append(f"{name}: {row['unreliable_runs']} unreliable run(s) (baseline c_lb 0)")
     return lines

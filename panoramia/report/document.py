@@ -2,7 +2,9 @@
 
 Top level: ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``confidence``, ``m``, ``thresholds``,
 ``baseline``, ``attack`` (maximisers, ROC, per-threshold tables, distinguisher selection),
-``reference_audits`` (``o1``, ``rmrn`` or null), ``seed``, ``config``, ``timings``, ``target``,
+``reference_audits`` (``o1``, ``rmrn`` or null), ``two_sided`` (the game with member and
+non-member guesses, docs/SPEC.md §2.6, beside the paper's one-sided figures; or ``skipped``),
+``seed``, ``config``, ``timings``, ``target``,
 ``data`` (hashes and sizes), ``versions``, ``interpretation``.
 """
 

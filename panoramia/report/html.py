@@ -229,6 +229,13 @@ def render_html(
         rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
     if reference["rmrn"]:
         rows.append(("RM;RN ε_lb (real non-members)", reference["rmrn"]["eps_lb"]))
+    two_sided = document.get("two_sided") or {}
+    if "eps_tilde" in two_sided:
+        rows.append((f"two-sided game: c_lb {two_sided['c_lb']:.3f}, {{c+ε}}_lb "
+                    f"{two_sided['c_plus_eps_lb']:.3f}; ε̃ (beside the paper's)",
+                     two_sided["eps_tilde"]))  # fmt: skip
+        if "rmrn" in two_sided:
+            rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["theta_lb"]))
     table = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.3f}</td></tr>" for k, v in rows)
     saturated = (
         "<p class=warn>A maximiser has precision 1 (saturated): its bound counts error-free "

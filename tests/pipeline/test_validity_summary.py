@@ -1,5 +1,6 @@
 """The multirun summary's validity check: paired differences against the control, the
-control's share of positive ε̃, claims and unreliable runs (on hand-written reports)."""
+control's share of positive ε̃, claims and unreliable runs, for the paper's one-sided game and
+the two-sided game (on hand-written reports)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from panoramia.pipeline.summary import summarise, validity, validity_lines
 
 
 def _report(directory: Path, *, name: str, members: str, seed: int, eps: float, c_lb: float = 1.0,
-            claimed: float | None = None, violation: bool = False) -> None:  # fmt: skip
+            claimed: float | None = None, violation: bool = False, eps_2: float | None = None,
+            rmrn_2: float = 0.0) -> None:  # fmt: skip
     run = directory / f"{len(list(directory.iterdir()))}-{name}-seed{seed}"
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n- target={name}\n")
@@ -24,6 +26,8 @@ def _report(directory: Path, *, name: str, members: str, seed: int, eps: float, 
         "c_plus_eps_lb": c_lb + eps, "reference_audits": {"o1": {"eps_lb": 2.0}},
         "config": {"generation_seed": 0, "target": {"members": members}}, "claim": claim,
         **({"unreliable": ["c_lb 0"]} if c_lb == 0 else {}),
+        **({"two_sided": {"eps_tilde": eps_2, "rmrn": {"theta_lb": rmrn_2}}}
+           if eps_2 is not None else {}),
     }  # fmt: skip
     (run / "report.json").write_text(json.dumps(report))
 
@@ -32,26 +36,65 @@ def test_paired_differences_against_the_control(tmp_path: Path) -> None:
     leaks = [0.6, 0.7, 0.5, 0.8, 0.6]
     control = [0.0, 0.1, 0.0, 0.0, 0.05]
     for seed in range(5):
-        _report(tmp_path, name="leaky", members="same", seed=seed, eps=leaks[seed])
-        _report(tmp_path, name="control", members="disjoint", seed=seed, eps=control[seed])
+        _report(
+            tmp_path,
+            name="leaky",
+            members="same",
+            seed=seed,
+            eps=leaks[seed],
+            eps_2=2 * leaks[seed],
+            rmrn_2=2.0,
+        )
+        _report(
+            tmp_path,
+            name="control",
+            members="disjoint",
+            seed=seed,
+            eps=control[seed],
+            eps_2=0.3 if seed == 0 else 0.0,
+        )
         _report(tmp_path, name="dp", members="same", seed=seed, eps=0.2 if seed else 1.5,
-                claimed=1.0, violation=seed == 3, c_lb=0.0 if seed == 4 else 1.0)  # fmt: skip
+                claimed=1.0, violation=seed == 3, c_lb=0.0 if seed == 4 else 1.0,
+                eps_2=0.1, rmrn_2=1.2 if seed == 2 else 0.0)  # fmt: skip
     checked = validity(tmp_path)
     assert checked is not None
-    paired = checked["targets"]["leaky"]["paired_difference"]["control"]
+    one = checked["targets"]["leaky"]["one-sided"]
+    paired = one["paired_difference"]["control"]
     assert paired["mean"] == pytest.approx(sum(leaks) / 5 - sum(control) / 5)
     assert paired["n"] == 5
     assert paired["ci_low"] > 0
-    assert checked["controls"]["control"]["share_eps_tilde_positive"] == pytest.approx(0.4)
-    assert checked["targets"]["leaky"]["eps_tilde_over_o1"] == pytest.approx(0.64 / 2)
-    claim = checked["targets"]["dp"]["claim"]
+    assert checked["controls"]["control"]["one-sided"]["share_eps_tilde_positive"] == (
+        pytest.approx(0.4)
+    )
+    assert one["eps_tilde_over_o1"] == pytest.approx(0.64 / 2)
+    claim = checked["targets"]["dp"]["one-sided"]["claim"]
     assert claim["eps_tilde_above_claim"] == ["2-dp-seed0"]
     assert claim["violations"] == ["11-dp-seed3"]
     assert checked["targets"]["dp"]["unreliable_runs"] == 1
     assert summarise(tmp_path)["dp"]["unreliable_runs"] == 1
+    two = checked["targets"]["leaky"]["two-sided"]
+    assert two["paired_difference"]["control"]["mean"] == pytest.approx(2 * 0.64 - 0.06)
+    assert checked["controls"]["control"]["two-sided"]["share_eps_tilde_positive"] == 0.2
+    two_claim = checked["targets"]["dp"]["two-sided"]["claim"]
+    assert two_claim["eps_tilde_above_claim"] == []
+    assert two_claim["rmrn_above_claim"] == ["8-dp-seed2"]
+    assert summarise(tmp_path)["leaky"]["rmrn_2"]["mean"] == pytest.approx(2.0)
     text = "\n".join(validity_lines(checked))
-    assert "leaky − control (paired): 0.610" in text
-    assert "claimed ε 1; ε̃ above it in 1 run(s), claim violations in 1" in text
+    assert "[one-sided] leaky − control (paired): 0.610" in text
+    assert "[two-sided] leaky − control (paired): 1.220" in text
+    assert "claimed ε 1; ε̃ above it in 1 run(s), RM;RN above it in 0, claim violations in 1" in text
+
+
+def test_reports_without_the_two_sided_game_keep_the_one_sided_check(tmp_path: Path) -> None:
+    """Reports written before the two-sided game (or with it skipped) still get checked."""
+    for seed in range(3):
+        _report(tmp_path, name="leaky", members="same", seed=seed, eps=0.5)
+        _report(tmp_path, name="control", members="disjoint", seed=seed, eps=0.0)
+    checked = validity(tmp_path)
+    assert checked is not None
+    assert "two-sided" not in checked["targets"]["leaky"]
+    assert checked["targets"]["leaky"]["one-sided"]["paired_difference"]["control"]["mean"] == 0.5
+    assert all(line.startswith("[one-sided]") for line in validity_lines(checked))
 
 
 def test_no_control_no_validity(tmp_path: Path) -> None:

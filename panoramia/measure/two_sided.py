@@ -1,0 +1,178 @@
+"""The two-sided game (docs/SPEC.md §2.6): member *and* non-member guesses, reported beside
+the paper's one-sided figures, never in their place.
+
+A guess rule is a pair of grid thresholds τ_lo ≤ τ_hi on probability scores: "member" when
+score > τ_hi, "non-member" when score < τ_lo, abstain otherwise. Under two-sided c-closeness
+of the generator (and ε-DP of the target), every guess of either kind is right with
+probability at most sigmoid(c) (sigmoid(c + ε) for the attack), so the count of right guesses
+among r is dominated by Bin(r, ·) and the same exact test as §2.1 applies, Bonferroni over
+the K(K+1)/2 pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from panoramia.errors import InputError
+from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.jsonable import number
+from panoramia.measure.sweep import argmax_theta_lb
+from panoramia.measure.validation import check_confidence, check_membership, check_scores
+
+
+@dataclass(frozen=True)
+class TwoSidedPoint:
+    """The best pair of thresholds of one classifier, counted on the audit set."""
+
+    low: float
+    """Guess non-member iff score < low (0: no non-member guesses)."""
+    high: float
+    """Guess member iff score > high (1: no member guesses)."""
+    member_guesses: int
+    member_correct: int
+    nonmember_guesses: int
+    nonmember_correct: int
+    theta_lb: float
+    """Lower bound on θ (two-sided c, or c + ε), nats."""
+    alpha: float
+
+    @property
+    def r(self) -> int:
+        return self.member_guesses + self.nonmember_guesses
+
+    @property
+    def v(self) -> int:
+        return self.member_correct + self.nonmember_correct
+
+    @property
+    def saturated(self) -> bool:
+        return self.r > 0 and self.v == self.r
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "theta_lb": number(self.theta_lb),
+            "low": number(self.low),
+            "high": number(self.high),
+            "member_guesses": self.member_guesses,
+            "member_correct": self.member_correct,
+            "nonmember_guesses": self.nonmember_guesses,
+            "nonmember_correct": self.nonmember_correct,
+            "ceiling": number(float(saturation_ceiling(self.r, self.alpha)) if self.r else 0.0),
+            "saturated": self.saturated,
+        }
+
+
+@dataclass(frozen=True)
+class TwoSidedMeasurement:
+    """Baseline and attack in the two-sided game on one audit set."""
+
+    c_lb: float
+    """Lower bound on the generator's two-sided closeness c, nats."""
+    c_plus_eps_lb: float
+    n_pairs: int
+    """Threshold pairs counted by the Bonferroni correction: K(K+1)/2."""
+    alpha_per_test: float
+    """β / (2 · n_pairs)."""
+    baseline: TwoSidedPoint
+    attack: TwoSidedPoint
+
+    @property
+    def eps_tilde(self) -> float:
+        return max(0.0, self.c_plus_eps_lb - self.c_lb)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "c_lb": number(self.c_lb),
+            "c_plus_eps_lb": number(self.c_plus_eps_lb),
+            "eps_tilde": number(self.eps_tilde),
+            "n_pairs": self.n_pairs,
+            "alpha_per_test": number(self.alpha_per_test),
+            "baseline": self.baseline.to_dict(),
+            "attack": self.attack.to_dict(),
+        }
+
+
+def pair_count(grid: int) -> int:
+    """Threshold pairs τ_lo ≤ τ_hi on a grid of ``grid`` points."""
+    return grid * (grid + 1) // 2
+
+
+def two_sided_best(
+    scores: np.ndarray, labels: np.ndarray, *, grid: int, alpha: float
+) -> TwoSidedPoint:
+    """The pair of ``linspace(0, 1, grid)`` thresholds with the largest exact bound at level
+    ``alpha`` (ties: the first pair in (τ_lo, τ_hi) order). ``scores`` in [0, 1], shape (m,);
+    ``labels`` 1 = member. O(m log m + grid²)."""
+    tau = np.linspace(0.0, 1.0, grid)
+    order = np.sort(scores)
+    member_order = np.sort(scores[labels == 1])
+    # Counts below τ (strict) and above τ (strict) for every grid point, by binary search.
+    below = np.searchsorted(order, tau, side="left")
+    members_below = np.searchsorted(member_order, tau, side="left")
+    above = scores.size - np.searchsorted(order, tau, side="right")
+    members_above = member_order.size - np.searchsorted(member_order, tau, side="right")
+    low, high = np.triu_indices(grid)
+    nonmember_r, nonmember_v = below[low], below[low] - members_below[low]
+    member_r, member_v = above[high], members_above[high]
+    index, value = argmax_theta_lb(nonmember_r + member_r, nonmember_v + member_v, alpha)
+    return TwoSidedPoint(
+        low=float(tau[low[index]]),
+        high=float(tau[high[index]]),
+        member_guesses=int(member_r[index]),
+        member_correct=int(member_v[index]),
+        nonmember_guesses=int(nonmember_r[index]),
+        nonmember_correct=int(nonmember_v[index]),
+        theta_lb=value,
+        alpha=alpha,
+    )
+
+
+def _checked(membership: object, scores: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    labels = check_membership(membership)
+    values = check_scores(scores, name=name, n=labels.size)
+    if values.min() < 0.0 or values.max() > 1.0:
+        raise InputError(f"{name}: the two-sided game's grid thresholds need scores in [0, 1]")
+    return labels, values
+
+
+def measure_two_sided(
+    membership: object,
+    *,
+    baseline_scores: object,
+    attack_scores: object,
+    grid: int = 100,
+    confidence: float = 0.95,
+) -> TwoSidedMeasurement:
+    """c_lb, {c+ε}_lb and ε̃ of the two-sided game (docs/SPEC.md §2.6).
+
+    ``membership``: 1 = real member (positive class), 0 = generated non-member, shape (m,);
+    scores: probabilities of "member" in [0, 1], shape (m,). The level β = 1 − confidence is
+    split over the two tests and the K(K+1)/2 threshold pairs."""
+    labels, baseline = _checked(membership, baseline_scores, "baseline scores")
+    _, attack = _checked(labels, attack_scores, "attack scores")
+    confidence = check_confidence(confidence)
+    n_pairs = pair_count(grid)
+    alpha = (1.0 - confidence) / (2 * n_pairs)
+    base = two_sided_best(baseline, labels, grid=grid, alpha=alpha)
+    att = two_sided_best(attack, labels, grid=grid, alpha=alpha)
+    return TwoSidedMeasurement(
+        c_lb=base.theta_lb,
+        c_plus_eps_lb=att.theta_lb,
+        n_pairs=n_pairs,
+        alpha_per_test=alpha,
+        baseline=base,
+        attack=att,
+    )
+
+
+def rmrn_two_sided(
+    membership: object, attack_scores: object, *, grid: int = 100, confidence: float = 0.95
+) -> TwoSidedPoint:
+    """RM;RN in the two-sided game: real members vs *real* non-members, one test (c = 0) at
+    level β / (K(K+1)/2); its θ_lb is a lower bound on ε under the randomised-membership
+    caveat of §2.4."""
+    labels, values = _checked(membership, attack_scores, "attack scores")
+    confidence = check_confidence(confidence)
+    return two_sided_best(values, labels, grid=grid, alpha=(1.0 - confidence) / pair_count(grid))
