@@ -21,6 +21,9 @@ from panoramia.measure.jsonable import number
 from panoramia.measure.sweep import argmax_theta_lb
 from panoramia.measure.validation import check_confidence, check_membership, check_scores
 
+MAX_PAIR_GRID = 1000
+"""Largest K of the two-sided game: its K(K+1)/2 pairs (500,500 here) are counted at once."""
+
 
 @dataclass(frozen=True)
 class TwoSidedPoint:
@@ -59,7 +62,7 @@ class TwoSidedPoint:
             "member_correct": self.member_correct,
             "nonmember_guesses": self.nonmember_guesses,
             "nonmember_correct": self.nonmember_correct,
-            "ceiling": number(float(saturation_ceiling(self.r, self.alpha)) if self.r else 0.0),
+            "ceiling": number(float(saturation_ceiling(self.r, self.alpha))),
             "saturated": self.saturated,
         }
 
@@ -82,11 +85,19 @@ class TwoSidedMeasurement:
     def eps_tilde(self) -> float:
         return max(0.0, self.c_plus_eps_lb - self.c_lb)
 
+    @property
+    def saturated(self) -> bool:
+        """Either best pair makes only right guesses: its bound counts error-free guesses, and
+        ε̃ is then about ln(r_attack / r_baseline), a ratio of counts."""
+        return self.baseline.saturated or self.attack.saturated
+
     def to_dict(self) -> dict[str, object]:
         return {
             "c_lb": number(self.c_lb),
             "c_plus_eps_lb": number(self.c_plus_eps_lb),
             "eps_tilde": number(self.eps_tilde),
+            "saturated": self.saturated,
+            "unreliable": self.c_lb == 0,
             "n_pairs": self.n_pairs,
             "alpha_per_test": number(self.alpha_per_test),
             "baseline": self.baseline.to_dict(),
@@ -95,7 +106,9 @@ class TwoSidedMeasurement:
 
 
 def pair_count(grid: int) -> int:
-    """Threshold pairs τ_lo ≤ τ_hi on a grid of ``grid`` points."""
+    """Threshold pairs τ_lo ≤ τ_hi on a grid of ``grid`` points (2 ≤ grid ≤ MAX_PAIR_GRID)."""
+    if not 2 <= grid <= MAX_PAIR_GRID:
+        raise InputError(f"two-sided game: the grid takes 2 to {MAX_PAIR_GRID} points, got {grid}")
     return grid * (grid + 1) // 2
 
 
@@ -103,8 +116,10 @@ def two_sided_best(
     scores: np.ndarray, labels: np.ndarray, *, grid: int, alpha: float
 ) -> TwoSidedPoint:
     """The pair of ``linspace(0, 1, grid)`` thresholds with the largest exact bound at level
-    ``alpha`` (ties: the first pair in (τ_lo, τ_hi) order). ``scores`` in [0, 1], shape (m,);
-    ``labels`` 1 = member. O(m log m + grid²)."""
+    ``alpha`` (ties: the first pair in (τ_lo, τ_hi) order; no pair above 0: no guesses,
+    τ_lo = 0 and τ_hi = 1). ``scores`` in [0, 1], shape (m,); ``labels`` 1 = member.
+    O(m log m + grid²)."""
+    pair_count(grid)  # the grid's range
     tau = np.linspace(0.0, 1.0, grid)
     order = np.sort(scores)
     member_order = np.sort(scores[labels == 1])
@@ -117,6 +132,8 @@ def two_sided_best(
     nonmember_r, nonmember_v = below[low], below[low] - members_below[low]
     member_r, member_v = above[high], members_above[high]
     index, value = argmax_theta_lb(nonmember_r + member_r, nonmember_v + member_v, alpha)
+    if value == 0.0:
+        return TwoSidedPoint(0.0, 1.0, 0, 0, 0, 0, theta_lb=0.0, alpha=alpha)
     return TwoSidedPoint(
         low=float(tau[low[index]]),
         high=float(tau[high[index]]),
@@ -167,12 +184,36 @@ def measure_two_sided(
     )
 
 
+@dataclass(frozen=True)
+class TwoSidedRmRn:
+    """RM;RN in the two-sided game: one test (c = 0) on real members vs real non-members."""
+
+    eps_lb: float
+    """Lower bound on ε (pure DP, nats), under the randomised-membership caveat of §2.4."""
+    n_pairs: int
+    alpha: float
+    """β / n_pairs."""
+    confidence: float
+    attack: TwoSidedPoint
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "eps_lb": number(self.eps_lb),
+            "n_pairs": self.n_pairs,
+            "alpha": number(self.alpha),
+            "confidence": self.confidence,
+            "attack": self.attack.to_dict(),
+        }
+
+
 def rmrn_two_sided(
     membership: object, attack_scores: object, *, grid: int = 100, confidence: float = 0.95
-) -> TwoSidedPoint:
-    """RM;RN in the two-sided game: real members vs *real* non-members, one test (c = 0) at
-    level β / (K(K+1)/2); its θ_lb is a lower bound on ε under the randomised-membership
-    caveat of §2.4."""
+) -> TwoSidedRmRn:
+    """RM;RN in the two-sided game at level β / (K(K+1)/2), as the one-sided RM;RN is one test
+    at β / K (:func:`panoramia.measure.reference.rmrn`)."""
     labels, values = _checked(membership, attack_scores, "attack scores")
     confidence = check_confidence(confidence)
-    return two_sided_best(values, labels, grid=grid, alpha=(1.0 - confidence) / pair_count(grid))
+    n_pairs = pair_count(grid)
+    alpha = (1.0 - confidence) / n_pairs
+    best = two_sided_best(values, labels, grid=grid, alpha=alpha)
+    return TwoSidedRmRn(best.theta_lb, n_pairs, alpha, confidence, best)

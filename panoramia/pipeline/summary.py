@@ -23,14 +23,17 @@ from rich.table import Table
 
 from panoramia.measure import aggregate
 
-QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "eps_tilde_2", "rmrn_2")
+QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "eps_tilde_two_sided",
+              "rmrn_two_sided")  # fmt: skip
 """Per run: the paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃
-and RM;RN bound (``_2``, docs/SPEC.md §2.6)."""
+and RM;RN bound (docs/SPEC.md §2.6)."""
 HEADERS = {"eps_tilde": "ε̃", "c_lb": "c_lb", "c_plus_eps_lb": "{c+ε}_lb", "o1": "O(1)",
-           "rmrn": "RM;RN", "eps_tilde_2": "ε̃ two-sided", "rmrn_2": "RM;RN two-sided"}  # fmt: skip
+           "rmrn": "RM;RN", "eps_tilde_two_sided": "ε̃ two-sided",
+           "rmrn_two_sided": "RM;RN two-sided"}  # fmt: skip
 """Column headers of the printed summary table."""
-GAMES = {"one-sided": ("eps_tilde", "rmrn"), "two-sided": ("eps_tilde_2", "rmrn_2")}
-"""The ε̃ and RM;RN quantities of each game, as the validity check reads them."""
+GAMES = {"one-sided": ("eps_tilde", "unreliable"),
+         "two-sided": ("eps_tilde_two_sided", "unreliable_two_sided")}  # fmt: skip
+"""Each game's ε̃ quantity and unreliable flag, as the validity check reads them."""
 CLAIM_DELTA = "1e-05"
 """δ at which a run's ε̃ is compared with its claimed ε."""
 REPEATS = ("seed", "generation_seed", "target")
@@ -46,8 +49,8 @@ def _quantities(report: dict) -> dict[str, float | None]:
         "c_plus_eps_lb": report["c_plus_eps_lb"],
         "o1": (reference.get("o1") or {}).get("eps_lb"),
         "rmrn": (reference.get("rmrn") or {}).get("eps_lb"),
-        "eps_tilde_2": two_sided.get("eps_tilde"),
-        "rmrn_2": (two_sided.get("rmrn") or {}).get("theta_lb"),
+        "eps_tilde_two_sided": two_sided.get("eps_tilde"),
+        "rmrn_two_sided": (two_sided.get("rmrn") or {}).get("eps_lb"),
     }
 
 
@@ -73,6 +76,7 @@ def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
         "pair": (report["seed"], _generation_seed(report), varied),
         "control": (report["config"].get("target") or {}).get("members") == "disjoint",
         "unreliable": bool(report.get("unreliable")),
+        "unreliable_two_sided": bool((report.get("two_sided") or {}).get("unreliable")),
         "claimed_epsilon": claimed,
         "violation": bool(claim.get("violation")),
         **_quantities(report),
@@ -141,13 +145,12 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
     for name, rows in groups.items():
         if name in controls:
             continue
-        entry: dict[str, object] = {
-            "runs": len(rows),
-            "unreliable_runs": sum(r["unreliable"] for r in rows),
-        }
-        for game, (key, rmrn_key) in GAMES.items():
+        entry: dict[str, object] = {"runs": len(rows)}
+        for game, (key, unreliable) in GAMES.items():
             if all(r[key] is not None for r in rows):
-                entry[game] = _target_entry(rows, controls, key, rmrn_key, confidence)
+                entry[game] = _target_entry(rows, controls, key, confidence) | {
+                    "unreliable_runs": sum(r[unreliable] for r in rows)
+                }
         result["targets"][name] = entry
     result["generation_seeds"] = sorted({r["pair"][1] for r in records})
     return result
@@ -161,11 +164,11 @@ def _control_entry(rows: list[dict], key: str, confidence: float) -> dict[str, o
 
 
 def _target_entry(
-    rows: list[dict], controls: dict[str, list[dict]], key: str, rmrn_key: str,
-    confidence: float,
-) -> dict[str, object]:  # fmt: skip
+    rows: list[dict], controls: dict[str, list[dict]], key: str, confidence: float
+) -> dict[str, object]:
     """One game's validity figures for one target: ε̃, ε̃ / O(1), the paired difference with
-    each control, and ε̃ (and RM;RN, real non-members) against a DP training's claim."""
+    each control (its runs without this game's figure left out), and ε̃ against a DP
+    training's claim."""
     entry: dict[str, object] = {
         "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
     }
@@ -174,7 +177,7 @@ def _target_entry(
         entry["eps_tilde_over_o1"] = sum(r[key] for r in rows) / sum(o1)
     paired = {}
     for control, control_rows in controls.items():
-        by_pair = {r["pair"]: r[key] for r in control_rows}
+        by_pair = {r["pair"]: r[key] for r in control_rows if r[key] is not None}
         differences = [r[key] - by_pair[r["pair"]] for r in rows if r["pair"] in by_pair]
         if differences:
             paired[control] = aggregate(differences, confidence=confidence).to_dict()
@@ -186,8 +189,6 @@ def _target_entry(
             "claimed_epsilon": max(r["claimed_epsilon"] for r in claimed),
             "eps_tilde_above_claim": [r["run"] for r in claimed
                                       if r[key] > r["claimed_epsilon"]],
-            "rmrn_above_claim": [r["run"] for r in claimed
-                                 if (r[rmrn_key] or 0.0) > r["claimed_epsilon"]],
             "violations": [r["run"] for r in claimed if r["violation"]],
         }  # fmt: skip
     return entry
@@ -243,13 +244,14 @@ def validity_lines(checked: dict) -> list[str]:
                 claim = figures["claim"]
                 lines.append(
                     f"[{game}] {name}: claimed ε {claim['claimed_epsilon']:.3g}; ε̃ above it in "
-                    f"{len(claim['eps_tilde_above_claim'])} run(s), RM;RN above it in "
-                    f"{len(claim['rmrn_above_claim'])}, claim violations in "
+                    f"{len(claim['eps_tilde_above_claim'])} run(s), claim violations in "
                     f"{len(claim['violations'])}"
                 )
-    for name, row in checked["targets"].items():
-        if row["unreliable_runs"]:
-            lines.append(f"{name}: {row['unreliable_runs']} unreliable run(s) (baseline c_lb 0)")
+            if figures["unreliable_runs"]:
+                lines.append(
+                    f"[{game}] {name}: {figures['unreliable_runs']} unreliable run(s) "
+                    "(baseline c_lb 0)"
+                )
     return lines
 
 

@@ -235,7 +235,7 @@ def render_html(
                     f"{two_sided['c_plus_eps_lb']:.3f}; ε̃ (beside the paper's)",
                      two_sided["eps_tilde"]))  # fmt: skip
         if "rmrn" in two_sided:
-            rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["theta_lb"]))
+            rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["eps_lb"]))
     table = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.3f}</td></tr>" for k, v in rows)
     saturated = (
         "<p class=warn>A maximiser has precision 1 (saturated): its bound counts error-free "

@@ -76,10 +76,24 @@ def test_null_scores_rarely_reject() -> None:
 def test_rmrn_is_one_test_at_the_pairs_level() -> None:
     labels = np.r_[np.ones(300), np.zeros(300)].astype(int)
     scores = np.r_[np.full(300, 0.6), np.full(100, 0.01), np.full(200, 0.6)]
-    point = rmrn_two_sided(labels, scores, grid=10, confidence=0.95)
-    assert point.nonmember_guesses == point.nonmember_correct == 100
-    assert point.theta_lb == pytest.approx(bisection_theta_lb(100, 100, 0.05 / 55), abs=1e-7)
-    assert point.to_dict()["saturated"] is True
+    result = rmrn_two_sided(labels, scores, grid=10, confidence=0.95)
+    assert result.attack.nonmember_guesses == result.attack.nonmember_correct == 100
+    assert result.alpha == pytest.approx(0.05 / 55)
+    assert result.eps_lb == pytest.approx(bisection_theta_lb(100, 100, 0.05 / 55), abs=1e-7)
+    assert result.to_dict()["attack"]["saturated"] is True
+
+
+def test_no_pair_above_zero_reports_no_guesses() -> None:
+    labels = np.r_[np.ones(50), np.zeros(50)].astype(int)
+    point = two_sided_best(np.full(100, 0.5), labels, grid=100, alpha=0.05 / pair_count(100))
+    assert (point.theta_lb, point.r, point.low, point.high) == (0.0, 0, 0.0, 1.0)
+    assert point.to_dict()["saturated"] is False
+
+
+@pytest.mark.parametrize("grid", [1, 1001])
+def test_grids_outside_the_pairs_range_are_refused(grid: int) -> None:
+    with pytest.raises(InputError, match="two-sided game: the grid takes 2 to 1000 points"):
+        pair_count(grid)
 
 
 @pytest.mark.parametrize("bad", [np.full(10, 1.5), np.full(10, -0.1)])

@@ -14,7 +14,7 @@ from panoramia.pipeline.summary import summarise, validity, validity_lines
 
 def _report(directory: Path, *, name: str, members: str, seed: int, eps: float, c_lb: float = 1.0,
             claimed: float | None = None, violation: bool = False, eps_2: float | None = None,
-            rmrn_2: float = 0.0) -> None:  # fmt: skip
+            rmrn_2: float = 0.0, unreliable_2: bool = False) -> None:  # fmt: skip
     run = directory / f"{len(list(directory.iterdir()))}-{name}-seed{seed}"
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n- target={name}\n")
@@ -26,7 +26,8 @@ def _report(directory: Path, *, name: str, members: str, seed: int, eps: float, 
         "c_plus_eps_lb": c_lb + eps, "reference_audits": {"o1": {"eps_lb": 2.0}},
         "config": {"generation_seed": 0, "target": {"members": members}}, "claim": claim,
         **({"unreliable": ["c_lb 0"]} if c_lb == 0 else {}),
-        **({"two_sided": {"eps_tilde": eps_2, "rmrn": {"theta_lb": rmrn_2}}}
+        **({"two_sided": {"eps_tilde": eps_2, "rmrn": {"eps_lb": rmrn_2},
+                          "unreliable": unreliable_2}}
            if eps_2 is not None else {}),
     }  # fmt: skip
     (run / "report.json").write_text(json.dumps(report))
@@ -55,7 +56,7 @@ def test_paired_differences_against_the_control(tmp_path: Path) -> None:
         )
         _report(tmp_path, name="dp", members="same", seed=seed, eps=0.2 if seed else 1.5,
                 claimed=1.0, violation=seed == 3, c_lb=0.0 if seed == 4 else 1.0,
-                eps_2=0.1, rmrn_2=1.2 if seed == 2 else 0.0)  # fmt: skip
+                eps_2=0.1, rmrn_2=1.2 if seed == 2 else 0.0, unreliable_2=seed < 2)  # fmt: skip
     checked = validity(tmp_path)
     assert checked is not None
     one = checked["targets"]["leaky"]["one-sided"]
@@ -70,29 +71,32 @@ def test_paired_differences_against_the_control(tmp_path: Path) -> None:
     claim = checked["targets"]["dp"]["one-sided"]["claim"]
     assert claim["eps_tilde_above_claim"] == ["2-dp-seed0"]
     assert claim["violations"] == ["11-dp-seed3"]
-    assert checked["targets"]["dp"]["unreliable_runs"] == 1
+    assert checked["targets"]["dp"]["one-sided"]["unreliable_runs"] == 1
+    assert checked["targets"]["dp"]["two-sided"]["unreliable_runs"] == 2
     assert summarise(tmp_path)["dp"]["unreliable_runs"] == 1
     two = checked["targets"]["leaky"]["two-sided"]
     assert two["paired_difference"]["control"]["mean"] == pytest.approx(2 * 0.64 - 0.06)
     assert checked["controls"]["control"]["two-sided"]["share_eps_tilde_positive"] == 0.2
     two_claim = checked["targets"]["dp"]["two-sided"]["claim"]
     assert two_claim["eps_tilde_above_claim"] == []
-    assert two_claim["rmrn_above_claim"] == ["8-dp-seed2"]
-    assert summarise(tmp_path)["leaky"]["rmrn_2"]["mean"] == pytest.approx(2.0)
+    assert summarise(tmp_path)["leaky"]["rmrn_two_sided"]["mean"] == pytest.approx(2.0)
     text = "\n".join(validity_lines(checked))
     assert "[one-sided] leaky − control (paired): 0.610" in text
     assert "[two-sided] leaky − control (paired): 1.220" in text
-    assert "claimed ε 1; ε̃ above it in 1 run(s), RM;RN above it in 0, claim violations in 1" in text
+    assert "[one-sided] dp: claimed ε 1; ε̃ above it in 1 run(s), claim violations in 1" in text
+    assert "[two-sided] dp: 2 unreliable run(s)" in text
 
 
 def test_reports_without_the_two_sided_game_keep_the_one_sided_check(tmp_path: Path) -> None:
-    """Reports written before the two-sided game (or with it skipped) still get checked."""
+    """Reports written before the two-sided game (or with it skipped) still get checked, also
+    when only the target's runs have it."""
     for seed in range(3):
-        _report(tmp_path, name="leaky", members="same", seed=seed, eps=0.5)
+        _report(tmp_path, name="leaky", members="same", seed=seed, eps=0.5, eps_2=0.5)
         _report(tmp_path, name="control", members="disjoint", seed=seed, eps=0.0)
     checked = validity(tmp_path)
     assert checked is not None
-    assert "two-sided" not in checked["targets"]["leaky"]
+    assert checked["targets"]["leaky"]["two-sided"]["paired_difference"] == {}
+    assert "two-sided" not in checked["controls"]["control"]
     assert checked["targets"]["leaky"]["one-sided"]["paired_difference"]["control"]["mean"] == 0.5
     assert all(line.startswith("[one-sided]") for line in validity_lines(checked))
 

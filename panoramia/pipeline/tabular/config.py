@@ -56,6 +56,10 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
 
     relabel: bool = True
     """Draw synthetic labels from a labeler trained on D_G (baselines.tabular)."""
+    support_novelty: float = 0.005
+    """Drop synthetic rows with a value, or a pair of values, that D_G never shows, on the
+    columns and pairs where real rows show unseen ones less often than this share
+    (generators.tabular_support); 0 turns the screen off. Applied before the filter."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
 

@@ -129,6 +129,7 @@ class TabularPipeline(AuditPipeline):
         from baselines.tabular import TabularLabeler
         from generators.tabular import TabularGenerator
         from generators.tabular_filter import filter_synthetic
+        from generators.tabular_support import SupportScreen
 
         config = self.job.generator
         needed = self.synthetic_sizes(known, self.job.helper.n_rows)
@@ -152,12 +153,18 @@ class TabularPipeline(AuditPipeline):
                     rows, seed=child_seed(self.generation_seed, f"{name}/labels")
                 )
 
+            support = SupportScreen.fit(
+                real, novelty=config.support_novelty,
+                seed=child_seed(self.generation_seed, "synthetic/support"),
+            )  # fmt: skip
             extra = None
             if config.filter.enabled:
+                # The filter learns what the support screen leaves: its synthetic rows pass it.
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
-                extra = draw(n_extra, "synthetic/extra")
+                extra = support.screen(draw(n_extra, "synthetic/extra"))
 
             def screen(batch: pd.DataFrame) -> pd.DataFrame:
+                batch = support.screen(batch)
                 if extra is None:
                     return batch
                 return filter_synthetic(
@@ -167,9 +174,10 @@ class TabularPipeline(AuditPipeline):
                 ).kept  # fmt: skip
 
             # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
+            # The support screen's share varies with the generator: later rounds adapt.
             kept_parts, drawn = draw_screened(
-                total, draw=draw, screen=screen, size=len, adapt=False, what="rows",
-                hint="raise max_drop",
+                total, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
+                what="rows", hint="raise max_drop or lower support_novelty",
                 factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
             )  # fmt: skip
             kept = pd.concat(kept_parts, ignore_index=True)
@@ -181,7 +189,10 @@ class TabularPipeline(AuditPipeline):
                 ),
                 order=SYNTHETIC_SETS,
             )
-            return {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+            return {
+                "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
+                "support_checks": len(support.checks), **needed,
+            }  # fmt: skip
 
         # The whole generator section: every setting of sampling, labelling and filtering.
         sample_config = {
@@ -190,7 +201,7 @@ class TabularPipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run(
-            "synthetic", build, config=sample_config, inputs=[gen, known], version=2
+            "synthetic", build, config=sample_config, inputs=[gen, known], version=3
         )
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
