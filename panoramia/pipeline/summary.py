@@ -6,7 +6,8 @@ leak (``validity.json``): for every other target, the difference ε̃(target) �
 paired by (seed, generation seed, setting); the share of control runs with ε̃ > 0; ε̃ / O(1);
 and the runs whose ε̃ exceeds the ε their DP training claims (δ = 1e-5) or whose claim section
 reports a violation. Runs whose baseline bound collapsed to 0 (ε̃ is then the attack's raw
-bound, not a gap over the generator) are counted as unreliable everywhere.
+bound, not a gap over the generator) are counted as unreliable everywhere. Each of these is
+given for the paper's one-sided game and for the two-sided game (docs/SPEC.md §2.6).
 """
 
 from __future__ import annotations
