@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from generators.realness import cross_fitted_realness, realness_threshold
+from generators.realness import FitPredict, cross_fitted_realness, held_out_auc, realness_threshold
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 
@@ -34,6 +34,34 @@ class FilterResult:
     needed so that at most ``max_drop`` of the candidates fall below it."""
 
 
+def _xgboost_realness(seed: int) -> FitPredict:
+    """The fixed real-vs-synthetic classifier of the filter and the fidelity figure."""
+
+    def fit_predict(train: np.ndarray, is_real: np.ndarray, inputs: list) -> list[np.ndarray]:
+        import xgboost as xgb
+
+        classifier = xgb.XGBClassifier(
+            n_estimators=150, max_depth=4, learning_rate=0.1, n_jobs=1, random_state=seed
+        )
+        classifier.fit(train, is_real)
+        return [classifier.predict_proba(x)[:, 1] for x in inputs]
+
+    return fit_predict
+
+
+def synthetic_fidelity(
+    real: pd.DataFrame, synthetic: pd.DataFrame, schema: TabularSchema, *, seed: int
+) -> float:
+    """Held-out real-vs-synthetic ROC AUC of the filter's classifier (fixed settings) on
+    ``real`` rows against ``synthetic`` rows: 0.5 when they cannot be told apart, 1 when they
+    always can (:func:`generators.realness.held_out_auc`). A figure for the report; nothing
+    is chosen by it."""
+    encoder = TabularEncoder.fit(pd.concat([real, synthetic]), schema)
+    return held_out_auc(
+        encoder.matrix(real), encoder.matrix(synthetic), _xgboost_realness(seed), seed=seed
+    )
+
+
 def filter_synthetic(
     real: pd.DataFrame,
     extra_synthetic: pd.DataFrame,
@@ -45,19 +73,10 @@ def filter_synthetic(
     seed: int,
 ) -> FilterResult:
     """Keep the candidates that look at least as real as all but ``real_quantile`` real rows."""
-    import xgboost as xgb
-
-    def fit_predict(train: np.ndarray, is_real: np.ndarray, inputs: list) -> list[np.ndarray]:
-        classifier = xgb.XGBClassifier(
-            n_estimators=150, max_depth=4, learning_rate=0.1, n_jobs=1, random_state=seed
-        )
-        classifier.fit(train, is_real)
-        return [classifier.predict_proba(x)[:, 1] for x in inputs]
-
     encoder = TabularEncoder.fit(pd.concat([real, extra_synthetic]), schema)
     held_out_real, candidate_probability = cross_fitted_realness(
         encoder.matrix(real), encoder.matrix(extra_synthetic), encoder.matrix(candidates),
-        fit_predict, seed=seed,
+        _xgboost_realness(seed), seed=seed,
     )  # fmt: skip
     threshold = realness_threshold(
         held_out_real, candidate_probability, real_quantile=real_quantile, max_drop=max_drop

@@ -229,6 +229,11 @@ def render_html(
         rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
     if reference["rmrn"]:
         rows.append(("RM;RN ε_lb (real non-members)", reference["rmrn"]["eps_lb"]))
+    fidelity = ((document.get("data") or {}).get("synthetic") or {}).get("real_vs_synthetic_auc")
+    if fidelity is not None:
+        rows.append(
+            ("real-vs-synthetic AUC of a fixed classifier (0.5: indistinguishable)", fidelity)
+        )
     two_sided = document.get("two_sided") or {}
     if "eps_tilde" in two_sided:
         rows.append((f"two-sided game: c_lb {two_sided['c_lb']:.3f}, {{c+ε}}_lb "

@@ -128,7 +128,7 @@ class TabularPipeline(AuditPipeline):
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         from baselines.tabular import TabularLabeler
         from generators.tabular import TabularGenerator
-        from generators.tabular_filter import filter_synthetic
+        from generators.tabular_filter import filter_synthetic, synthetic_fidelity
         from generators.tabular_support import SupportScreen
 
         config = self.job.generator
@@ -189,9 +189,15 @@ class TabularPipeline(AuditPipeline):
                 ),
                 order=SYNTHETIC_SETS,
             )
+            # How far the kept rows are from D_G, for the report: a classifier's held-out AUC.
+            fidelity = synthetic_fidelity(
+                real, kept.iloc[: len(real)], schema,
+                seed=child_seed(self.generation_seed, "synthetic/fidelity"),
+            )  # fmt: skip
             return {
                 "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
-                "support_checks": len(support.checks), **needed,
+                "support_checks": len(support.checks),
+                "real_vs_synthetic_auc": round(fidelity, 4), **needed,
             }  # fmt: skip
 
         # The whole generator section: every setting of sampling, labelling and filtering.
@@ -201,7 +207,7 @@ class TabularPipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run(
-            "synthetic", build, config=sample_config, inputs=[gen, known], version=3
+            "synthetic", build, config=sample_config, inputs=[gen, known], version=4
         )
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:

@@ -74,6 +74,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     )
     assert two_sided["rmrn"]["eps_lb"] >= 0
     assert "two-sided game" in page
+    assert 0.4 <= report["data"]["synthetic"]["real_vs_synthetic_auc"] <= 1.0
+    assert "real-vs-synthetic AUC" in page
     assert "two-sided game (docs/SPEC.md §2.6" in done.stderr
 
 
