@@ -11,7 +11,7 @@ The tabular filter is :mod:`generators.tabular_filter`, the image filter
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,20 @@ FitPredict = Callable[[Any, np.ndarray, list[Any]], list[np.ndarray]]
 ``train_x`` (is_real 1/0) and return P(real) of each array in the list."""
 
 
+def _two_folds(
+    real_x: Any, fake_x: Any, seed: int
+) -> Iterator[tuple[Any, np.ndarray, np.ndarray, np.ndarray]]:
+    """For each of two seeded folds: the training examples (real and fake outside the fold),
+    their is-real labels, and the masks of the real and fake examples inside the fold."""
+    rng = np.random.default_rng(seed)
+    real_fold = rng.integers(0, 2, len(real_x))
+    fake_fold = rng.integers(0, 2, len(fake_x))
+    for fold in (0, 1):
+        train = np.concatenate([real_x[real_fold != fold], fake_x[fake_fold != fold]])
+        is_real = np.r_[np.ones((real_fold != fold).sum()), np.zeros((fake_fold != fold).sum())]
+        yield train, is_real, real_fold == fold, fake_fold == fold
+
+
 def cross_fitted_realness(
     real_x: Any,
     fake_x: Any,
@@ -46,16 +60,11 @@ def cross_fitted_realness(
     """P(real) of every real example (from the fold model that did not see it) and of every
     candidate (mean of the two fold models). ``*_x`` are arrays indexed by their first axis
     (feature matrices or images)."""
-    rng = np.random.default_rng(seed)
-    real_fold = rng.integers(0, 2, len(real_x))
-    fake_fold = rng.integers(0, 2, len(fake_x))
     held_out_real = np.empty(len(real_x))
     candidate_probability = np.zeros(len(candidate_x))
-    for fold in (0, 1):
-        train = np.concatenate([real_x[real_fold != fold], fake_x[fake_fold != fold]])
-        is_real = np.r_[np.ones((real_fold != fold).sum()), np.zeros((fake_fold != fold).sum())]
-        real_p, candidate_p = fit_predict(train, is_real, [real_x[real_fold == fold], candidate_x])
-        held_out_real[real_fold == fold] = real_p
+    for train, is_real, real_in, _ in _two_folds(real_x, fake_x, seed):
+        real_p, candidate_p = fit_predict(train, is_real, [real_x[real_in], candidate_x])
+        held_out_real[real_in] = real_p
         candidate_probability += candidate_p / 2
     return held_out_real, candidate_probability
 
@@ -63,19 +72,14 @@ def cross_fitted_realness(
 def held_out_auc(real_x: Any, fake_x: Any, fit_predict: FitPredict, *, seed: int) -> float:
     """How well a classifier tells real from synthetic examples it did not train on: the ROC
     AUC of P(real) over both folds' held-out examples (0.5: indistinguishable, 1: always told
-    apart). Cross-fitted on two seeded folds of each set, as the filter is."""
+    apart). Cross-fitted on the same two seeded folds as the filter."""
     from sklearn.metrics import roc_auc_score
 
-    rng = np.random.default_rng(seed)
-    real_fold = rng.integers(0, 2, len(real_x))
-    fake_fold = rng.integers(0, 2, len(fake_x))
     real_p = np.empty(len(real_x))
     fake_p = np.empty(len(fake_x))
-    for fold in (0, 1):
-        train = np.concatenate([real_x[real_fold != fold], fake_x[fake_fold != fold]])
-        is_real = np.r_[np.ones((real_fold != fold).sum()), np.zeros((fake_fold != fold).sum())]
-        real_p[real_fold == fold], fake_p[fake_fold == fold] = fit_predict(
-            train, is_real, [real_x[real_fold == fold], fake_x[fake_fold == fold]]
+    for train, is_real, real_in, fake_in in _two_folds(real_x, fake_x, seed):
+        real_p[real_in], fake_p[fake_in] = fit_predict(
+            train, is_real, [real_x[real_in], fake_x[fake_in]]
         )
     labels = np.r_[np.ones(len(real_x)), np.zeros(len(fake_x))]
     return float(roc_auc_score(labels, np.r_[real_p, fake_p]))
