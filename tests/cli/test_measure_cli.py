@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from panoramia.cli import app
+from tests.cli_support import run_command
 
 BIN = Path(sys.executable).parent
 runner = CliRunner()
@@ -333,12 +334,10 @@ def test_audit_config_errors_exit_2_in_one_line(
     """Interpolations that fail to resolve (an unset variable, a wrong type, an unknown key)
     were Hydra tracebacks with exit 1; now one line naming the key, before any stage runs."""
     environment = {k: v for k, v in os.environ.items() if k != "PANORAMIA_TEST_SURELY_UNSET"}
-    command = [str(BIN / "panoramia-audit"), override, f"artifacts_dir={tmp_path / 'artifacts'}"]
+    command = [override, f"artifacts_dir={tmp_path / 'artifacts'}"]
     if not override.startswith("hydra.run.dir="):
         command.append(f"hydra.run.dir={tmp_path / 'run'}")
-    done = subprocess.run(
-        command, capture_output=True, text=True, check=False, env=environment, cwd=tmp_path
-    )
+    done = run_command(command, env=environment, cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("panoramia-audit: error: ")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.cli_support import run_audit
+from tests.cli_support import run_audit, run_command
 from tests.conftest import shared_store, stage
 
-BIN = Path(sys.executable).parent
 TINY = ["--config-name", "image", "+experiment=digits_tiny", "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
@@ -119,10 +117,9 @@ def test_bad_image_config_exits_2_with_one_line(
 
 
 def test_paper_scale_cifar_experiment_composes() -> None:
-    done = subprocess.run(
-        [str(BIN / "panoramia-audit"), "--config-name", "image", "+experiment=cifar10",
-         "data.members_path=/data/cifar-10-batches-py", "--cfg", "job", "--resolve"],
-        capture_output=True, text=True, check=False,
+    done = run_command(
+        ["--config-name", "image", "+experiment=cifar10",
+         "data.members_path=/data/cifar-10-batches-py", "--cfg", "job", "--resolve"]
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     for expected in ("name: wrn-28-10", "widen: 10", "blocks: 4", "layout: cifar"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.cli_support import run_audit
+from tests.cli_support import run_audit, run_command
 from tests.conftest import TINY_AUDIT, shared_store
 
 BIN = Path(sys.executable).parent
@@ -222,11 +222,9 @@ def test_attack_with_the_helpers_losses_too(artifacts: Path, tmp_path: Path) -> 
 
 
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(BIN / "panoramia-audit"), "-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
-         f"hydra.sweep.dir={tmp_path}"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_command(
+        ["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7", f"hydra.sweep.dir={tmp_path}"]
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["mlp-e10"]["runs"] == 2
@@ -239,10 +237,9 @@ def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
 
 def test_multirun_summarises_each_setting_apart(artifacts: Path, tmp_path: Path) -> None:
     """A sweep over a setting (not only seeds) keeps every run and summarises each value."""
-    done = subprocess.run(
-        [str(BIN / "panoramia-audit"), "-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
-         "audit.attack_side=target,target+helper", f"hydra.sweep.dir={tmp_path}"],
-        capture_output=True, text=True, check=False,
+    done = run_command(
+        ["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7",
+         "audit.attack_side=target,target+helper", f"hydra.sweep.dir={tmp_path}"]
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(list(tmp_path.glob("*/report.json"))) == 4
@@ -256,10 +253,7 @@ def test_multirun_summarises_each_setting_apart(artifacts: Path, tmp_path: Path)
 
 def test_launcher_configs_compose() -> None:
     for launcher, target in (("local_parallel", "joblib"), ("slurm", "submitit")):
-        done = subprocess.run(
-            [str(BIN / "panoramia-audit"), f"hydra/launcher={launcher}", "--cfg", "hydra"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+        done = run_command([f"hydra/launcher={launcher}", "--cfg", "hydra"])
         assert done.returncode == 0, done.stderr
         assert target in done.stdout
 
@@ -337,12 +331,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(BIN / "panoramia-audit"), override, f"hydra.run.dir={tmp_path}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_command([override, f"hydra.run.dir={tmp_path}"])
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
     assert message in done.stderr

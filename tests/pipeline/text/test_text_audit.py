@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.cli_support import run_audit
+from tests.cli_support import run_audit, run_command
 from tests.conftest import shared_store, stage
 
-BIN = Path(sys.executable).parent
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
@@ -123,12 +121,11 @@ def test_bad_text_config_exits_2_with_one_line(override: str, message: str, tmp_
 
 
 def test_paper_scale_wikitext_experiment_composes() -> None:
-    done = subprocess.run(
-        [str(BIN / "panoramia-audit"), "--config-name", "text", "+experiment=wikitext_gpt2",
+    done = run_command(
+        ["--config-name", "text", "+experiment=wikitext_gpt2",
          "data.members_path=/data/wiki.jsonl", "target.path=/models/ft",
          "generator.base_model=/models/gpt2", "helper.base_model=/models/gpt2",
-         "--cfg", "job", "--resolve"],
-        capture_output=True, text=True, check=False,
+         "--cfg", "job", "--resolve"]
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     for expected in ("name: gpt2-wikitext", "kind: path", "base_model: /models/gpt2", "top_k: 200"):
