@@ -60,6 +60,9 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
     """Drop synthetic rows with a value, or a pair of values, that D_G never shows, on the
     columns and pairs where real rows show unseen ones less often than this share
     (generators.tabular_support); 0 turns the screen off. Applied before the filter."""
+    match_marginals: bool = True
+    """Map each continuous column of the generator's rows onto D_G's values by quantile
+    (generators.tabular_marginals), before the screen and the filter."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
 

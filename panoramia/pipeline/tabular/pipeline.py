@@ -28,6 +28,9 @@ from panoramia.pipeline.tabular.data import (
     load_schema,
 )
 
+TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
+"""Settings of the synthetic stage that the generator's fit does not use."""
+
 
 class TabularPipeline(AuditPipeline):
     """The stages of a tabular audit (rows in parquet files, sdv, xgboost)."""
@@ -114,7 +117,7 @@ class TabularPipeline(AuditPipeline):
             return {"trained_on": len(members)}
 
         # Every generator setting except those used only when sampling (a new field counts).
-        fit_config = {k: v for k, v in asdict(config).items() if k not in SAMPLING_ONLY}
+        fit_config = {k: v for k, v in asdict(config).items() if k not in TABULAR_SAMPLING_ONLY}
         fit_config["generation_seed"] = self.generation_seed
         return self.runner.run(
             "generator",
@@ -129,6 +132,7 @@ class TabularPipeline(AuditPipeline):
         from baselines.tabular import TabularLabeler
         from generators.tabular import TabularGenerator
         from generators.tabular_filter import filter_synthetic, synthetic_fidelity
+        from generators.tabular_marginals import MarginalMatch
         from generators.tabular_support import SupportScreen
 
         config = self.job.generator
@@ -145,8 +149,21 @@ class TabularPipeline(AuditPipeline):
                 else None
             )
 
+            marginals = None
+            if config.match_marginals:
+                reference = generator.sample(
+                    max(20_000, 2 * len(real)),
+                    seed=child_seed(self.generation_seed, "synthetic/marginals"),
+                )
+                marginals = MarginalMatch.fit(real, reference, schema.continuous)
+
             def draw(n: int, name: str) -> pd.DataFrame:
                 rows = generator.sample(n, seed=child_seed(self.generation_seed, name))
+                if marginals is not None:
+                    rows = marginals.apply(
+                        rows,
+                        np.random.default_rng(child_seed(self.generation_seed, f"{name}/match")),
+                    )
                 if labeler is None:
                     return rows
                 return labeler.relabel(
@@ -197,6 +214,7 @@ class TabularPipeline(AuditPipeline):
             return {
                 "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
                 "support_checks": len(support.checks),
+                "matched_columns": len(marginals.columns) if marginals is not None else 0,
                 "real_vs_synthetic_auc": round(fidelity, 4), **needed,
             }  # fmt: skip
 
