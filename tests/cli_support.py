@@ -5,8 +5,12 @@ it is forked from a server process that imported the audit's heavy libraries onc
 torch, transformers, sdv, xgboost: ~10 s per process on 2 cores), instead of starting Python
 afresh. The child then calls the console script's own entry point
 (:func:`panoramia.pipeline.app.main`) with the command line, the environment and the working
-directory of the test. Tests that must kill a real ``panoramia-audit`` process (resumption)
-start the installed console script instead, so the script itself is exercised as well.
+directory of the test. What the child does not get from the test: environment variables
+that libraries read when imported (``HF_HUB_OFFLINE``, ``OMP_NUM_THREADS``: the server's
+values), and a hash seed of its own (every child shares the server's). So the installed console
+script runs where either matters: the kill-and-resume test, the second run of the rerun test
+(stage keys must not depend on the interpreter) and a bad setting per modality
+(``run_console_script``).
 """
 
 from __future__ import annotations
@@ -53,8 +57,7 @@ def _main_in_child(
         from panoramia.pipeline.app import main
 
         try:
-            main()
-            code = 0
+            raise SystemExit(main())  # as the console script does: sys.exit(main())
         except SystemExit as stop:
             if stop.code is None or isinstance(stop.code, int):
                 code = stop.code or 0
@@ -90,22 +93,37 @@ def run_command(
             ),
         )
         child.start()
-        child.join()
+        try:
+            child.join()
+        except BaseException:  # interrupted: stop the audit, as subprocess.run would
+            child.kill()
+            child.join()
+            raise
         return subprocess.CompletedProcess(
             [str(AUDIT_COMMAND), *argv], child.exitcode, out.read_text(), err.read_text()
         )
 
 
+def run_console_script(argv: Sequence[str]) -> subprocess.CompletedProcess:
+    """The installed ``panoramia-audit ARGV`` in a new interpreter, output captured."""
+    return subprocess.run([str(AUDIT_COMMAND), *argv], capture_output=True, text=True, check=False)
+
+
 def run_audit(
-    config: list[str], *overrides: str, artifacts: Path, run_dir: Path | None = None
+    config: list[str],
+    *overrides: str,
+    artifacts: Path,
+    run_dir: Path | None = None,
+    console_script: bool = False,
 ) -> subprocess.CompletedProcess:
     """``panoramia-audit CONFIG artifacts_dir=ARTIFACTS OVERRIDES [hydra.run.dir=RUN_DIR]``,
-    output captured; a failing run is returned, not raised."""
+    output captured (the installed script in a new interpreter with ``console_script``); a
+    failing run is returned, not raised."""
     command = [*config, f"artifacts_dir={artifacts}", *overrides]
     with _one_at_a_time(artifacts, command):
         if run_dir is not None:
             command.append(f"hydra.run.dir={run_dir}")
-        return run_command(command)
+        return run_console_script(command) if console_script else run_command(command)
 
 
 @contextmanager

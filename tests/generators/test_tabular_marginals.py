@@ -72,3 +72,18 @@ def test_dtypes_and_other_columns_are_kept_and_the_draw_is_seeded() -> None:
     assert (matched["kind"] == "a").all()
     _, _, again = _matched()
     pd.testing.assert_frame_equal(matched, again)
+
+
+def test_whole_numbers_stay_whole_where_d_g_holds_only_whole_numbers() -> None:
+    """Conformed rows hold continuous columns as float64: a census weight (unique integers)
+    is interpolated, then rounded, and still copies almost no real row's value."""
+    rng = np.random.default_rng(3)
+    real = pd.DataFrame({"weight": rng.choice(np.arange(10_000, 1_000_000), 4000, replace=False)})
+    real = real.astype(np.float64)
+    synthetic = pd.DataFrame({"weight": rng.lognormal(12, 0.8, 30_000)})
+    match = MarginalMatch.fit(real, synthetic.iloc[:20_000], ["weight"])
+    assert not match.columns["weight"].discrete
+    matched = match.apply(synthetic.iloc[20_000:], np.random.default_rng(4))["weight"]
+    assert matched.dtype == np.float64
+    assert np.all(matched == np.rint(matched))
+    assert matched.isin(real["weight"]).mean() < 0.05

@@ -61,7 +61,7 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
     columns and pairs where real rows show unseen ones less often than this share
     (generators.tabular_support); 0 turns the screen off. Applied before the filter."""
     match_marginals: bool = True
-    """Map each continuous column of the generator's rows onto D_G's values by quantile
+    """Map each continuous column of the generator's rows onto D_G's distribution by quantile
     (generators.tabular_marginals), before the screen and the filter."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
