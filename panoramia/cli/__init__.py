@@ -52,12 +52,30 @@ def measure(
     table: Annotated[
         bool, typer.Option("--table", help="Add every threshold's row to the JSON.")
     ] = False,
+    two_sided: Annotated[
+        bool,
+        typer.Option(
+            "--two-sided",
+            help="Also the two-sided game, beside the paper's (docs/SPEC.md §2.6; grid:K "
+            "thresholds, γ = δ = 0).",
+        ),
+    ] = False,
 ) -> None:
     """c_lb, {c+ε}_lb and ε̃ from baseline and attack scores on a PANORAMIA audit set."""
+    from panoramia.errors import InputError
     from panoramia.measure import measure as run_measure
+    from panoramia.measure.thresholds import ThresholdStrategy
+    from panoramia.measure.two_sided import measure_two_sided, why_no_two_sided
     from panoramia.scores_file import read_columns
 
     columns = read_columns(scores, [member_col, baseline_col, *mia_col])
+    m = columns[member_col].size
+    grid = 0
+    if two_sided:
+        reason = why_no_two_sided(thresholds, m=m, gamma=gamma, delta=delta)
+        if reason is not None:
+            raise InputError(f"--two-sided: {reason}")
+        grid = ThresholdStrategy.parse(thresholds).n_tests(m)
     results = {
         name: run_measure(
             columns[member_col],
@@ -71,21 +89,35 @@ def measure(
         )
         for name in dict.fromkeys(mia_col)
     }
+    games = {
+        name: measure_two_sided(
+            columns[member_col],
+            baseline_scores=columns[baseline_col],
+            attack_scores=columns[name],
+            grid=grid,
+            confidence=confidence,
+        )
+        for name in results
+        if two_sided
+    }
     if as_json:
         documents = [
             {"attack_column": name, "baseline_column": baseline_col}
             | result.to_dict(include_table=table)
+            | ({"two_sided": games[name].to_dict()} if name in games else {})
             for name, result in results.items()
         ]
         print_json(documents[0] if len(documents) == 1 else documents)
         return
     from rich.console import Console
 
-    from panoramia.cli.render import measurement_view
+    from panoramia.cli.render import measurement_view, two_sided_line
 
     console = Console()
     for name, result in results.items():
         console.print(measurement_view(name, result))
+        if name in games:
+            console.print(two_sided_line(games[name]))
 
 
 @app.command()

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from panoramia.measure import INTERPRETATION, Measurement, O1Result, OperatingPoint, RocSummary
+from panoramia.measure.two_sided import TwoSidedMeasurement
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -54,6 +55,16 @@ def measurement_view(attack_name: str, result: Measurement) -> Group:
         )
     lines.append(Text(INTERPRETATION, style="dim"))
     return Group(*lines)
+
+
+def two_sided_line(game: TwoSidedMeasurement) -> Text:
+    """One line: the two-sided game's bounds and ε̃, read beside the paper's."""
+    flag = " (saturated)" if game.saturated else ""
+    return Text(
+        f"two-sided game (docs/SPEC.md §2.6, beside the paper's): c_lb = {game.c_lb:.3f}, "
+        f"{{c+ε}}_lb = {game.c_plus_eps_lb:.3f}, ε̃ = {game.eps_tilde:.3f}{flag}",
+        style="bold",
+    )
 
 
 def o1_view(result: O1Result) -> Group:

@@ -19,6 +19,7 @@ from panoramia.errors import InputError
 from panoramia.measure.bounds import saturation_ceiling
 from panoramia.measure.jsonable import number
 from panoramia.measure.sweep import argmax_theta_lb
+from panoramia.measure.thresholds import ThresholdStrategy
 from panoramia.measure.validation import check_confidence, check_membership, check_scores
 
 MAX_PAIR_GRID = 1000
@@ -110,6 +111,20 @@ def pair_count(grid: int) -> int:
     if not 2 <= grid <= MAX_PAIR_GRID:
         raise InputError(f"two-sided game: the grid takes 2 to {MAX_PAIR_GRID} points, got {grid}")
     return grid * (grid + 1) // 2
+
+
+def why_no_two_sided(thresholds: str, *, m: int, gamma: float, delta: float) -> str | None:
+    """Why an audit with these settings has no two-sided game, or None when it has one: it
+    needs ``grid:K`` thresholds with K ≤ :data:`MAX_PAIR_GRID` and γ = δ = 0 (the relaxed
+    tests have no two-sided form here). ``m``: the audit set's size."""
+    strategy = ThresholdStrategy.parse(thresholds)
+    if strategy.kind != "grid":
+        return f"the two-sided game uses grid thresholds, not {strategy}"
+    if gamma or delta:
+        return "the two-sided game has no relaxed (γ, δ) test"
+    if strategy.n_tests(m) > MAX_PAIR_GRID:
+        return f"the two-sided game takes grid:K with K <= {MAX_PAIR_GRID}"
+    return None
 
 
 def two_sided_best(

@@ -13,7 +13,7 @@ from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.measure.thresholds import ThresholdStrategy
-from panoramia.measure.two_sided import MAX_PAIR_GRID, measure_two_sided, rmrn_two_sided
+from panoramia.measure.two_sided import measure_two_sided, rmrn_two_sided, why_no_two_sided
 from panoramia.pipeline.config import JobConfigBase
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
@@ -63,17 +63,15 @@ def two_sided_section(
     rmrn_game: tuple[np.ndarray, np.ndarray] | None,
 ) -> dict[str, object]:
     """The two-sided game (docs/SPEC.md §2.6) on the audit's grid, beside the paper's figures;
-    ``{"skipped": reason}`` where it does not apply (thresholds other than ``grid:K``, K above
-    :data:`MAX_PAIR_GRID`, or the relaxed γ/δ tests, which have no two-sided form here)."""
+    ``{"skipped": reason}`` where it does not apply
+    (:func:`panoramia.measure.two_sided.why_no_two_sided`)."""
     audit = job.audit
-    strategy = ThresholdStrategy.parse(audit.thresholds)
-    if strategy.kind != "grid":
-        return {"skipped": f"the two-sided game uses grid thresholds, not {strategy}"}
-    if audit.gamma or audit.delta:
-        return {"skipped": "the two-sided game has no relaxed (γ, δ) test"}
-    grid = strategy.n_tests(membership.size)
-    if grid > MAX_PAIR_GRID:
-        return {"skipped": f"the two-sided game takes grid:K with K <= {MAX_PAIR_GRID}"}
+    reason = why_no_two_sided(
+        audit.thresholds, m=membership.size, gamma=audit.gamma, delta=audit.delta
+    )
+    if reason is not None:
+        return {"skipped": reason}
+    grid = ThresholdStrategy.parse(audit.thresholds).n_tests(membership.size)
     section = measure_two_sided(
         membership, baseline_scores=baseline, attack_scores=attack, grid=grid,
         confidence=audit.confidence,

@@ -177,12 +177,39 @@ def test_bad_input_exits_2_with_one_line(case: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [(["--thresholds", "grid:0"], "thresholds"), (["--confidence", "1.5"], "confidence")],
+    [
+        (["--thresholds", "grid:0"], "thresholds"),
+        (["--confidence", "1.5"], "confidence"),
+        (["--two-sided", "--thresholds", "all"], "--two-sided: the two-sided game uses grid"),
+        (["--two-sided", "--thresholds", "grid:1001"], "--two-sided: the two-sided game takes"),
+        (["--two-sided", "--delta", "1e-5"], "--two-sided: the two-sided game has no relaxed"),
+    ],
 )
 def test_bad_options_exit_2(official_scores_path: Path, extra: list[str], message: str) -> None:
     result = runner.invoke(app, [*_measure_args(official_scores_path), *extra])
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_two_sided_game_beside_the_papers(official_scores_path: Path) -> None:
+    """``--two-sided`` adds the game of docs/SPEC.md §2.6 to each attack's result, the same
+    figures as the library's; the paper's figures are unchanged."""
+    from panoramia.measure.two_sided import measure_two_sided
+
+    frame = pd.read_csv(official_scores_path)
+    args = [*_measure_args(official_scores_path, "mia_mlp10_pred", "mia_mlp100_pred")]
+    plain = json.loads(runner.invoke(app, args).stdout)
+    both = json.loads(runner.invoke(app, [*args, "--two-sided", "--confidence", "0.9"]).stdout)
+    for document, name in zip(both, ("mia_mlp10_pred", "mia_mlp100_pred"), strict=True):
+        expected = measure_two_sided(
+            frame["member"], baseline_scores=frame["baseline_pred"],
+            attack_scores=frame[name], grid=100, confidence=0.9,
+        ).to_dict()  # fmt: skip
+        assert document["two_sided"] == json.loads(json.dumps(expected))
+    assert all("two_sided" not in document for document in plain)
+    shown = runner.invoke(app, [*args[:-1], "--two-sided"])  # the table, not JSON
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.count("two-sided game") == 2
 
 
 def test_unreadable_files_exit_2(tmp_path: Path) -> None:
