@@ -225,7 +225,7 @@ class TabularPipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run(
-            "synthetic", build, config=sample_config, inputs=[gen, known], version=4
+            "synthetic", build, config=sample_config, inputs=[gen, known], version=5
         )
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
