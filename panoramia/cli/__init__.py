@@ -64,42 +64,27 @@ def measure(
     """c_lb, {c+ε}_lb and ε̃ from baseline and attack scores on a PANORAMIA audit set."""
     from panoramia.errors import InputError
     from panoramia.measure import measure as run_measure
-    from panoramia.measure.thresholds import ThresholdStrategy
-    from panoramia.measure.two_sided import measure_two_sided, why_no_two_sided
+    from panoramia.measure.two_sided import NoTwoSidedGame, measure_two_sided, two_sided_grid
     from panoramia.scores_file import read_columns
 
     columns = read_columns(scores, [member_col, baseline_col, *mia_col])
-    m = columns[member_col].size
-    grid = 0
+    grid = None
     if two_sided:
-        reason = why_no_two_sided(thresholds, m=m, gamma=gamma, delta=delta)
-        if reason is not None:
-            raise InputError(f"--two-sided: {reason}")
-        grid = ThresholdStrategy.parse(thresholds).n_tests(m)
-    results = {
-        name: run_measure(
-            columns[member_col],
-            baseline_scores=columns[baseline_col],
-            attack_scores=columns[name],
-            thresholds=thresholds,
-            confidence=confidence,
-            gamma=gamma,
-            delta=delta,
-            seed=seed,
-        )
-        for name in dict.fromkeys(mia_col)
-    }
-    games = {
-        name: measure_two_sided(
-            columns[member_col],
-            baseline_scores=columns[baseline_col],
-            attack_scores=columns[name],
-            grid=grid,
-            confidence=confidence,
-        )
-        for name in results
-        if two_sided
-    }
+        try:
+            grid = two_sided_grid(thresholds, m=columns[member_col].size, gamma=gamma, delta=delta)
+        except NoTwoSidedGame as reason:
+            raise InputError(f"--two-sided: {reason}") from None
+    results, games = {}, {}
+    for name in dict.fromkeys(mia_col):
+        both = {"baseline_scores": columns[baseline_col], "attack_scores": columns[name]}
+        results[name] = run_measure(
+            columns[member_col], **both, thresholds=thresholds, confidence=confidence,
+            gamma=gamma, delta=delta, seed=seed,
+        )  # fmt: skip
+        if grid is not None:
+            games[name] = measure_two_sided(
+                columns[member_col], **both, grid=grid, confidence=confidence
+            )
     if as_json:
         documents = [
             {"attack_column": name, "baseline_column": baseline_col}

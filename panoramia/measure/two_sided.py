@@ -113,18 +113,24 @@ def pair_count(grid: int) -> int:
     return grid * (grid + 1) // 2
 
 
-def why_no_two_sided(thresholds: str, *, m: int, gamma: float, delta: float) -> str | None:
-    """Why an audit with these settings has no two-sided game, or None when it has one: it
-    needs ``grid:K`` thresholds with K ≤ :data:`MAX_PAIR_GRID` and γ = δ = 0 (the relaxed
-    tests have no two-sided form here). ``m``: the audit set's size."""
+class NoTwoSidedGame(InputError):
+    """The audit's settings have no two-sided game; the message says why."""
+
+
+def two_sided_grid(thresholds: str, *, m: int, gamma: float, delta: float) -> int:
+    """K of the two-sided game for an audit with these settings (``m``: the audit set's size),
+    or :class:`NoTwoSidedGame` saying why it has none: the game needs ``grid:K`` thresholds
+    with K ≤ :data:`MAX_PAIR_GRID` and γ = δ = 0 (the relaxed tests have no two-sided form
+    here)."""
     strategy = ThresholdStrategy.parse(thresholds)
     if strategy.kind != "grid":
-        return f"the two-sided game uses grid thresholds, not {strategy}"
+        raise NoTwoSidedGame(f"the two-sided game uses grid thresholds, not {strategy}")
     if gamma or delta:
-        return "the two-sided game has no relaxed (γ, δ) test"
-    if strategy.n_tests(m) > MAX_PAIR_GRID:
-        return f"the two-sided game takes grid:K with K <= {MAX_PAIR_GRID}"
-    return None
+        raise NoTwoSidedGame("the two-sided game has no relaxed (γ, δ) test")
+    grid = strategy.n_tests(m)
+    if grid > MAX_PAIR_GRID:
+        raise NoTwoSidedGame(f"the two-sided game takes grid:K with K <= {MAX_PAIR_GRID}")
+    return grid
 
 
 def two_sided_best(

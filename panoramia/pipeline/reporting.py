@@ -12,8 +12,12 @@ import numpy as np
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
-from panoramia.measure.thresholds import ThresholdStrategy
-from panoramia.measure.two_sided import measure_two_sided, rmrn_two_sided, why_no_two_sided
+from panoramia.measure.two_sided import (
+    NoTwoSidedGame,
+    measure_two_sided,
+    rmrn_two_sided,
+    two_sided_grid,
+)
 from panoramia.pipeline.config import JobConfigBase
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
@@ -64,14 +68,14 @@ def two_sided_section(
 ) -> dict[str, object]:
     """The two-sided game (docs/SPEC.md §2.6) on the audit's grid, beside the paper's figures;
     ``{"skipped": reason}`` where it does not apply
-    (:func:`panoramia.measure.two_sided.why_no_two_sided`)."""
+    (:func:`panoramia.measure.two_sided.two_sided_grid`)."""
     audit = job.audit
-    reason = why_no_two_sided(
-        audit.thresholds, m=membership.size, gamma=audit.gamma, delta=audit.delta
-    )
-    if reason is not None:
-        return {"skipped": reason}
-    grid = ThresholdStrategy.parse(audit.thresholds).n_tests(membership.size)
+    try:
+        grid = two_sided_grid(
+            audit.thresholds, m=membership.size, gamma=audit.gamma, delta=audit.delta
+        )
+    except NoTwoSidedGame as reason:
+        return {"skipped": str(reason)}
     section = measure_two_sided(
         membership, baseline_scores=baseline, attack_scores=attack, grid=grid,
         confidence=audit.confidence,
