@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.labels import draw_classes
+from baselines.labels import draw_classes, held_out
 from panoramia.data.images import ImageSet
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
@@ -73,10 +73,11 @@ def train_image_helper(
     n_classes: int,
 ) -> dict[str, float]:
     """Train h on labelled ``images``, holding out a validation split of them (the epoch with
-    the lowest validation loss is kept)."""
+    the lowest validation loss is kept); with ``validation_fraction`` 0, on all of them for
+    every epoch."""
     order = np.random.default_rng(seed).permutation(len(images))
-    n_val = max(1, round(config.validation_fraction * len(images)))
+    n_val = held_out(config.validation_fraction, len(images))
     return train_image_directory(
         images.take(order[n_val:]), config, directory, seed=seed, n_classes=n_classes,
-        validation=images.take(order[:n_val]),
+        validation=images.take(order[:n_val]) if n_val else None,
     )  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from baselines.labels import draw_classes
+from baselines.labels import draw_classes, held_out
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
@@ -34,10 +34,12 @@ def train_helper(
     seed: int,
     validation_fraction: float = 0.2,
 ) -> dict[str, float]:
-    """Train h on labelled synthetic rows, holding out a synthetic validation split."""
+    """Train h on labelled rows (synthetic ones for h, real ones for the stand-in f̂),
+    holding out a validation split whose lowest loss picks the epoch; with
+    ``validation_fraction`` 0, on all rows for every epoch."""
     order = np.random.default_rng(seed).permutation(len(synthetic))
-    n_val = max(1, round(validation_fraction * len(synthetic)))
-    validation = synthetic.iloc[order[:n_val]].reset_index(drop=True)
+    n_val = held_out(validation_fraction, len(synthetic))
+    validation = synthetic.iloc[order[:n_val]].reset_index(drop=True) if n_val else None
     train = synthetic.iloc[order[n_val:]].reset_index(drop=True)
     return train_mlp_directory(train, schema, config, directory, seed=seed, validation=validation)
 

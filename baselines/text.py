@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from baselines.labels import held_out
 from panoramia.data.text import TextSet
 from panoramia.models.causal_lm import CausalLMConfig
 
@@ -49,7 +50,7 @@ def train_text_helper(
     )
 
     order = np.random.default_rng(seed).permutation(len(synthetic))
-    n_val = max(1, round(config.validation_fraction * len(synthetic)))
+    n_val = held_out(config.validation_fraction, len(synthetic))
     train, validation = synthetic.take(order[n_val:]), synthetic.take(order[:n_val])
     model = new_causal_lm(
         base_model=config.base_model,
@@ -57,7 +58,7 @@ def train_text_helper(
         seed=seed,
     )
     model, metrics = fit_causal_lm(
-        model, train.tokens, config, seed=seed, validation=validation.tokens
+        model, train.tokens, config, seed=seed, validation=validation.tokens if n_val else None
     )
     save_causal_lm(model, tokenizer_dir, directory)
     metrics["train_loss_per_token"] = mean_loss(model, train.tokens)

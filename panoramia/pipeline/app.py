@@ -30,6 +30,10 @@ from panoramia.pipeline.registry import (
 )
 
 log = logging.getLogger("panoramia.audit")
+UNRELIABLE_NOTE = (
+    "  [yellow]unreliable: the baseline's c_lb is 0, so ε̃ is the attack's raw bound[/]"
+)
+"""Appended to a game's console line when its baseline bound is 0 (docs/SPEC.md §2.2)."""
 
 
 def _pin_threads(threads: int | None) -> None:
@@ -102,7 +106,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     console.print(
         f"[bold]{job.target.name}[/] seed {job.seed}: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
-        f"[/]  ({elapsed:.0f} s)"
+        f"[/]  ({elapsed:.0f} s)" + (UNRELIABLE_NOTE if document.get("unreliable") else "")
     )
     if "eps_tilde" in document["two_sided"]:
         two_sided = document["two_sided"]
@@ -110,6 +114,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
             f"  two-sided game (docs/SPEC.md §2.6, beside the paper's): c_lb = "
             f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
             f"ε̃ = {two_sided['eps_tilde']:.3f}"
+            + (UNRELIABLE_NOTE if two_sided.get("unreliable") else "")
         )
     # A path is never wrapped: it must stay one line to copy (or to grep in a log).
     console.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)

@@ -51,6 +51,25 @@ class ReferenceConfig:
 
 
 @dataclass
+class StandInConfig:
+    """The stand-in f̂ (docs/SPEC.md §2.7): h's recipe trained on real examples that are never
+    audited and never train a distinguisher, so that the baseline holds a real-trained model's
+    opinion as the attack holds f's."""
+
+    training_data: str = "real_nonmembers"
+    """``real_nonmembers``: the data's real non-members (Adult's test set, the embedded image
+    and text pools' rest, ``data.nonmembers_path``), or D_G when there are none;
+    ``generator_data``: D_G, the members the generator learnt from."""
+    select_epoch: bool = False
+    """False: train on all its examples for every epoch of h's recipe, as a target trained to
+    the end is; True: hold out h's ``validation_fraction`` and keep the epoch with the lowest
+    loss on it, as h does."""
+    max_examples: int | None = None
+    """At most this many training examples (validation included); None: as many as the
+    known members, the size of the target's training pool."""
+
+
+@dataclass
 class AuditConfig:
     """Parameters of the tests (docs/SPEC.md §2)."""
 
@@ -64,6 +83,17 @@ class AuditConfig:
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
     h (h, trained on synthetic data, finds real images harder) may out-score an attack that
     lacks h, and ε̃ reads 0 whatever f leaks."""
+    baseline_side: str = "helper"
+    """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
+    ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's
+    side with f replaced by a real-trained model that never saw an audited or distinguisher
+    member, docs/SPEC.md §2.7). ``stand_in+helper`` mirrors ``attack_side=target+helper`` and
+    ``stand_in`` mirrors ``target``."""
+    stand_in: StandInConfig = field(default_factory=StandInConfig)
+    ensemble: int = 1
+    """Distinguishers trained per side (seeds apart), whose scores are averaged: the baseline's,
+    the attack's and RM;RN's. With a stand-in there are as many stand-ins f̂_1 … f̂_k, and the
+    baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
 
 

@@ -9,8 +9,9 @@ from panoramia.hashing import tree_sha256
 
 
 def input_paths_identity(config: object) -> dict[str, object]:
-    """``{members_path_sha256, nonmembers_path_sha256}`` of a ``data.source=files`` config;
-    InputError naming the setting when members_path is unset or a path does not exist."""
+    """``{members_path_sha256, nonmembers_path_sha256}`` of a ``data.source=files`` config,
+    with each path cut to its last name (:func:`by_name`); InputError naming the setting when
+    members_path is unset or a path does not exist."""
     if not getattr(config, "members_path", None):
         raise InputError("data.members_path: required for data.source=files")
     identity: dict[str, object] = {}
@@ -21,4 +22,13 @@ def input_paths_identity(config: object) -> dict[str, object]:
         if not Path(value).exists():
             raise InputError(f"data.{name}: {value!r} does not exist")
         identity[f"{name}_sha256"] = tree_sha256(Path(value))
+        identity[name] = by_name(value)
     return identity
+
+
+def by_name(path: str) -> str:
+    """What a data stage's key keeps of an input path: its last name (the readers go by its
+    suffix), not where it lies. The content is hashed beside it, so the same files copied
+    elsewhere (the service copies a contributor's files into each audit's run directory)
+    reuse the same stages."""
+    return Path(path).name

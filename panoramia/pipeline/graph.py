@@ -23,12 +23,17 @@ from typing import Any
 import numpy as np
 
 from panoramia.errors import InputError
-from panoramia.pipeline.seeds import child_rng
+from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.targets import load_target
 
 ATTACK_SIDES = ("target", "target+helper")
 """Values of ``audit.attack_side``: the losses the attack sees (f's; f's and h's)."""
+BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper")
+"""Values of ``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s;
+f̂'s and h's), docs/SPEC.md §2.7."""
+STAND_IN_DATA = ("real_nonmembers", "generator_data")
+"""Values of ``audit.stand_in.training_data``."""
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
@@ -37,8 +42,9 @@ GRAPH_STAGES = (
     "data", "target", "generator_data", "generator", "synthetic", "helper", "split",
     "synthetic_split", "losses_helper", "losses_target", "game", "baseline", "attack",
 )  # fmt: skip
-"""The stages of :meth:`AuditPipeline.run`, in order (``attack_rmrn`` follows when real
-non-members are there)."""
+"""The stages of :meth:`AuditPipeline.run`, in order (``stand_in`` follows ``helper`` and
+``losses_stand_in`` follows ``losses_helper`` when the baseline sees the stand-in;
+``attack_rmrn`` follows when real non-members are there)."""
 SEQUENCE_LOSSES = "sequence_losses.npz"
 """Per-token losses (n, T) of each set, beside their means in ``losses.npz`` (text)."""
 
@@ -86,7 +92,23 @@ class AuditPipeline(ABC):
         """The stages this job runs at most, in order: :data:`GRAPH_STAGES`, then
         ``attack_rmrn`` when the RM;RN audit is on (it runs only if real non-members exist)."""
         rmrn = ("attack_rmrn",) if self.job.audit.reference.rmrn else ()
-        return (*GRAPH_STAGES, *rmrn)
+        stages = list(GRAPH_STAGES)
+        if self.uses_stand_in:
+            names = self.stand_in_names()
+            at = stages.index("helper") + 1
+            stages[at:at] = names
+            at = stages.index("losses_helper") + 1
+            stages[at:at] = [f"losses_{name}" for name in names]
+        return (*stages, *rmrn)
+
+    def stand_in_names(self) -> list[str]:
+        """The stand-in stages: ``stand_in_1`` … ``stand_in_k``, k = ``audit.ensemble``."""
+        return [f"stand_in_{index}" for index in range(1, self.job.audit.ensemble + 1)]
+
+    @property
+    def uses_stand_in(self) -> bool:
+        """Whether the baseline sees the stand-in f̂'s losses (``audit.baseline_side``)."""
+        return self.job.audit.baseline_side.startswith("stand_in")
 
     # -- modality-specific stages -------------------------------------------------------
     @abstractmethod
@@ -114,6 +136,31 @@ class AuditPipeline(ABC):
         self, data: StageResult, known: StageResult, synthetic: StageResult
     ) -> StageResult: ...
 
+    @abstractmethod
+    def _train_stand_in(self, data: StageResult, examples: Any, directory: Path, seed: int) -> dict:
+        """Train a stand-in f̂ (:meth:`stand_in_recipe`) on the real ``examples`` into
+        ``directory``, as a model directory :func:`~panoramia.targets.load_target` opens;
+        returns its metrics."""
+
+    def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
+        """What else the stand-in stage's key holds: settings and stages (text: the public
+        base LM and the architecture)."""
+        return {}, []
+
+    def distinguisher_seed(self, index: int) -> int:
+        """The seed of the ``index``-th distinguisher of each side's ensemble (0: the paper's
+        one, the same for the baseline and the attack)."""
+        return child_seed(self.seed, "distinguisher" + (f"/{index}" if index else ""))
+
+    def stand_in_recipe(self) -> Any:
+        """h's settings as the stand-in trains with them: without a held-out split unless
+        ``audit.stand_in.select_epoch``."""
+        from dataclasses import replace
+
+        if self.job.audit.stand_in.select_epoch:
+            return self.job.helper
+        return replace(self.job.helper, validation_fraction=0.0)
+
     SET_SUFFIX: str
     """File suffix of a stored example set (``.parquet`` rows, ``.npz`` images or chunks)."""
     MEMBERS_FILE: str
@@ -138,7 +185,7 @@ class AuditPipeline(ABC):
         """The game's audit set: slot i holds member i where ``take[i]``, else other i."""
 
     @abstractmethod
-    def new_distinguisher(self, data: StageResult) -> Any:
+    def new_distinguisher(self, data: StageResult, index: int = 0) -> Any:
         """An unfitted distinguisher (``fit``, ``score``, ``candidates``, ``chosen``)."""
 
     def side_losses(self, adapter: Any, examples: Any) -> np.ndarray:
@@ -211,6 +258,51 @@ class AuditPipeline(ABC):
             label=f"target {self.job.target.name}",
         )
 
+    def stand_in(self, data: StageResult, known: StageResult, index: int = 1) -> StageResult:
+        """The stand-in f̂: h's recipe trained on real examples that no distinguisher and no
+        game sees (docs/SPEC.md §2.7): the real non-members when there are some and
+        ``audit.stand_in.training_data`` is ``real_nonmembers``, else D_G. At most
+        ``max_examples`` of them (default: as many as the known members), drawn by
+        ``generation_seed``; a fifth is held out to choose the epoch as for h when
+        ``select_epoch``. The ``index``-th stand-in (1 … ``audit.ensemble``) trains on the same
+        examples with a seed of its own."""
+        setting = self.job.audit.stand_in
+        if setting.training_data not in STAND_IN_DATA:
+            raise InputError(
+                f"audit.stand_in.training_data: {setting.training_data!r} is not one of "
+                f"{STAND_IN_DATA}"
+            )
+        nonmembers = data.directory / self.NONMEMBERS_FILE
+        real = setting.training_data == "real_nonmembers" and nonmembers.exists()
+        source = nonmembers if real else known.directory / f"member_generator{self.SET_SUFFIX}"
+        cap = setting.max_examples or int(data.info["members"])
+        extra_config, extra_inputs = self.stand_in_key(data)
+
+        def build(directory: Path) -> dict:
+            examples = self.read_set(source)
+            rng = child_rng(self.generation_seed, "stand_in/examples")
+            order = rng.permutation(len(examples))[:cap]
+            training = directory / f"stand_in_training{self.SET_SUFFIX}"  # kept beside f̂
+            self.write_subset(examples, order, training)
+            seed = child_seed(self.generation_seed, "stand_in" + (f"/{index}" if index > 1 else ""))
+            metrics = self._train_stand_in(data, self.read_set(training), directory, seed)
+            return {"training_data": "real non-members" if real else "D_G",
+                    "examples": int(order.size), **metrics}  # fmt: skip
+
+        config = {
+            "helper": asdict(self.stand_in_recipe()),
+            "training_data": "real_nonmembers" if real else "generator_data",
+            "max_examples": cap,
+            "generation_seed": self.generation_seed,
+            "index": index,
+            **extra_config,
+        }
+        return self.runner.run(
+            f"stand_in_{index}", build, config=config,
+            inputs=[data, *([] if real else [known]), *extra_inputs],
+            label=f"stand-in f̂_{index} ({'real non-members' if real else 'D_G'})",
+        )  # fmt: skip
+
     def losses(
         self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
     ) -> StageResult:
@@ -243,16 +335,17 @@ class AuditPipeline(ABC):
         data: StageResult,
         split: StageResult,
         synthetic: StageResult,
-        losses: list[StageResult],
+        sides: list[list[StageResult]],
         game: StageResult,
         *,
         real_nonmembers: bool = False,
     ) -> StageResult:
         """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit.
 
-        ``losses``: the losses stages whose per-example losses are the side information; with
-        several, an example's side is their losses stacked on a last axis ((n, k) or
-        (n, T, k) for sequences), in this order."""
+        ``sides``: one list of losses stages per distinguisher of the ensemble (``audit.
+        ensemble``; member k is trained with seed k); their per-example losses are that
+        distinguisher's side information, stacked on a last axis ((n, k) or (n, T, k) for
+        sequences) in this order. The stage's scores are the members' mean score."""
         prefix = "nonmember" if real_nonmembers else "synthetic"
         others_folder = split.directory if real_nonmembers else synthetic.directory
 
@@ -262,11 +355,14 @@ class AuditPipeline(ABC):
                 np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
             )
 
-        def build(directory: Path) -> dict:
+        def side(losses: list[StageResult]) -> dict[str, np.ndarray]:
             tables = [side_table(stage) for stage in losses]
             loss = tables[0]
             if len(tables) > 1:
                 loss = {name: np.stack([t[name] for t in tables], axis=-1) for name in loss}
+            return loss
+
+        def member(directory: Path, loss: dict[str, np.ndarray], index: int) -> dict:
 
             def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
                 members = self.read_set(split.directory / f"member_{which}{self.SET_SUFFIX}")
@@ -278,9 +374,9 @@ class AuditPipeline(ABC):
                 labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
                 return self.stack(members, others), np.r_[member_loss, other_loss], labels
 
-            # One seed for the baseline and the attack (paired): their bounds then differ by
-            # the side information, not by training randomness.
-            model = self.new_distinguisher(data)
+            # One seed per member for the baseline and the attack (paired): their bounds then
+            # differ by the side information, not by training randomness.
+            model = self.new_distinguisher(data, index)
             model.fit(*stacked("attack_train"), *stacked("attack_val"))
             game_arrays = np.load(game.directory / "game.npz")
             coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
@@ -289,19 +385,37 @@ class AuditPipeline(ABC):
             slots = take.reshape(-1, *[1] * (member_loss.ndim - 1))
             side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
             scores = model.score(self.fill_slots(members, others, take), side)
-            np.savez(directory / "scores.npz", scores=scores, membership=coins, side=side)
+            suffix = f"_{index}" if len(sides) > 1 else ""
+            np.savez(directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side)
             return {
                 "selection": [asdict(c) for c in model.candidates],
                 "chosen": asdict(model.chosen),
             }
+
+        def build(directory: Path) -> dict:
+            records = [member(directory, side(losses), k) for k, losses in enumerate(sides)]
+            if len(records) == 1:
+                return records[0]
+            scores = [np.load(directory / f"scores_{k}.npz") for k in range(len(records))]
+            np.savez(
+                directory / "scores.npz",
+                scores=np.mean([s["scores"] for s in scores], axis=0),
+                membership=scores[0]["membership"],
+                side=scores[0]["side"],
+            )
+            return {"ensemble": records, "chosen": records[0]["chosen"],
+                    "selection": records[0]["selection"]}  # fmt: skip
 
         config = {
             "distinguisher": asdict(self.job.distinguisher),
             "seed": self.seed,
             "real_nonmembers": real_nonmembers,
         }
+        if len(sides) > 1:
+            config["ensemble"] = len(sides)
+        inputs = list({stage.key: stage for losses in sides for stage in losses}.values())
         return self.runner.run(
-            name, build, config=config, inputs=[data, split, synthetic, *losses, game]
+            name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
         )
 
     @staticmethod
@@ -432,15 +546,29 @@ class AuditPipeline(ABC):
             raise InputError(
                 f"audit.attack_side: {self.job.audit.attack_side!r} is not one of {ATTACK_SIDES}"
             )
+        if self.job.audit.baseline_side not in BASELINE_SIDES:
+            raise InputError(
+                f"audit.baseline_side: {self.job.audit.baseline_side!r} is not one of "
+                f"{BASELINE_SIDES}"
+            )
         data = self.data()
         target = self.target(data)
         known = self.generator_data(data)
         gen = self.generator(data, known)
         pool = self.synthetic(data, known, gen)
         helper = self.helper(data, known, pool)
+        k = self.job.audit.ensemble
+        if k < 1:
+            raise InputError(f"audit.ensemble: {k} is not ≥ 1")
+        stand_ins = (
+            [self.stand_in(data, known, i) for i in range(1, k + 1)] if self.uses_stand_in else []
+        )
         split = self.split(data)
         synthetic = self.synthetic_split(pool)
         losses_h = self.losses(helper, split, synthetic, which="helper")
+        losses_s = [
+            self.losses(stand_in, split, synthetic, which=stand_in.name) for stand_in in stand_ins
+        ]
         losses_f = self.losses(target, split, synthetic, which="target")
         game = self.game(split, synthetic)
         stages = {
@@ -456,15 +584,28 @@ class AuditPipeline(ABC):
             "losses_target": losses_f,
             "game": game,
         }
+        for stand_in, losses in zip(stand_ins, losses_s, strict=True):
+            stages[stand_in.name], stages[losses.name] = stand_in, losses
         # The attack's side: f's losses, then h's when it is to know all the baseline knows.
         attack_side = [losses_f, losses_h] if self.job.audit.attack_side != "target" else [losses_f]
+        # The baseline's: h's (the paper's), or a stand-in's in f's place (SPEC §2.7), one
+        # stand-in per member of the ensemble.
+        baseline_sides = [
+            {"helper": [losses_h], "stand_in": [s], "stand_in+helper": [s, losses_h]}[
+                self.job.audit.baseline_side
+            ]
+            for s in (losses_s or [losses_h] * k)
+        ]
         stages["baseline"] = self.distinguisher(
-            "baseline", data, split, synthetic, [losses_h], game
+            "baseline", data, split, synthetic, baseline_sides, game
         )
-        stages["attack"] = self.distinguisher("attack", data, split, synthetic, attack_side, game)
+        stages["attack"] = self.distinguisher(
+            "attack", data, split, synthetic, [attack_side] * k, game
+        )
         has_reference = bool(game.info.get("m_reference"))
         if self.job.audit.reference.rmrn and has_reference:
             stages["attack_rmrn"] = self.distinguisher(
-                "attack_rmrn", data, split, synthetic, attack_side, game, real_nonmembers=True
-            )
+                "attack_rmrn", data, split, synthetic, [attack_side] * k, game,
+                real_nonmembers=True,
+            )  # fmt: skip
         return stages

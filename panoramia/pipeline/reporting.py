@@ -112,6 +112,11 @@ def build_report(
     )  # fmt: skip
     losses_f = dict(np.load(stages["losses_target"].directory / "losses.npz"))
     losses_h = dict(np.load(stages["losses_helper"].directory / "losses.npz"))
+    losses_s = (
+        dict(np.load(stages["losses_stand_in_1"].directory / "losses.npz"))
+        if "losses_stand_in_1" in stages
+        else None
+    )
     game = dict(np.load(stages["game"].directory / "game.npz"))
     o1 = None
     if audit.reference.o1 and "reference_coins" in game:
@@ -166,6 +171,13 @@ def build_report(
     document["two_sided"] = two_sided_section(
         job, membership, baseline["scores"], attack["scores"], games.get("rmrn")
     )
+    document["sides"] = {
+        "attack": job.audit.attack_side,
+        "baseline": job.audit.baseline_side,
+    }
+    stand_ins = [stages[name] for name in sorted(stages) if name.startswith("stand_in_")]
+    if stand_ins:
+        document["stand_ins"] = [{"key": stage.key, **stage.info} for stage in stand_ins]
     if result.c_lb == 0:
         document["unreliable"] = [
             "the baseline's bound c_lb is 0, so ε̃ is the attack's raw bound {c+ε}_lb, not a "
@@ -183,7 +195,9 @@ def build_report(
     loss_groups = {
         model: {"members": table["member_audit"], "synthetic": table["synthetic_audit"],
                 "real non-members": table.get("nonmember_audit", np.zeros(0))}
-        for model, table in (("f (target)", losses_f), ("h (helper)", losses_h))
+        for model, table in (("f (target)", losses_f), ("h (helper)", losses_h),
+                             ("f̂_1 (stand-in)", losses_s))
+        if table is not None
     }  # fmt: skip
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     write_atomic(

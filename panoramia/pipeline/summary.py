@@ -97,6 +97,7 @@ def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
             "runs": len(rows),
             "generation_seeds": sorted({row["pair"][1] for row in rows}),
             "unreliable_runs": sum(row["unreliable"] for row in rows),
+            "unreliable_runs_two_sided": sum(row["unreliable_two_sided"] for row in rows),
         }
         for name in QUANTITIES:
             column = [row[name] for row in rows if row[name] is not None]
@@ -211,9 +212,7 @@ class MultirunSummary(Callback):
             table.add_column(header, justify="left" if header == "target" else "right")
         for target, row in summary.items():
             cells = [target, str(row["runs"])]
-            for name in QUANTITIES:
-                stats = row.get(name)
-                cells.append("—" if stats is None else _interval(stats))
+            cells.extend(_cell(row, name) for name in QUANTITIES)
             table.add_row(*cells)
         console = Console()
         console.print(table)
@@ -222,6 +221,25 @@ class MultirunSummary(Callback):
             (sweep_dir / "validity.json").write_text(json.dumps(checked, indent=1))
             for line in validity_lines(checked):
                 console.print(line, markup=False)  # "[one-sided]" is text, not a style
+
+
+UNRELIABLE_COUNTS = {"eps_tilde": "unreliable_runs",
+                     "eps_tilde_two_sided": "unreliable_runs_two_sided"}  # fmt: skip
+"""The summary's count of runs whose baseline bound is 0, per ε̃ quantity."""
+
+
+def _cell(row: dict, name: str) -> str:
+    """A summary table cell. An ε̃ whose runs all have a baseline bound of 0 shows no number
+    (it would be the attack's raw bound, not a gap over the generator); one with some such
+    runs says how many (docs/SPEC.md §2.2)."""
+    stats = row.get(name)
+    if stats is None:
+        return "—"
+    unreliable = row.get(UNRELIABLE_COUNTS.get(name, ""), 0)
+    if unreliable and unreliable == row["runs"]:
+        return f"unreliable ({unreliable}/{row['runs']} runs: baseline c_lb 0)"
+    note = f" ({unreliable}/{row['runs']} unreliable)" if unreliable else ""
+    return _interval(stats) + note
 
 
 def validity_lines(checked: dict) -> list[str]:

@@ -63,12 +63,12 @@ class ImagePipeline(AuditPipeline):
             np.where(take, members.labels[:m], others.labels[:m]),
         )
 
-    def new_distinguisher(self, data: StageResult):  # -> mia.image.ImageDistinguisher
+    def new_distinguisher(
+        self, data: StageResult, index: int = 0
+    ):  # -> mia.image.ImageDistinguisher
         from mia.image import ImageDistinguisher
 
-        return ImageDistinguisher(
-            self.job.distinguisher, seed=child_seed(self.seed, "distinguisher")
-        )
+        return ImageDistinguisher(self.job.distinguisher, seed=self.distinguisher_seed(index))
 
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """The first audit members and synthetic audit images, side by side in the report."""
@@ -277,6 +277,17 @@ class ImagePipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
+
+    def _train_stand_in(
+        self, data: StageResult, examples: ImageSet, directory: Path, seed: int
+    ) -> dict:
+        from baselines.image import train_image_helper
+
+        return train_image_helper(
+            examples, self.stand_in_recipe(), directory,
+            seed=seed,
+            n_classes=int(data.info["n_classes"]),
+        )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.image import train_image_helper

@@ -12,6 +12,7 @@ import pandas as pd
 from panoramia.data.tabular import TabularSchema, read_table
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
+from panoramia.pipeline.data_identity import by_name
 from panoramia.pipeline.tabular.config import TabularDataConfig
 
 MEMBERS = "members.parquet"
@@ -34,6 +35,7 @@ def data_identity(config: TabularDataConfig) -> dict:
                 if not Path(path).is_file():
                     raise InputError(f"data.{field}: file {path!r} does not exist")
                 identity[f"{field}_sha256"] = file_sha256(Path(path))
+                identity[field] = by_name(path)
     elif config.source == "adult":
         from panoramia.datasets import path_of
 

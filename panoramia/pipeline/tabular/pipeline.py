@@ -56,12 +56,14 @@ class TabularPipeline(AuditPipeline):
         rows = pd.concat([members.iloc[:m][take], others.iloc[:m][~take]])
         return rows.sort_index(kind="stable").reset_index(drop=True)
 
-    def new_distinguisher(self, data: StageResult):  # -> mia.tabular.XGBoostDistinguisher
+    def new_distinguisher(
+        self, data: StageResult, index: int = 0
+    ):  # -> mia.tabular.XGBoostDistinguisher
         from mia.tabular import XGBoostDistinguisher
 
         return XGBoostDistinguisher(
             load_schema(data.directory), self.job.distinguisher,
-            seed=child_seed(self.seed, "distinguisher"),
+            seed=self.distinguisher_seed(index),
         )  # fmt: skip
 
     def data(self) -> StageResult:
@@ -227,6 +229,18 @@ class TabularPipeline(AuditPipeline):
         return self.runner.run(
             "synthetic", build, config=sample_config, inputs=[gen, known], version=5
         )
+
+    def _train_stand_in(
+        self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int
+    ) -> dict:
+        from baselines.tabular import train_helper
+
+        select = self.job.audit.stand_in.select_epoch
+        return train_helper(
+            examples, load_schema(data.directory), self.job.helper, directory,
+            seed=seed,
+            validation_fraction=self.job.helper.validation_fraction if select else 0.0,
+        )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.tabular import train_helper

@@ -89,12 +89,12 @@ class TextPipeline(AuditPipeline):
         """The loss sequence (N, L−1) of each chunk."""
         return adapter.per_token_loss(examples)
 
-    def new_distinguisher(self, data: StageResult):  # -> mia.text.TextDistinguisher
+    def new_distinguisher(self, data: StageResult, index: int = 0):  # -> mia.text.TextDistinguisher
         from mia.text import TextDistinguisher
 
         return TextDistinguisher(
             self.job.distinguisher,
-            seed=child_seed(self.seed, "distinguisher"),
+            seed=self.distinguisher_seed(index),
             vocab_size=int(data.info["vocab_size"]),
         )
 
@@ -293,6 +293,25 @@ class TextPipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
+
+    def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
+        from panoramia.models.causal_lm import architecture_key, with_context
+
+        architecture = self.architecture(data)
+        length, dropout = self.job.data.chunk_length, self.job.helper.dropout
+        shape = with_context(architecture, length, dropout=dropout)
+        return {"architecture": architecture_key(shape)}, [self.public_base(data)]
+
+    def _train_stand_in(
+        self, data: StageResult, examples: TextSet, directory: Path, seed: int
+    ) -> dict:
+        from baselines.text import train_text_helper
+
+        return train_text_helper(
+            examples, self._from_base(self.stand_in_recipe(), self.public_base(data)), directory,
+            architecture=self.architecture(data), tokenizer_dir=data.directory / TOKENIZER,
+            seed=seed,
+        )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from baselines.text import train_text_helper
