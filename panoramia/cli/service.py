@@ -137,7 +137,9 @@ def serve(
     """Run the report service (FastAPI + uvicorn) with its audit workers."""
     from panoramia.service.server import serve as run_server
 
-    run_server(_settings(), host=host, port=port, workers=workers)
+    settings = _settings()
+    typer.echo(f"audit confinement: {settings.check_sandbox()}", err=True)
+    run_server(settings, host=host, port=port, workers=workers)
 
 
 def worker(
@@ -148,6 +150,7 @@ def worker(
     from panoramia.service.server import owner_only_files
 
     settings = _settings()
+    typer.echo(f"audit confinement: {settings.check_sandbox()}", err=True)
     owner_only_files()
     run_worker(settings, loglevel=loglevel)
 

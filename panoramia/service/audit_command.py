@@ -74,6 +74,8 @@ def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
             raise RequestProblem(field, "must stay inside its folder (no '..' or absolute paths)")
         if not candidate.exists():
             raise RequestProblem(field, f"{relative!r} not found")
+        if "${" in str(candidate.relative_to(base)):
+            raise RequestProblem(field, "a file or folder name may not contain '${'")
         if candidate.is_dir():
             check_folder_confined(candidate, base, field)
     except (OSError, RuntimeError, ValueError) as error:  # name too long, link loop, NUL
@@ -247,28 +249,6 @@ def claim_overrides(claim: dict | None) -> list[str]:
     for key, value in (claim.get("tuning") or {}).items():
         lines.append(f"claim.tuning.{key}={value}")
     return lines
-
-
-DATA_PATH_KEYS = ("data.members_path", "data.nonmembers_path")
-
-
-def recheck_data_paths(overrides: list[str], data_dir: Path) -> None:
-    """Just before an audit starts: its data files still resolve inside their contributor's
-    folder, links under a folder included (they may have changed since the submission).
-    InputError naming the file otherwise."""
-    parser = OverridesParser.create()
-    for line in overrides:
-        if not line.startswith(DATA_PATH_KEYS):
-            continue
-        (parsed,) = parser.parse_overrides([line])
-        path = Path(str(parsed.value()))
-        try:
-            owner = data_dir.resolve() / path.relative_to(data_dir.resolve()).parts[0]
-            _inside(owner, str(path.relative_to(owner)), ("data",))
-        except (ValueError, IndexError):
-            raise InputError(f"{parsed.get_key_element()}: outside the data folder") from None
-        except RequestProblem as problem:
-            raise InputError(f"{parsed.get_key_element()}: {problem.message}") from None
 
 
 def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> None:

@@ -27,10 +27,13 @@ import uuid
 from pathlib import Path
 
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
 
 from panoramia.errors import InputError
 from panoramia.lifeline import PARENT_ENV
-from panoramia.service.audit_command import job_command, recheck_data_paths
+from panoramia.sandbox import Confinement, landlock_abi, launcher
+from panoramia.service.audit_command import job_command
+from panoramia.service.data_staging import in_contributor_terms, stage_data_files
 from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
@@ -62,6 +65,37 @@ def audit_environment(run_dir: Path, threads: int) -> dict[str, str]:
         "TRANSFORMERS_OFFLINE": "1",
         "OMP_NUM_THREADS": str(threads),
     }
+
+
+def audit_confinement(settings: ServiceSettings, run_dir: Path, artifacts_dir: Path) -> Confinement:
+    """What an audit child may reach (docs: SECURITY.md, "Confinement"): it reads the code,
+    the configs and the shared models folder, and reads and writes its run directory (its
+    inputs copied there, :mod:`panoramia.service.data_staging`) and its contributor's
+    artifact store; everything else under ``PANORAMIA_HOME`` (every contributor's data, other
+    audits, other contributors' artifacts, the SQLite store) is out of reach."""
+    from panoramia.pipeline.registry import config_dir
+
+    protect = [settings.home, settings.data_dir, settings.audits_dir, settings.artifacts_dir]
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        store = Path(url.database).resolve()
+        protect += [store.with_name(store.name + suffix) for suffix in ("", "-wal", "-shm")]
+    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    return Confinement(
+        read=[settings.models_dir, config_dir()],
+        write=[run_dir, artifacts_dir],
+        protect=protect,
+    )
+
+
+def private_folders(run_dir: Path) -> dict[str, str]:
+    """A confined child's home, temporary and cache folders: inside its run directory."""
+    private = run_dir / "tmp"
+    private.mkdir(exist_ok=True)
+    return {
+        "HOME": str(private), "TMPDIR": str(private), "MPLCONFIGDIR": str(private / "mpl"),
+        "XDG_CACHE_HOME": str(private / "cache"),
+    }  # fmt: skip
 
 
 def worker_name() -> str:
@@ -121,26 +155,38 @@ def run_audit(
     for stale in ("report.json", "report.html", "progress.json"):
         (run_dir / stale).unlink(missing_ok=True)
     log_file = run_dir / f"attempt-{audit.attempts}.log"
-    try:
-        recheck_data_paths(audit.request["overrides_resolved"], settings.data_dir)
+    try:  # the child reads copies made now, never the contributor's paths (no window)
+        overrides, staged_names = stage_data_files(
+            list(audit.request["overrides_resolved"]), settings.data_dir, run_dir
+        )
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
         return AuditStatus.FAILED
+    artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
     command = job_command(
-        list(audit.request["overrides_resolved"]),
+        overrides,
         run_dir=run_dir,
-        artifacts_dir=settings.artifacts_dir / str(audit.contributor_id),
+        artifacts_dir=artifacts_dir,
         threads=settings.audit_threads,
         trusted_modules=settings.trusted_modules,
     )
     env = audit_environment(run_dir, settings.audit_threads)
+    try:
+        confinement = settings.check_sandbox()
+    except InputError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
+        return AuditStatus.FAILED
+    if settings.sandbox and landlock_abi():
+        command = launcher(audit_confinement(settings, run_dir, artifacts_dir), command)
+        env |= private_folders(run_dir)
     started = time.perf_counter()
     queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
     log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
     with log_file.open("ab") as output:
         process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+            command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            cwd=run_dir,
+        )  # fmt: skip
     try:
         outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
     except ClaimLost:
@@ -150,6 +196,7 @@ def run_audit(
         "queued_s": round(queued_s, 3),
         "run_s": round(time.perf_counter() - started, 3),
         "attempt": audit.attempts,
+        "confinement": confinement,
     }
     if outcome is None:
         finished = _finished_report(process.returncode, run_dir, log_file)
@@ -158,7 +205,7 @@ def run_audit(
             store.finish(audit_id, worker, finished, timings)
             outcome = (AuditStatus.SUCCEEDED, "")
         else:
-            outcome = (AuditStatus.FAILED, finished)
+            outcome = (AuditStatus.FAILED, in_contributor_terms(finished, staged_names))
     if outcome[0] != AuditStatus.SUCCEEDED:
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])

@@ -95,6 +95,7 @@ def app_from_env() -> FastAPI:
     from panoramia.service.app import create_app
 
     settings = ServiceSettings.from_env()
+    log.info("audit confinement: %s", settings.check_sandbox())
     owner_only_files()
     resources = ExitStack()
     store, queue = resources.enter_context(running_service(settings))

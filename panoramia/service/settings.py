@@ -59,6 +59,22 @@ class ServiceSettings:
     """Open TorchScript models (``PANORAMIA_TRUST_TORCHSCRIPT=1``): they are programs whose
     ops can read and write files, so only for models the operator vouches for."""
     limits: AuditLimits = field(default_factory=AuditLimits)
+    sandbox: bool = True
+    """Confine each audit child with Landlock where the kernel offers it
+    (``PANORAMIA_SANDBOX=0`` turns it off: audits then rely on the checks alone)."""
+    require_sandbox: bool = False
+    """Refuse to start, and to run audits, without the confinement
+    (``PANORAMIA_REQUIRE_SANDBOX=1``)."""
+
+    def check_sandbox(self) -> str:
+        """The confinement audits get, in one line (:func:`panoramia.sandbox.describe`);
+        InputError when it is required and unavailable or turned off."""
+        from panoramia.sandbox import describe, landlock_abi
+
+        line = describe() if self.sandbox else "none: turned off (PANORAMIA_SANDBOX=0)"
+        if self.require_sandbox and not (self.sandbox and landlock_abi()):
+            raise InputError(f"PANORAMIA_REQUIRE_SANDBOX=1, but audit confinement is {line}")
+        return line
 
     @property
     def data_dir(self) -> Path:
@@ -108,6 +124,8 @@ class ServiceSettings:
             trusted_modules=_module_prefixes(),
             trust_torchscript=_flag("PANORAMIA_TRUST_TORCHSCRIPT"),
             limits=limits,
+            sandbox=_flag("PANORAMIA_SANDBOX", default="1"),
+            require_sandbox=_flag("PANORAMIA_REQUIRE_SANDBOX"),
         )
 
 
@@ -126,8 +144,8 @@ LIMIT_VARIABLES = (
 """(AuditLimits field, environment variable, least accepted value)."""
 
 
-def _flag(name: str) -> bool:
-    raw = (os.environ.get(name) or "0").strip().lower()
+def _flag(name: str, *, default: str = "0") -> bool:
+    raw = (os.environ.get(name) or default).strip().lower()
     if raw not in ("0", "1", "true", "false", "yes", "no"):
         raise InputError(f"{name}: expected 1 or 0, got {raw!r}")
     return raw in ("1", "true", "yes")

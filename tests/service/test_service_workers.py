@@ -107,6 +107,8 @@ def test_a_failing_audit_reports_its_error(tmp_path: Path) -> None:
                         timeout=60)  # fmt: skip
     assert "nope" in done["error"]
     assert done["error"].startswith("panoramia-audit: error:")
+    assert "'members.csv'" in done["error"]
+    assert str(tmp_path) not in done["error"]
 
 
 def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:

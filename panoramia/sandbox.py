@@ -1,0 +1,229 @@
+"""Kernel confinement of an audit child with Linux Landlock (no privilege needed).
+
+``python -m panoramia.sandbox --read DIR … --write DIR … --protect DIR … -- COMMAND …``
+restricts itself, then replaces itself with ``COMMAND``; the restriction holds for that
+command and everything it starts, and cannot be lifted. Afterwards the process may:
+
+- read (and execute) only beneath the ``--read`` paths, except beneath any ``--protect``
+  path (a read path that holds a protected one is opened up entry by entry around it);
+- read and write only beneath the ``--write`` paths (they may lie inside protected ones:
+  the audit's own run directory and artifact store inside the service's home).
+
+Every file-system access right the running kernel's Landlock ABI knows is handled, so what is
+not allowed is refused with ``EACCES``, whatever the file's permissions say. Network and
+other resources are not restricted here.
+
+The system calls are made directly (``ctypes``; their numbers are the same on every Linux
+architecture). :func:`landlock_abi` tells whether the kernel offers Landlock (0: it does not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+MAKE_SYM, REFER, TRUNCATE, IOCTL_DEV = 1 << 12, 1 << 13, 1 << 14, 1 << 15
+HANDLED_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1}
+"""The file-system rights each Landlock ABI version knows (5 and later: all 16)."""
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+"""The rights a rule on a file (not a folder) may hold."""
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = READ | WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SYM
+WRITE |= MAKE_FIFO | MAKE_SOCK | REFER | TRUNCATE
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc",
+               "/sys", "/dev", "/run/systemd/resolve")  # fmt: skip
+"""Read everywhere a Python, torch and their libraries look (the sandbox adds the Python
+prefixes and ``sys.path`` itself)."""
+PROJECT_PACKAGES = ("panoramia", "mia", "generators", "baselines")
+SYSTEM_WRITE = ("/dev/null", "/dev/shm")
+"""Written by libraries (semaphores of process pools, discarded output)."""
+
+
+class SandboxError(RuntimeError):
+    """The kernel refused a Landlock call (or offers none)."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _syscall(number: int, *args: object) -> int:
+    result = _libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        error = ctypes.get_errno()
+        raise SandboxError(f"Landlock system call {number}: {os.strerror(error)}")
+    return result
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when it offers none (old kernel, disabled, or not
+    Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        return _syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))  # fmt: skip
+    except SandboxError:
+        return 0
+
+
+def describe() -> str:
+    """One line for the service's start and each audit's record."""
+    abi = landlock_abi()
+    if abi:
+        return f"landlock ABI {abi}"
+    return "none: this kernel offers no Landlock (audits run unconfined)"
+
+
+@dataclass
+class Confinement:
+    """What a confined process may reach (module docstring)."""
+
+    read: list[Path] = field(default_factory=list)
+    write: list[Path] = field(default_factory=list)
+    protect: list[Path] = field(default_factory=list)
+
+    def with_defaults(self) -> Confinement:
+        """Adds the system folders, the Python prefixes and ``sys.path``."""
+        python = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent}
+        paths = [Path(p) for p in sys.path if p]
+        return Confinement(
+            read=[*map(Path, SYSTEM_READ), *python, *paths, *_project_packages(), *self.read],
+            write=[*map(Path, SYSTEM_WRITE), *self.write],
+            protect=list(self.protect),
+        )
+
+
+def _project_packages() -> list[Path]:
+    """The folders of this project's top-level packages (an editable install puts them on no
+    ``sys.path`` entry)."""
+    import importlib.util
+
+    folders = []
+    for name in PROJECT_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        folders += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    return folders
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _add(ruleset: int, path: Path, access: int, handled: int) -> None:
+    try:
+        descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # a path that does not exist grants nothing
+    try:
+        if not os.path.isdir(f"/proc/self/fd/{descriptor}"):
+            access &= FILE_RIGHTS
+        rule = _PathBeneathAttr(access & handled, descriptor)
+        _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset),
+                 ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule),
+                 ctypes.c_uint32(0))  # fmt: skip
+    finally:
+        os.close(descriptor)
+
+
+def _add_around(
+    ruleset: int, path: Path, access: int, handled: int, protect: list[Path], budget: list[int]
+) -> None:
+    """Allow ``path`` except beneath the protected paths that lie inside it: a folder that
+    holds one is opened up entry by entry (links are not followed into it). ``path`` itself
+    is allowed even inside a protected path: it was named."""
+    inside = [p for p in protect if p != path and _is_under(p, path)]
+    if not inside:
+        _add(ruleset, path, access, handled)
+        return
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise SandboxError(f"{path}: too many entries around the protected folders")
+    for entry in sorted(os.listdir(path)):
+        inner = path / entry
+        if inner.is_symlink() or any(_is_under(inner, p) for p in inside):
+            continue
+        _add_around(ruleset, inner, access, handled, inside, budget)
+
+
+def restrict(confinement: Confinement) -> int:
+    """Confine this process (and what it execs) to ``confinement``; returns the ABI used.
+    SandboxError when the kernel offers no Landlock or refuses a call."""
+    abi = landlock_abi()
+    if not abi:
+        raise SandboxError("this kernel offers no Landlock")
+    handled = HANDLED_BY_ABI.get(abi, (1 << 16) - 1)
+    attr = _RulesetAttr(handled)
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
+                       ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))  # fmt: skip
+    try:
+        protect = [p.resolve() for p in confinement.protect]
+        budget = [10_000]
+        for path in confinement.read:
+            resolved = path.resolve()
+            _add_around(ruleset, resolved, READ, handled, protect, budget)
+        for path in confinement.write:
+            _add(ruleset, path.resolve(), WRITE, handled)
+        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise SandboxError(f"prctl(NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
+        _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def launcher(confinement: Confinement, command: list[str]) -> list[str]:
+    """The command line that runs ``command`` confined (read by :func:`main`)."""
+    flags: list[str] = []
+    for option, paths in (("--read", confinement.read), ("--write", confinement.write),
+                          ("--protect", confinement.protect)):  # fmt: skip
+        for path in paths:
+            flags += [option, str(path)]
+    return [sys.executable, "-m", "panoramia.sandbox", *flags, "--", *command]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Confine, then exec the command after ``--`` (exit 3 when confinement fails)."""
+    parser = argparse.ArgumentParser(prog="python -m panoramia.sandbox")
+    for option in ("--read", "--write", "--protect"):
+        parser.add_argument(option, action="append", type=Path, default=[])
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+    confinement = Confinement(args.read, args.write, args.protect).with_defaults()
+    try:
+        restrict(confinement)
+    except SandboxError as error:
+        print(f"panoramia-sandbox: error: {error}", file=sys.stderr)
+        sys.exit(3)
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

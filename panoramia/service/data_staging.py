@@ -1,0 +1,151 @@
+"""A contributor's data files reach an audit as a copy the worker made, never as her path.
+
+Just before an audit's child starts, the worker opens each data file (or folder) of the
+request from its contributor's folder one path component at a time, never following a
+symbolic link (``O_NOFOLLOW`` on every component, opened relative to the previous one), and
+copies what it opened into the audit's run directory under a name it chooses
+(``inputs/members.csv``). The child is given that copy's path. So:
+
+- there is no window between the check and the read: what is copied is what was opened, and a
+  file swapped for a link afterwards is not read (the copy is already made);
+- a file or folder name never reaches the child's config: the config holds the worker's own
+  name, so a name carrying ``${…}`` is never interpolated;
+- a link anywhere on the way (the path given, or inside a folder) is refused with one line.
+
+Only the file suffixes survive (``.csv``, ``.csv.gz``, ``.npz``, …: the readers go by them),
+and only when they are plain (letters and digits).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from panoramia.errors import InputError
+
+DATA_PATH_KEYS = {"data.members_path": "members", "data.nonmembers_path": "nonmembers"}
+"""The overrides that name a contributor's data, and the name of their copy."""
+INPUTS = "inputs"
+"""The run directory's folder of copied inputs."""
+MAX_ENTRIES = 100_000
+"""Entries of a data folder copied at most (the service's scan cap)."""
+PLAIN_SUFFIX = re.compile(r"(\.[A-Za-z0-9]{1,10}){1,3}")
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class StagingError(InputError):
+    """A data path that cannot be copied safely; the message names it inside its folder."""
+
+
+def _open_beneath(root: Path, parts: tuple[str, ...], shown: str) -> int:
+    """A descriptor of ``root / parts`` opened component by component without following any
+    link; StagingError (naming ``shown``) on a link, ``..``, or a missing entry."""
+    descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for index, part in enumerate(parts):
+            if part in ("", ".", ".."):
+                raise StagingError(f"{shown}: must stay inside your folder")
+            last = index == len(parts) - 1
+            flags = _FLAGS if last else _FLAGS | os.O_DIRECTORY
+            try:
+                following = os.open(part, flags, dir_fd=descriptor)
+            except OSError as error:
+                raise StagingError(
+                    f"{shown}: not usable ({_reason(error)}; links are not followed)"
+                ) from None
+            os.close(descriptor)
+            descriptor = following
+        return descriptor
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _reason(error: OSError) -> str:
+    import errno
+
+    return {
+        errno.ELOOP: "a symbolic link",
+        errno.ENOTDIR: "a symbolic link or not a folder",
+        errno.ENOENT: "not found",
+    }.get(error.errno or 0, type(error).__name__)
+
+
+def _copy_descriptor(descriptor: int, destination: Path, shown: str, budget: list[int]) -> None:
+    """Copy the open file or folder ``descriptor`` to ``destination``; links inside a folder
+    are refused, and at most :data:`MAX_ENTRIES` entries are copied."""
+    info = os.fstat(descriptor)
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise StagingError(f"{shown}: more than {MAX_ENTRIES} entries")
+    if stat.S_ISREG(info.st_mode):
+        with os.fdopen(os.dup(descriptor), "rb") as source, destination.open("xb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise StagingError(f"{shown}: neither a file nor a folder")
+    destination.mkdir()
+    for entry in sorted(os.listdir(descriptor)):
+        inner = f"{shown}/{entry}"
+        try:
+            child = os.open(entry, _FLAGS, dir_fd=descriptor)
+        except OSError as error:
+            raise StagingError(f"{inner}: not usable ({_reason(error)})") from None
+        try:
+            _copy_descriptor(child, destination / entry, inner, budget)
+        finally:
+            os.close(child)
+
+
+def stage_data_files(
+    overrides: list[str], data_dir: Path, run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """``overrides`` with each data path replaced by a copy under ``run_dir/inputs`` (see the
+    module docstring), and each copy's path mapped to the name the contributor knows (its
+    path inside her folder), for messages. A data path must lie in one contributor's folder
+    of ``data_dir``; StagingError naming the path inside that folder otherwise. Earlier
+    copies of a previous attempt are replaced."""
+    parser = OverridesParser.create()
+    inputs = run_dir / INPUTS
+    if inputs.exists():
+        shutil.rmtree(inputs)
+    inputs.mkdir(parents=True)
+    base = data_dir.resolve()
+    staged, names = [], {}
+    for line in overrides:
+        key = line.split("=", 1)[0]
+        if key not in DATA_PATH_KEYS:
+            staged.append(line)
+            continue
+        (parsed,) = parser.parse_overrides([line])
+        try:
+            relative = Path(str(parsed.value())).relative_to(base)
+        except ValueError:
+            raise StagingError(f"{key}: outside the data folder") from None
+        if len(relative.parts) < 2:
+            raise StagingError(f"{key}: not a file or folder of a contributor's folder")
+        owner, *inside = relative.parts
+        shown = "/".join(inside)
+        descriptor = _open_beneath(base, (owner, *inside), shown)
+        suffix = "".join(Path(inside[-1]).suffixes)
+        name = DATA_PATH_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
+        try:
+            _copy_descriptor(descriptor, inputs / name, shown, [MAX_ENTRIES])
+        finally:
+            os.close(descriptor)
+        names[str(inputs / name)] = shown
+        copied = str(inputs / name).replace("\\", "\\\\").replace("'", "\\'")
+        staged.append(f"{key}='{copied}'")
+    return staged, names
+
+
+def in_contributor_terms(message: str, names: dict[str, str]) -> str:
+    """``message`` with every copy's path replaced by the contributor's own name for it."""
+    for copy, shown in sorted(names.items(), key=lambda item: -len(item[0])):
+        message = message.replace(copy, shown)
+    return message
