@@ -158,4 +158,6 @@ def claim_from_dict(body: dict) -> Claim:
             return NoClaim()
     except (KeyError, TypeError) as error:
         raise InputError(f"claim: malformed {kind!r} claim ({error})") from None
+    except OverflowError:  # an integer past float range (10**400)
+        raise InputError(f"claim: a number of the {kind!r} claim is out of range") from None
     raise InputError(f"claim: kind must be 'dpsgd', 'eps_delta' or 'none', got {kind!r}")

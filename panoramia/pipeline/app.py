@@ -53,9 +53,11 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     from panoramia.pipeline.reporting import build_report
     from panoramia.pipeline.stages import StageRunner
     from panoramia.pipeline.store import ArtifactStore
+    from panoramia.ranges import check_ranges
 
     try:
         job = OmegaConf.to_object(cfg)
+        check_ranges(OmegaConf.to_container(cfg, resolve=True))  # every setting in its range
     except OmegaConfBaseException as error:  # an interpolation the preflight could not check
         raise InputError(f"config: {one_line(error)}") from None
     try:  # a bad claim fails here, before any stage runs

@@ -59,7 +59,8 @@ class StandInConfig:
     training_data: str = "real_nonmembers"
     """``real_nonmembers``: the data's real non-members (Adult's test set, the embedded image
     and text pools' rest, ``data.nonmembers_path``), or D_G when there are none;
-    ``generator_data``: D_G, the members the generator learnt from."""
+    ``generator_data``: D_G, the members the generator learnt from;
+    ``real_nonmembers+generator_data``: both (D_G alone when there are no real non-members)."""
     select_epoch: bool = False
     """False: train on all its examples for every epoch of h's recipe, as a target trained to
     the end is; True: hold out h's ``validation_fraction`` and keep the epoch with the lowest

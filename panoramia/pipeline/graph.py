@@ -32,7 +32,7 @@ ATTACK_SIDES = ("target", "target+helper")
 BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper")
 """Values of ``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s;
 f̂'s and h's), docs/SPEC.md §2.7."""
-STAND_IN_DATA = ("real_nonmembers", "generator_data")
+STAND_IN_DATA = ("real_nonmembers", "generator_data", "real_nonmembers+generator_data")
 """Values of ``audit.stand_in.training_data``."""
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
@@ -260,38 +260,40 @@ class AuditPipeline(ABC):
 
     def stand_in(self, data: StageResult, known: StageResult, index: int = 1) -> StageResult:
         """The stand-in f̂: h's recipe trained on real examples that no distinguisher and no
-        game sees (docs/SPEC.md §2.7): the real non-members when there are some and
-        ``audit.stand_in.training_data`` is ``real_nonmembers``, else D_G. At most
+        game sees (docs/SPEC.md §2.7): ``audit.stand_in.training_data`` names them (the real
+        non-members, D_G, or both; D_G alone when the data has no real non-members). At most
         ``max_examples`` of them (default: as many as the known members), drawn by
         ``generation_seed``; a fifth is held out to choose the epoch as for h when
         ``select_epoch``. The ``index``-th stand-in (1 … ``audit.ensemble``) trains on the same
         examples with a seed of its own."""
         setting = self.job.audit.stand_in
-        if setting.training_data not in STAND_IN_DATA:
-            raise InputError(
-                f"audit.stand_in.training_data: {setting.training_data!r} is not one of "
-                f"{STAND_IN_DATA}"
-            )
         nonmembers = data.directory / self.NONMEMBERS_FILE
-        real = setting.training_data == "real_nonmembers" and nonmembers.exists()
-        source = nonmembers if real else known.directory / f"member_generator{self.SET_SUFFIX}"
+        generator_data = known.directory / f"member_generator{self.SET_SUFFIX}"
+        sources = {
+            "real_nonmembers": [nonmembers], "generator_data": [generator_data],
+            "real_nonmembers+generator_data": [nonmembers, generator_data],
+        }[setting.training_data]  # fmt: skip
+        if not nonmembers.exists():  # no real non-members: D_G alone
+            sources = [generator_data]
+        shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
         cap = setting.max_examples or int(data.info["members"])
         extra_config, extra_inputs = self.stand_in_key(data)
 
         def build(directory: Path) -> dict:
-            examples = self.read_set(source)
+            examples = self.read_set(sources[0])
+            for source in sources[1:]:
+                examples = self.stack(examples, self.read_set(source))
             rng = child_rng(self.generation_seed, "stand_in/examples")
             order = rng.permutation(len(examples))[:cap]
             training = directory / f"stand_in_training{self.SET_SUFFIX}"  # kept beside f̂
             self.write_subset(examples, order, training)
             seed = child_seed(self.generation_seed, "stand_in" + (f"/{index}" if index > 1 else ""))
             metrics = self._train_stand_in(data, self.read_set(training), directory, seed)
-            return {"training_data": "real non-members" if real else "D_G",
-                    "examples": int(order.size), **metrics}  # fmt: skip
+            return {"training_data": shown, "examples": int(order.size), **metrics}
 
         config = {
             "helper": asdict(self.stand_in_recipe()),
-            "training_data": "real_nonmembers" if real else "generator_data",
+            "training_data": [source.name for source in sources],
             "max_examples": cap,
             "generation_seed": self.generation_seed,
             "index": index,
@@ -299,8 +301,8 @@ class AuditPipeline(ABC):
         }
         return self.runner.run(
             f"stand_in_{index}", build, config=config,
-            inputs=[data, *([] if real else [known]), *extra_inputs],
-            label=f"stand-in f̂_{index} ({'real non-members' if real else 'D_G'})",
+            inputs=[data, *([known] if generator_data in sources else []), *extra_inputs],
+            label=f"stand-in f̂_{index} ({shown})",
         )  # fmt: skip
 
     def losses(
@@ -550,6 +552,11 @@ class AuditPipeline(ABC):
             raise InputError(
                 f"audit.baseline_side: {self.job.audit.baseline_side!r} is not one of "
                 f"{BASELINE_SIDES}"
+            )
+        if self.job.audit.stand_in.training_data not in STAND_IN_DATA:
+            raise InputError(
+                f"audit.stand_in.training_data: {self.job.audit.stand_in.training_data!r} is "
+                f"not one of {STAND_IN_DATA}"
             )
         data = self.data()
         target = self.target(data)

@@ -189,6 +189,25 @@ def missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
     return found
 
 
+def _check_additions(config_dir: Path, arguments: list[str]) -> None:
+    """``+key=value`` adds a key the schema does not have, which nothing reads: refused
+    (InputError naming it), except for config groups (``+experiment=validity``) and Hydra's own
+    settings."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(_overrides(arguments))
+    except Exception:  # a malformed override: composing reports it in one line
+        return
+    for override in parsed:
+        key = override.get_key_element().lstrip("+")
+        group = key.split("@")[0]
+        if not override.is_add() or (config_dir / group).is_dir() or key.startswith("hydra"):
+            continue
+        raise InputError(
+            f"config: +{key}: not a setting of this audit ('+' adds config groups only, such "
+            "as +experiment=…; set existing settings without it)"
+        )
+
+
 def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     """Raise InputError (one line) when the overrides do not compose into a valid config."""
     name = config_name(arguments)
@@ -197,6 +216,7 @@ def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     )
     if not (config_dir / f"{name}.yaml").is_file():
         raise InputError(f"config: no primary config {name!r} in {config_dir}")
+    _check_additions(config_dir, arguments)
     configs = []
     try:
         for overrides in _override_lists(arguments):

@@ -32,6 +32,7 @@ from panoramia.pipeline.registry import (
     modality,
     modality_of_command_line,
 )
+from panoramia.ranges import check_ranges
 from panoramia.service.audit_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
 
@@ -264,8 +265,10 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> N
         composed = compose_job(overrides)
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
+    container = OmegaConf.to_container(composed, resolve=False)
     try:
-        check_limits(OmegaConf.to_container(composed, resolve=False), limits or AuditLimits())
+        check_ranges(container)  # every setting in its range, then the service's limits
+        check_limits(container, limits or AuditLimits())
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
 

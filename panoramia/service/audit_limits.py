@@ -42,6 +42,8 @@ class AuditLimits:
     max_layers: int = 64
     """``n_layer``, ``n_head``, ``depth`` and an xgboost grid's ``max_depth``
     (``PANORAMIA_MAX_LAYERS``)."""
+    max_ensemble: int = 8
+    """``audit.ensemble``: distinguishers (and stand-ins) per side (``PANORAMIA_MAX_ENSEMBLE``)."""
     audit_timeout_s: float = 6 * 3600
     """Wall-clock seconds an audit may run before it is stopped and failed
     (``PANORAMIA_AUDIT_TIMEOUT_S``)."""
@@ -147,6 +149,7 @@ def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
         (name in WIDTH_KEYS, limits.max_width, "PANORAMIA_MAX_WIDTH"),
         (name in LAYER_KEYS or name == "max_depth", limits.max_layers, "PANORAMIA_MAX_LAYERS"),
         (name == "max_bin", MAX_BIN, "xgboost max_bin"),
+        (name == "ensemble", limits.max_ensemble, "PANORAMIA_MAX_ENSEMBLE"),
     )
     for applies, limit, setting in rules:
         if applies:

@@ -38,7 +38,8 @@ def check_body(value: object, *, no_interpolation: bool = False) -> None:
 
     Walks ``value`` iteratively (no recursion, whatever the depth): no nesting deeper than
     :data:`MAX_DEPTH`; no NUL character (PostgreSQL's text and JSONB cannot store it); no lone
-    surrogate (not UTF-8); no NaN or infinity (not JSON); and, with ``no_interpolation``, no
+    surrogate (not UTF-8); no NaN or infinity (not JSON); no integer beyond 64 bits (past
+    float range it would overflow the claim's arithmetic); and, with ``no_interpolation``, no
     ``${`` (an OmegaConf interpolation: a contributor's text must never be resolved).
     """
     pending: list[tuple[object, str, int]] = [(value, "body", 0)]
@@ -50,6 +51,8 @@ def check_body(value: object, *, no_interpolation: bool = False) -> None:
             _check_text(item, where, no_interpolation)
         elif isinstance(item, float) and not math.isfinite(item):
             raise ValueError(f"{where}: NaN and infinity are not JSON numbers")
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 2**63:
+            raise ValueError(f"{where}: integers are at most 64-bit (|n| < 2^63)")
         elif isinstance(item, dict):
             for key, child in item.items():
                 _check_text(str(key), where, no_interpolation)

@@ -138,6 +138,7 @@ LIMIT_VARIABLES = (
     ("max_count", "PANORAMIA_MAX_COUNT", 1),
     ("max_width", "PANORAMIA_MAX_WIDTH", 1),
     ("max_layers", "PANORAMIA_MAX_LAYERS", 1),
+    ("max_ensemble", "PANORAMIA_MAX_ENSEMBLE", 1),
     ("audit_timeout_s", "PANORAMIA_AUDIT_TIMEOUT_S", 1),
     ("max_active_audits", "PANORAMIA_MAX_ACTIVE_AUDITS", 1),
 )

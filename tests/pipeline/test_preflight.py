@@ -58,3 +58,18 @@ def test_config_name_leaves_the_process_streams_alone() -> None:
         stop.set()
         parser.join(timeout=10)
         sys.stderr = saved
+
+
+@pytest.mark.parametrize(
+    "addition", ["+nonexistent=1", "+audit.extra=1", "+generator.filter.typo=0.5", "+seeds=1"]
+)
+def test_an_added_key_nothing_reads_is_refused(addition: str) -> None:
+    from panoramia.errors import InputError
+    from panoramia.pipeline.preflight import check_command_line
+    from panoramia.pipeline.registry import config_dir, register_schemas
+
+    register_schemas(["tabular"])
+    key = addition.split("=")[0]
+    with pytest.raises(InputError, match=rf"{key.replace('+', '[+]')}: not a setting"):
+        check_command_line(config_dir(), [addition])
+    check_command_line(config_dir(), ["+experiment=validity", "seed=1"])  # a group is fine

@@ -318,8 +318,18 @@ def test_cancels_right_after_submits_get_no_server_error(service: LiveService) -
         ("distinguisher.grid=[{num_parallel_tree: 100000}]", "not a grid setting"),
         ("distinguisher.grid=[{device: cuda}]", "not a grid setting"),
         ("seed=" + "9" * 400, "a 64-bit seed"),
-        ("target.epochs=" + "9" * 400, "PANORAMIA_MAX_EPOCHS"),
+        ("target.epochs=" + "9" * 400, "target.epochs: 9999999999999999999999999999999999999..."),
         ("target.batch_size=100000000", "PANORAMIA_MAX_COUNT"),
+        ("audit.ensemble=9", "PANORAMIA_MAX_ENSEMBLE"),
+        # ranges (panoramia/ranges.py) come first: a negative count is out of range, not "over"
+        ("helper.epochs=-1", "helper.epochs: -1 is not an integer in [1, 1e+09]"),
+        ("generator.filter.real_quantile=7", "filter.real_quantile: 7.0 is not in [0, 1]"),
+        ("generator.filter.extra_fraction=1e9", "is not in (0, 100]"),
+        ("generator.filter.extra_fraction=-1", "is not in (0, 100]"),
+        ("generator.point_mass=1e300", "generator.point_mass: 1e+300 is not in [0, 1]"),
+        ("generator.support_novelty=-3", "generator.support_novelty: -3.0 is not in [0, 1]"),
+        ("generator.filter.max_drop=0.9999999", "is not in [0, 0.99]"),
+        ("target.hidden=[" + ",".join(["4096"] * 64) + "]", "target.hidden: 64 entries"),
     ],
 )  # fmt: skip
 def test_settings_past_a_limit_get_422_naming_it(
@@ -425,6 +435,19 @@ RAW_BODIES = [
     b'{"model": {"name": "m", "declared": ' + b'{"a": [' * 450 + b"1" + b"]}" * 450 + b"}}",
     b'{"model": {"name": "m", "declared": ' + b"[" * 5000 + b"]" * 5000 + b"}}",
     b'{"model": {"name": "m", "declared": ' + b"[" * 40 + b"]" * 40 + b"}}",
+    # integers past float range (the claim's arithmetic overflowed: 500), in claims and tuning
+    *(json.dumps({"model": {"name": "m", "claim": claim}, "target": {"config": "mlp"},
+                  "report": {}}).encode() for claim in (
+        {"kind": "eps_delta", "epsilon": 10**400, "delta": 1e-5},
+        {"kind": "dpsgd", "phases": [{"noise_multiplier": 10**400, "sample_rate": 0.01,
+                                      "steps": 100}]},
+        {"kind": "dpsgd", "phases": [{"noise_multiplier": 1, "sample_rate": 10**400,
+                                      "steps": 100}]},
+        {"kind": "dpsgd", "phases": [{"noise_multiplier": 1, "sample_rate": 0.01,
+                                      "steps": 10**400}]},
+        {"kind": "eps_delta", "epsilon": 1, "delta": 0,
+         "tuning": {"kind": "poisson", "rate": 10**400}},
+    )),
 ]  # fmt: skip
 
 

@@ -121,7 +121,7 @@ def test_rerun_reuses_every_stage_and_gives_the_same_report(
     # The installed script, in an interpreter with its own hash seed: the keys must match.
     done = audit(artifacts=artifacts, run_dir=second, console_script=True)
     assert done.returncode == 0
-    assert done.stderr.count(": reused (") == 14
+    assert done.stderr.count(": reused (") == 20
     assert ": running" not in done.stderr
     reports = [json.loads((d / "report.json").read_text()) for d in (first, second)]
     assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
@@ -333,6 +333,18 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("claim.kind=dpsgd", "claim.noise_multiplier: required"),
         ("claim.tuning.kind=dice", "claim.tuning.kind: must be"),
         ("audit.attack_side=both", "audit.attack_side: 'both' is not one of"),
+        ("audit.baseline_side=f", "audit.baseline_side: 'f' is not one of"),
+        ("audit.stand_in.training_data=audit", "audit.stand_in.training_data: 'audit' is not"),
+        # every setting has a range, checked before any work (panoramia/ranges.py)
+        ("generator.filter.real_quantile=7", "real_quantile: 7.0 is not in [0, 1]"),
+        ("target.epochs=-5", "target.epochs: -5 is not an integer in [1,"),
+        ("helper.epochs=-1", "helper.epochs: -1 is not an integer in [1,"),
+        ("generator.point_mass=-2", "generator.point_mass: -2.0 is not in [0, 1]"),
+        ("generator.filter.max_drop=0.9999999", "max_drop: 0.9999999 is not in [0, 0.99]"),
+        ("generator.filter.extra_fraction=1e9", "extra_fraction: 1000000000.0 is not in (0, 100]"),
+        ("audit.ensemble=0", "audit.ensemble: 0 is not an integer in [1, 64]"),
+        ("target.hidden=[" + ",".join(["64"] * 33) + "]", "target.hidden: 33 entries, at most 32"),
+        ("+nonexistent=1", "+nonexistent: not a setting"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
