@@ -15,11 +15,10 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
-from panoramia.data.files import read_frame, require_file
+from panoramia.data.files import npy_header, read_frame, require_file
 from panoramia.errors import InputError
 
 MAX_ROWS = 10**8
@@ -55,18 +54,6 @@ def read_columns(path: str | Path, columns: Sequence[str]) -> dict[str, np.ndarr
     if out and next(iter(out.values())).size == 0:
         raise InputError(f"scores file {str(path)!r}: no rows")
     return out
-
-
-def _npy_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], np.dtype]:
-    """(shape, dtype) from the ``.npy`` header at the start of ``stream``."""
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-    else:
-        raise InputError(f"column {name!r}: unsupported .npy format version {version}")
-    return shape, dtype
 
 
 def _check_member(info: zipfile.ZipInfo, name: str, shape: tuple, dtype: np.dtype) -> None:
@@ -105,7 +92,7 @@ def _read_npz(path: Path, columns: Sequence[str]) -> tuple[list[str], dict[str, 
                 if name not in members:
                     continue
                 with archive.open(members[name]) as stream:
-                    shape, dtype = _npy_header(stream, name)
+                    shape, dtype = npy_header(stream, name)
                 _check_member(members[name], name, shape, dtype)
                 with archive.open(members[name]) as stream:
                     table[name] = np.lib.format.read_array(stream, allow_pickle=False)

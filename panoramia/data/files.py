@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
+
+import numpy as np
 
 from panoramia.errors import InputError
 
@@ -47,3 +51,45 @@ def read_frame(
     except Exception as error:  # parser errors of pandas/pyarrow: report them in one line
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
         raise InputError(f"{what} {str(path)!r}: cannot read {kind}: {first_line}") from None
+
+
+def npy_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the ``.npy`` header at the start of ``stream``."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise InputError(f"column {name!r}: unsupported .npy format version {version}")
+    return shape, dtype
+
+
+def check_npz_arrays(path: Path, *, max_bytes: int, where: str) -> None:
+    """Refuse an ``.npz`` before loading it when its arrays' headers declare more than
+    ``max_bytes`` in all, pickled objects, or more data than their members hold: a small
+    compressed file can expand to gigabytes (InputError naming ``where``)."""
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                name = info.filename.removesuffix(".npy")
+                with archive.open(info) as stream:
+                    shape, dtype = npy_header(stream, name)
+                if dtype.hasobject:
+                    raise InputError(f"{where}: array {name!r} holds pickled objects")
+                declared = math.prod(shape) * dtype.itemsize
+                if declared > info.file_size:
+                    raise InputError(
+                        f"{where}: array {name!r} declares {declared} bytes but holds "
+                        f"{info.file_size}"
+                    )
+                total += declared
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise InputError(f"{where}: not a readable .npz ({error})") from None
+    if total > max_bytes:
+        raise InputError(
+            f"{where}: its arrays hold {total} bytes once read; at most {max_bytes} are read"
+        )

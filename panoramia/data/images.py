@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from panoramia.data.files import check_npz_arrays
 from panoramia.errors import InputError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -98,10 +99,17 @@ def checked(images: np.ndarray, labels: np.ndarray, source: str) -> ImageSet:
     return ImageSet(np.ascontiguousarray(images), labels)
 
 
-def read_npz(path: str | Path) -> ImageSet:
+MAX_NPZ_BYTES = 4 * 2**30
+"""The most an image ``.npz``'s arrays may hold once read (CIFAR-10's training set: 150 MB)."""
+
+
+def read_npz(path: str | Path, *, max_bytes: int = MAX_NPZ_BYTES) -> ImageSet:
+    """``images`` (N, H, W, C) and ``labels`` (N,) of an ``.npz``, its array headers checked
+    before anything is read (:func:`panoramia.data.files.check_npz_arrays`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"images {str(path)!r}: file does not exist")
+    check_npz_arrays(path, max_bytes=max_bytes, where=f"images {str(path)!r}")
     try:
         with np.load(path, allow_pickle=False) as arrays:
             missing = {"images", "labels"} - set(arrays.files)

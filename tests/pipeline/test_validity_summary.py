@@ -104,3 +104,24 @@ def test_reports_without_the_two_sided_game_keep_the_one_sided_check(tmp_path: P
 def test_no_control_no_validity(tmp_path: Path) -> None:
     _report(tmp_path, name="leaky", members="same", seed=0, eps=0.6)
     assert validity(tmp_path) is None
+
+
+def test_the_summary_headline_never_rests_on_unreliable_runs_alone(tmp_path: Path) -> None:
+    """A target whose every run has c_lb 0 shows no ε̃ number in the summary table; one with
+    some such runs says how many; the counts are in summary.json for both games."""
+    from panoramia.pipeline.summary import _cell
+
+    for seed in range(3):
+        _report(tmp_path, name="blind", members="same", seed=seed, eps=0.5, c_lb=0.0,
+                eps_2=0.4, unreliable_2=True)  # fmt: skip
+        _report(tmp_path, name="mixed", members="same", seed=seed, eps=0.3,
+                c_lb=0.0 if seed == 0 else 1.0, eps_2=0.2)  # fmt: skip
+    summary = summarise(tmp_path)
+    blind, mixed = summary["blind"], summary["mixed"]
+    assert (blind["unreliable_runs"], blind["unreliable_runs_two_sided"]) == (3, 3)
+    assert (mixed["unreliable_runs"], mixed["unreliable_runs_two_sided"]) == (1, 0)
+    assert _cell(blind, "eps_tilde") == "unreliable (3/3 runs: baseline c_lb 0)"
+    assert _cell(blind, "eps_tilde_two_sided").startswith("unreliable (3/3")
+    assert _cell(mixed, "eps_tilde").endswith("(1/3 unreliable)")
+    assert _cell(mixed, "eps_tilde_two_sided") == "0.200 [0.200, 0.200]"
+    assert "unreliable" not in _cell(blind, "c_lb")

@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from tests.cli_support import run_audit, run_command
 from tests.conftest import TINY_AUDIT, shared_store
+from tests.conftest import stage as stage_directory
 
 BIN = Path(sys.executable).parent
 TINY = [*TINY_AUDIT, "threads=1"]
@@ -78,6 +80,29 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     )
     assert two_sided["rmrn"]["eps_lb"] >= 0
     assert "two-sided game" in page
+    # The fair baseline (docs/SPEC.md §2.7): 3 stand-ins on real examples no game sees, and
+    # 3 distinguishers averaged per side.
+    assert report["sides"] == {"attack": "target+helper", "baseline": "stand_in+helper"}
+    assert [s["training_data"] for s in report["stand_ins"]] == ["real non-members + D_G"] * 3
+    assert len(report["baseline"]["distinguisher"]["ensemble"]) == 3
+
+    def table(name: str, file: str) -> pd.DataFrame:
+        return pd.read_parquet(stage_directory(artifacts, report, name) / f"{file}.parquet")
+
+    training = table("stand_in_1", "stand_in_training")
+    assert len(training) == report["stand_ins"][0]["examples"] == 800  # as many as the members
+    known = pd.concat([table("generator_data", "member_generator"), table("data", "nonmembers")])
+    parts = ("audit", "attack_train", "attack_val")
+    audited = pd.concat(table("split", f"member_{part}") for part in parts)
+    columns = list(training.columns)
+    assert len(training.merge(known.drop_duplicates(), on=columns)) == len(training)
+    # no stand-in row is an audited or distinguisher member (beyond rows Adult holds twice)
+    shared = training.merge(audited.drop_duplicates(), on=columns)
+    assert len(shared) <= len(known.merge(audited.drop_duplicates(), on=columns))
+    attack = stage_directory(artifacts, report, "attack")
+    scores = [np.load(attack / f"scores_{k}.npz")["scores"] for k in range(3)]
+    mean = np.load(attack / "scores.npz")["scores"]
+    assert np.allclose(np.mean(scores, axis=0), mean)
     assert 0.4 <= report["data"]["synthetic"]["real_vs_synthetic_auc"] <= 1.0
     assert "real-vs-synthetic AUC" in page
     assert "two-sided game (docs/SPEC.md §2.6" in done.stderr
