@@ -47,6 +47,7 @@ from panoramia.store.repository import (
     ReportContent,
     ReportFilter,
     ReportStore,
+    StorageFull,
     StoreBusy,
     TooManyAudits,
     as_utc,
@@ -190,6 +191,10 @@ def create_app(
         message = f"{error} (PANORAMIA_MAX_ACTIVE_AUDITS): wait for one to end"
         return JSONResponse({"detail": message}, 429, {"Retry-After": "60"})
 
+    @app.exception_handler(StorageFull)
+    async def _storage_full(_request: Request, error: StorageFull) -> JSONResponse:
+        return JSONResponse({"detail": f"{error} (PANORAMIA_MAX_STORAGE_MB)"}, 507)
+
     @app.exception_handler(StoreBusy)
     @app.exception_handler(OperationalError)
     async def _busy(_request: Request, _error: Exception) -> JSONResponse:
@@ -239,6 +244,9 @@ def create_app(
             allow_torchscript=settings.trust_torchscript,
         )
         check_composes(overrides, settings.limits)
+        used = store.stored_bytes(principal.contributor_id)
+        if used >= settings.max_storage_bytes:  # its report could not be kept
+            raise StorageFull(settings.max_storage_bytes, used, 0)
         stored = body.model_dump(mode="json") | {"overrides_resolved": overrides}
         audit = store.create_audit(
             principal,
@@ -278,7 +286,9 @@ def create_app(
             html=body.html,
             artifact_location=body.artifact_location,
         )
-        report = store.add_report(principal, _stored_ref(body.model), content)
+        report = store.add_report(
+            principal, _stored_ref(body.model), content, max_bytes=settings.max_storage_bytes
+        )
         response.headers["Location"] = f"/v1/reports/{report.id}"
         return _summary(report)
 

@@ -45,6 +45,9 @@ class ServiceSettings:
     workers: int = 1
     redis_url: str = "redis://127.0.0.1:6379/0"
     max_upload_bytes: int = 20 * 2**20
+    max_storage_bytes: int = 1024 * 2**20
+    """Reports (documents and pages) one contributor may keep (``PANORAMIA_MAX_STORAGE_MB``):
+    an upload past it is answered 507, and so is an audit submitted once it is reached."""
     rate_limit: str = "30/minute"
     heartbeat_s: float = 5.0
     stale_after_s: float = 60.0
@@ -116,6 +119,7 @@ class ServiceSettings:
             workers=int(_number("PANORAMIA_WORKERS", 1, minimum=1)),
             redis_url=os.environ.get("PANORAMIA_REDIS_URL") or "redis://127.0.0.1:6379/0",
             max_upload_bytes=int(_number("PANORAMIA_MAX_UPLOAD_MB", 20, minimum=0.001) * 2**20),
+            max_storage_bytes=int(_number("PANORAMIA_MAX_STORAGE_MB", 1024, minimum=0.001) * 2**20),
             rate_limit=rate_limit,
             heartbeat_s=heartbeat,
             stale_after_s=_number("PANORAMIA_STALE_AFTER_S", 60.0, minimum=2 * heartbeat),

@@ -13,6 +13,7 @@ its claim (``worker`` column), so a worker that was presumed dead cannot overwri
 from __future__ import annotations
 
 import functools
+import json
 import random
 import time
 import uuid
@@ -22,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import ParamSpec, TypeVar
 
-from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy import Engine, Text, cast, func, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker, undefer
 
@@ -57,6 +58,17 @@ class TooManyAudits(Exception):
 
     def __init__(self, limit: int):
         super().__init__(f"at most {limit} queued or running audits per contributor")
+        self.limit = limit
+
+
+class StorageFull(Exception):
+    """Storing this report would take the contributor past ``limit`` bytes of reports."""
+
+    def __init__(self, limit: int, stored: int, adding: int):
+        super().__init__(
+            f"storing {adding} more bytes would take your reports past {limit} bytes "
+            f"({stored} stored)"
+        )
         self.limit = limit
 
 
@@ -488,9 +500,43 @@ class ReportStore:
 
     # -- reports ------------------------------------------------------------------------------
     @retried
-    def add_report(self, principal: Principal, model: ModelRef, content: ReportContent) -> Report:
-        """Store an uploaded report (document and page together, or nothing)."""
+    def stored_bytes(self, contributor_id: int, session: Session | None = None) -> int:
+        """Bytes of the contributor's stored reports: documents (as JSON text) and pages."""
+        documents = select(func.coalesce(func.sum(func.length(cast(Report.document, Text))), 0))
+        pages = (
+            select(func.coalesce(func.sum(func.length(ReportPage.html)), 0))
+            .join(Report, Report.id == ReportPage.report_id)
+        )  # fmt: skip
+        if session is None:
+            with self.sessions() as own:
+                return self.stored_bytes(contributor_id, own)
+        return int(
+            session.scalar(documents.where(Report.contributor_id == contributor_id))
+            + session.scalar(pages.where(Report.contributor_id == contributor_id))
+        )
+
+    def add_report(
+        self,
+        principal: Principal,
+        model: ModelRef,
+        content: ReportContent,
+        *,
+        max_bytes: int | None = None,
+    ) -> Report:
+        """Store an uploaded report (document and page together, or nothing); with
+        ``max_bytes``, :class:`StorageFull` when the contributor's reports would exceed it
+        (counted under the write lock, so concurrent uploads cannot pass it)."""
         with self.writes.begin() as session:
+            if max_bytes is not None:
+                session.execute(
+                    select(Contributor.id)
+                    .where(Contributor.id == principal.contributor_id)
+                    .with_for_update()
+                )
+                adding = len(json.dumps(content.document)) + len(content.html or "")
+                stored = self.stored_bytes(principal.contributor_id, session)
+                if stored + adding > max_bytes:
+                    raise StorageFull(max_bytes, stored, adding)
             model_row = self._model(session, model, principal.contributor_id)
             report = _new_report(
                 content, model_id=model_row.id, contributor_id=principal.contributor_id

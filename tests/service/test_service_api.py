@@ -352,3 +352,45 @@ def test_a_failed_write_leaves_no_half_report(service: LiveService) -> None:
         assert session.scalar(select(func.count(Report.id))) == 0
         assert session.scalar(select(func.count(AuditedModel.id))) == 0
     assert service.store.add_report(alice, ModelRef("m", "1"), content).id
+
+
+def test_a_contributor_storage_quota_is_kept(tmp_path: Path, database_url: str) -> None:
+    """Past PANORAMIA_MAX_STORAGE_MB of reports an upload is answered 507 (nothing stored),
+    and so is an audit submitted once the quota is reached; another contributor is not
+    affected. Concurrent uploads cannot pass it together."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from panoramia.store.repository import ModelRef as StoredModelRef
+    from panoramia.store.repository import ReportContent
+
+    document = report_document_for_test()
+    page = "<html>" + "x" * 40_000 + "</html>"
+    body = {"model": {"name": "census"}, "report": document, "html": page}
+    one = len(json.dumps(document)) + len(page)
+    with queued_only_service(
+        tmp_path / "home", database_url, QUEUE_DB, rate_limit="1000/minute",
+        max_storage_bytes=int(2.5 * one),
+    ) as service:  # fmt: skip
+        with service.client(service.token("alice")) as alice:
+            with ThreadPoolExecutor(4) as pool:
+                codes = sorted(pool.map(lambda _: alice.post("/v1/reports", json=body)
+                                        .status_code, range(4)))  # fmt: skip
+            assert codes == [201, 201, 507, 507]
+            refused = alice.post("/v1/reports", json=body)
+            assert refused.status_code == 507
+            assert "PANORAMIA_MAX_STORAGE_MB" in refused.json()["detail"]
+            assert len(alice.get("/v1/models/census/reports").json()) == 2
+            small = body | {"html": None}
+            assert alice.post("/v1/reports", json=small).status_code == 201  # it still fits
+            audit = {"model": {"name": "census"}, "target": {"config": "mlp_generalised"}}
+            assert alice.post("/v1/audits", json=audit).status_code == 202
+            # an audit's report is kept whatever the quota; once past it, no new audit
+            principal = service.store.authenticate(alice.headers["authorization"].split()[1])
+            service.store.add_report(
+                principal, StoredModelRef("census", "1"), ReportContent(document, page)
+            )
+            full = alice.post("/v1/audits", json=audit)
+            assert full.status_code == 507, full.text
+        with service.client(service.token("bob")) as bob:
+            assert bob.post("/v1/reports", json=body).status_code == 201
+            assert bob.post("/v1/audits", json=audit).status_code == 202
