@@ -18,6 +18,7 @@ inside the shared models folder. The composed config must stay within the servic
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from functools import cache
@@ -34,6 +35,7 @@ from panoramia.pipeline.registry import (
 )
 from panoramia.ranges import check_ranges
 from panoramia.service.audit_limits import AuditLimits, check_limits
+from panoramia.service.data_staging import MAX_ENTRIES
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
@@ -84,19 +86,23 @@ def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
     return candidate
 
 
-MAX_FOLDER_ENTRIES = 1_000_000
-
-
 def check_folder_confined(folder: Path, base: Path, field: tuple[str | int, ...]) -> None:
-    """Every entry under ``folder`` resolves inside ``base`` (a link inside a contributor's
-    folder must not lead to another one's files); RequestProblem naming the first that does
-    not."""
-    for count, entry in enumerate(folder.rglob("*")):
-        if count > MAX_FOLDER_ENTRIES:
-            raise RequestProblem(field, f"more than {MAX_FOLDER_ENTRIES} entries")
-        if not entry.resolve().is_relative_to(base):
-            where = entry.relative_to(folder)
-            raise RequestProblem(field, f"{str(where)!r} links outside your folder")
+    """Every entry under ``folder`` is a plain file or folder: a symbolic link is refused
+    wherever it leads (the worker's copy never follows one, :mod:`panoramia.service.
+    data_staging`), and the scan stops at :data:`MAX_ENTRIES` entries. Entries are read with
+    ``lstat`` only (no path is resolved), so the scan stays cheap."""
+    pending, count = [folder], 0
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                count += 1
+                if count > MAX_ENTRIES:
+                    raise RequestProblem(field, f"more than {MAX_ENTRIES} entries")
+                where = str(Path(entry.path).relative_to(folder))
+                if entry.is_symlink():
+                    raise RequestProblem(field, f"{where!r} is a link (links are not followed)")
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
 
 
 @cache
