@@ -61,6 +61,10 @@ class StandInConfig:
     and text pools' rest, ``data.nonmembers_path``), or D_G when there are none;
     ``generator_data``: D_G, the members the generator learnt from;
     ``real_nonmembers+generator_data``: both (D_G alone when there are no real non-members)."""
+    recipe: str = "helper"
+    """``helper``: h's recipe (the image audit's reference h is the target's recipe);
+    ``target``: a demo target's own training recipe (text; an audited model directory falls
+    back to h's)."""
     select_epoch: bool = False
     """False: train on all its examples for every epoch of h's recipe, as a target trained to
     the end is; True: hold out h's ``validation_fraction`` and keep the epoch with the lowest

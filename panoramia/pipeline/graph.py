@@ -32,6 +32,8 @@ ATTACK_SIDES = ("target", "target+helper")
 BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper")
 """Values of ``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s;
 f̂'s and h's), docs/SPEC.md §2.7."""
+STAND_IN_RECIPES = ("helper", "target")
+"""Values of ``audit.stand_in.recipe``."""
 STAND_IN_DATA = ("real_nonmembers", "generator_data", "real_nonmembers+generator_data")
 """Values of ``audit.stand_in.training_data``."""
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
@@ -146,6 +148,11 @@ class AuditPipeline(ABC):
         """What else the stand-in stage's key holds: settings and stages (text: the public
         base LM and the architecture)."""
         return {}, []
+
+    def stand_in_recipe_key(self) -> dict:
+        """What the stand-in stage's key holds of ``audit.stand_in.recipe`` (nothing for h's
+        recipe, so that stand-ins trained before the setting existed are reused)."""
+        return {}
 
     def distinguisher_seed(self, index: int) -> int:
         """The seed of the ``index``-th distinguisher of each side's ensemble (0: the paper's
@@ -293,6 +300,7 @@ class AuditPipeline(ABC):
 
         config = {
             "helper": asdict(self.stand_in_recipe()),
+            **self.stand_in_recipe_key(),
             "training_data": [source.name for source in sources],
             "max_examples": cap,
             "generation_seed": self.generation_seed,
@@ -552,6 +560,11 @@ class AuditPipeline(ABC):
             raise InputError(
                 f"audit.baseline_side: {self.job.audit.baseline_side!r} is not one of "
                 f"{BASELINE_SIDES}"
+            )
+        if self.job.audit.stand_in.recipe not in STAND_IN_RECIPES:
+            raise InputError(
+                f"audit.stand_in.recipe: {self.job.audit.stand_in.recipe!r} is not one of "
+                f"{STAND_IN_RECIPES}"
             )
         if self.job.audit.stand_in.training_data not in STAND_IN_DATA:
             raise InputError(

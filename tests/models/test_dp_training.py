@@ -82,7 +82,7 @@ def test_a_dpsgd_targets_report_carries_the_claim_of_its_training(
 @pytest.mark.parametrize(
     ("override", "message"),
     [("target=xgboost", "target.dp_epsilon: DP-SGD trains mlp targets"),
-     ("target.dp_delta=2", "target.dp_delta: must be in (0, 1)")],
+     ("target.dp_delta=2", "target.dp_delta: 2.0 is not in (0, 1)")],
 )  # fmt: skip
 def test_bad_dp_settings_exit_2(tmp_path: Path, override: str, message: str) -> None:
     extra = ["target.dp_epsilon=1"] if override == "target=xgboost" else []

@@ -302,10 +302,32 @@ class TextPipeline(AuditPipeline):
         shape = with_context(architecture, length, dropout=dropout)
         return {"architecture": architecture_key(shape)}, [self.public_base(data)]
 
+    def _target_recipe(self) -> bool:
+        """Whether the stand-ins train with the demo target's own recipe."""
+        return self.job.audit.stand_in.recipe == "target" and self.job.target.kind == "train"
+
+    def stand_in_recipe_key(self) -> dict:
+        if not self._target_recipe():
+            return {}
+        recipe = asdict(self.job.target)
+        for name in ("name", "members", "train_seed", "path", "kind"):
+            recipe.pop(name, None)
+        return {"recipe": "target", "target": recipe}
+
     def _train_stand_in(
         self, data: StageResult, examples: TextSet, directory: Path, seed: int
     ) -> dict:
         from baselines.text import train_text_helper
+        from panoramia.models.causal_lm import fit_causal_lm, new_causal_lm, save_causal_lm
+
+        if self._target_recipe():  # as _train_demo_target trains the target, on these examples
+            target = self.job.target
+            model = new_causal_lm(
+                base_model=target.base_model, architecture=self.architecture(data), seed=seed
+            )
+            model, metrics = fit_causal_lm(model, examples.tokens, target, seed=seed)
+            save_causal_lm(model, data.directory / TOKENIZER, directory)
+            return metrics
 
         return train_text_helper(
             examples, self._from_base(self.stand_in_recipe(), self.public_base(data)), directory,

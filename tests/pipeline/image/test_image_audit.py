@@ -101,9 +101,15 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ("target=image_path", "target.path"),
         ("generator.model=vae", "generator.model: 'vae' is not one of dcgan, ddpm"),
         ("helper.training_data=public", "helper.training_data: 'public' is not one of"),
-        ("generator.loss_matching.max_drop=1", "generator.loss_matching: bins, epochs"),
-        ("generator.labeler_batch_size=0", "generator.labeler_epochs and labeler_batch_size"),
-        ("generator.filter.max_drop=1.5", "generator.filter.max_drop: 1.5 is not in [0, 1)"),
+        (
+            "generator.loss_matching.max_drop=1",
+            "generator.loss_matching.max_drop: 1.0 is not in [0, 0.99]",
+        ),
+        (
+            "generator.labeler_batch_size=0",
+            "generator.labeler_batch_size: 0 is not an integer in [1,",
+        ),
+        ("generator.filter.max_drop=1.5", "generator.filter.max_drop: 1.5 is not in [0, 0.99]"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

@@ -182,7 +182,9 @@ def test_killed_during_the_attack_resumes_from_finished_stages(
     resumed = audit(*own, artifacts=artifacts, run_dir=tmp_path / "resumed")
     assert resumed.returncode == 0
     assert not any(d.exists() for d in leftovers)  # swept: its process is gone
-    assert resumed.stderr.count(": reused (") == 12  # everything before the attack
+    assert (
+        resumed.stderr.count(": reused (") == 18
+    )  # everything before the attack (stand-ins and their losses included)
     fresh = audit(*own, artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
     reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]
     assert [reports[0][k] for k in HEADLINE] == [reports[1][k] for k in HEADLINE]
@@ -207,7 +209,9 @@ def test_a_fixed_generation_seed_reuses_the_generator_and_resplits_the_rest(
         assert keys["seed0"][stage] == keys["seed3"][stage], stage
     for stage in ("split", "synthetic_split", "game", "attack", "baseline"):
         assert keys["seed0"][stage] != keys["seed3"][stage], stage
-    assert stderr["seed3"].count(": running") == 8  # split … attack_rmrn
+    assert (
+        stderr["seed3"].count(": running") == 11
+    )  # split … attack_rmrn, the 3 stand-ins' losses included
 
     def rows(stage: str, run: str, name: str) -> set[tuple]:
         frame = pd.read_parquet(artifacts / stage / keys[run][stage] / f"{name}.parquet")
