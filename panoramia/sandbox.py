@@ -10,8 +10,9 @@ command and everything it starts, and cannot be lifted. Afterwards the process m
   the audit's own run directory and artifact store inside the service's home).
 
 Every file-system access right the running kernel's Landlock ABI knows is handled, so what is
-not allowed is refused with ``EACCES``, whatever the file's permissions say. Network and
-other resources are not restricted here.
+not allowed is refused with ``EACCES``, whatever the file's permissions say. ``/dev/shm`` is
+out of reach; GPU device files are allowed where they exist. Memory and CPU are not limited
+here, and ``/proc`` stays readable (other processes' command lines included).
 
 The system calls are made directly (``ctypes``; their numbers are the same on every Linux
 architecture). :func:`landlock_abi` tells whether the kernel offers Landlock (0: it does not).
@@ -50,8 +51,15 @@ SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/op
 """Read everywhere a Python, torch and their libraries look (the sandbox adds the Python
 prefixes and ``sys.path`` itself)."""
 PROJECT_PACKAGES = ("panoramia", "mia", "generators", "baselines")
-SYSTEM_WRITE = ("/dev/null", "/dev/shm")
-"""Written by libraries (semaphores of process pools, discarded output)."""
+SYSTEM_WRITE = ("/dev/null",)
+"""Written by libraries (discarded output)."""
+DEVICES = ("/dev/nvidia*", "/dev/dri")
+"""GPU devices an audit may open, write and control (``ioctl``), where they exist."""
+SHARED = ("/dev/shm",)
+"""Shared between processes: never reachable (another audit's shared memory lives there)."""
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+LANDLOCK_RULE_NET_PORT = 2
 
 
 class SandboxError(RuntimeError):
@@ -59,7 +67,13 @@ class SandboxError(RuntimeError):
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]  # fmt: skip
+
+
+class _NetPortAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -106,6 +120,9 @@ class Confinement:
     read: list[Path] = field(default_factory=list)
     write: list[Path] = field(default_factory=list)
     protect: list[Path] = field(default_factory=list)
+    connect: list[int] = field(default_factory=list)
+    """TCP ports the process may connect to (ABI ≥ 4; every other bind and connect is
+    refused): an ``http`` target's, nothing else."""
 
     def with_defaults(self) -> Confinement:
         """Adds the system folders, the Python prefixes and ``sys.path``."""
@@ -114,7 +131,8 @@ class Confinement:
         return Confinement(
             read=[*map(Path, SYSTEM_READ), *python, *paths, *_project_packages(), *self.read],
             write=[*map(Path, SYSTEM_WRITE), *self.write],
-            protect=list(self.protect),
+            protect=[*map(Path, SHARED), *self.protect],
+            connect=list(self.connect),
         )
 
 
@@ -177,9 +195,12 @@ def restrict(confinement: Confinement) -> int:
     if not abi:
         raise SandboxError("this kernel offers no Landlock")
     handled = HANDLED_BY_ABI.get(abi, (1 << 16) - 1)
-    attr = _RulesetAttr(handled)
+    net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, net, scoped)
+    size = 8 * (1 + (abi >= 4) + (abi >= 6))  # the fields this ABI knows
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
-                       ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))  # fmt: skip
+                       ctypes.c_size_t(size), ctypes.c_uint32(0))  # fmt: skip
     try:
         protect = [p.resolve() for p in confinement.protect]
         budget = [10_000]
@@ -188,6 +209,14 @@ def restrict(confinement: Confinement) -> int:
             _add_around(ruleset, resolved, READ, handled, protect, budget)
         for path in confinement.write:
             _add(ruleset, path.resolve(), WRITE, handled)
+        for pattern in DEVICES:  # a GPU: open, write and ioctl its device files
+            for device in Path("/").glob(pattern.lstrip("/")):
+                _add(ruleset, device, READ | WRITE_FILE | IOCTL_DEV, handled)
+        for port in confinement.connect if net else ():
+            rule = _NetPortAttr(NET_CONNECT_TCP, port)
+            _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset),
+                     ctypes.c_int(LANDLOCK_RULE_NET_PORT), ctypes.byref(rule),
+                     ctypes.c_uint32(0))  # fmt: skip
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise SandboxError(f"prctl(NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
         _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
@@ -196,14 +225,23 @@ def restrict(confinement: Confinement) -> int:
     return abi
 
 
-def launcher(confinement: Confinement, command: list[str]) -> list[str]:
-    """The command line that runs ``command`` confined (read by :func:`main`)."""
+def launcher(
+    confinement: Confinement, command: list[str], *, chdir: Path | None = None
+) -> list[str]:
+    """The command line that runs ``command`` confined (read by :func:`main`), in ``chdir``
+    once confined. Start it from a directory the audit cannot write (``/``)."""
     flags: list[str] = []
     for option, paths in (("--read", confinement.read), ("--write", confinement.write),
                           ("--protect", confinement.protect)):  # fmt: skip
         for path in paths:
             flags += [option, str(path)]
-    return [sys.executable, "-m", "panoramia.sandbox", *flags, "--", *command]
+    for port in confinement.connect:
+        flags += ["--connect", str(port)]
+    if chdir is not None:
+        flags += ["--chdir", str(chdir)]
+    # -I: no current directory, script directory or PYTHON* variable on the path, so that
+    # nothing an earlier (confined) attempt wrote can run here before the restriction.
+    return [sys.executable, "-I", "-m", "panoramia.sandbox", *flags, "--", *command]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,15 +249,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m panoramia.sandbox")
     for option in ("--read", "--write", "--protect"):
         parser.add_argument(option, action="append", type=Path, default=[])
+    parser.add_argument("--connect", action="append", type=int, default=[])
+    parser.add_argument("--chdir", type=Path)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command after --")
-    confinement = Confinement(args.read, args.write, args.protect).with_defaults()
+    confinement = Confinement(args.read, args.write, args.protect, args.connect)
     try:
-        restrict(confinement)
-    except SandboxError as error:
+        restrict(confinement.with_defaults())
+        if args.chdir is not None:
+            os.chdir(args.chdir)
+    except (SandboxError, OSError) as error:
         print(f"panoramia-sandbox: error: {error}", file=sys.stderr)
         sys.exit(3)
     os.execv(command[0], command)

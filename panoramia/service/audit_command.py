@@ -77,8 +77,13 @@ def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
             raise RequestProblem(field, "must stay inside its folder (no '..' or absolute paths)")
         if not candidate.exists():
             raise RequestProblem(field, f"{relative!r} not found")
-        if "${" in str(candidate.relative_to(base)):
-            raise RequestProblem(field, "a file or folder name may not contain '${'")
+        inside = str(candidate.relative_to(base))
+        if "${" in inside or "\\" in inside:
+            raise RequestProblem(field, "a file or folder name may not contain '${' or '\\'")
+        if candidate.is_file() and candidate.stat().st_nlink != 1:
+            raise RequestProblem(field, "a file with several names (a hard link) is not read")
+        if not (candidate.is_file() or candidate.is_dir()):
+            raise RequestProblem(field, "neither a file nor a folder")
         if candidate.is_dir():
             check_folder_confined(candidate, base, field)
     except (OSError, RuntimeError, ValueError) as error:  # name too long, link loop, NUL
@@ -103,6 +108,10 @@ def check_folder_confined(folder: Path, base: Path, field: tuple[str | int, ...]
                     raise RequestProblem(field, f"{where!r} is a link (links are not followed)")
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
+                elif not entry.is_file(follow_symlinks=False):
+                    raise RequestProblem(field, f"{where!r} is neither a file nor a folder")
+                elif entry.stat(follow_symlinks=False).st_nlink != 1:
+                    raise RequestProblem(field, f"{where!r} has several names (a hard link)")
 
 
 @cache

@@ -34,8 +34,13 @@ INPUTS = "inputs"
 """The run directory's folder of copied inputs."""
 MAX_ENTRIES = 100_000
 """Entries of a data folder copied at most (the service's scan cap)."""
+MAX_BYTES = 8 * 2**30
+"""Bytes copied at most for one audit (sizes as the files declare them)."""
+MAX_DEPTH = 32
+"""Folders nested at most in a data folder."""
 PLAIN_SUFFIX = re.compile(r"(\.[A-Za-z0-9]{1,10}){1,3}")
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+"""No link followed; a FIFO opens without waiting for a writer (and is then refused)."""
 
 
 class StagingError(InputError):
@@ -76,19 +81,30 @@ def _reason(error: OSError) -> str:
     }.get(error.errno or 0, type(error).__name__)
 
 
-def _copy_descriptor(descriptor: int, destination: Path, shown: str, budget: list[int]) -> None:
-    """Copy the open file or folder ``descriptor`` to ``destination``; links inside a folder
-    are refused, and at most :data:`MAX_ENTRIES` entries are copied."""
+def _copy_descriptor(
+    descriptor: int, destination: Path, shown: str, budget: list[int], depth: int = 0
+) -> None:
+    """Copy the open file or folder ``descriptor`` to ``destination``; links, hard-linked
+    files (a second name of a file that may be someone else's), FIFOs and devices are
+    refused, and at most :data:`MAX_ENTRIES` entries, :data:`MAX_BYTES` bytes and
+    :data:`MAX_DEPTH` levels are copied (``budget``: entries and bytes left)."""
     info = os.fstat(descriptor)
     budget[0] -= 1
     if budget[0] < 0:
         raise StagingError(f"{shown}: more than {MAX_ENTRIES} entries")
     if stat.S_ISREG(info.st_mode):
+        if info.st_nlink != 1:
+            raise StagingError(f"{shown}: a file with several names (a hard link) is not read")
+        budget[1] -= info.st_size
+        if budget[1] < 0:
+            raise StagingError(f"{shown}: more than {MAX_BYTES} bytes of data in all")
         with os.fdopen(os.dup(descriptor), "rb") as source, destination.open("xb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         return
     if not stat.S_ISDIR(info.st_mode):
         raise StagingError(f"{shown}: neither a file nor a folder")
+    if depth >= MAX_DEPTH:
+        raise StagingError(f"{shown}: folders nested more than {MAX_DEPTH} deep")
     destination.mkdir()
     for entry in sorted(os.listdir(descriptor)):
         inner = f"{shown}/{entry}"
@@ -97,7 +113,7 @@ def _copy_descriptor(descriptor: int, destination: Path, shown: str, budget: lis
         except OSError as error:
             raise StagingError(f"{inner}: not usable ({_reason(error)})") from None
         try:
-            _copy_descriptor(child, destination / entry, inner, budget)
+            _copy_descriptor(child, destination / entry, inner, budget, depth + 1)
         finally:
             os.close(child)
 
@@ -112,7 +128,9 @@ def stage_data_files(
     copies of a previous attempt are replaced."""
     parser = OverridesParser.create()
     inputs = run_dir / INPUTS
-    if inputs.exists():
+    if inputs.is_symlink() or inputs.is_file():  # planted by an earlier attempt's child
+        inputs.unlink()
+    elif inputs.exists():
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
     base = data_dir.resolve()
@@ -135,7 +153,9 @@ def stage_data_files(
         suffix = "".join(Path(inside[-1]).suffixes)
         name = DATA_PATH_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
         try:
-            _copy_descriptor(descriptor, inputs / name, shown, [MAX_ENTRIES])
+            _copy_descriptor(descriptor, inputs / name, shown, [MAX_ENTRIES, MAX_BYTES])
+        except (OSError, RecursionError) as error:  # too long a name, too many files open
+            raise StagingError(f"{shown}: cannot be copied ({type(error).__name__})") from None
         finally:
             os.close(descriptor)
         names[str(inputs / name)] = shown

@@ -67,7 +67,9 @@ def audit_environment(run_dir: Path, threads: int) -> dict[str, str]:
     }
 
 
-def audit_confinement(settings: ServiceSettings, run_dir: Path, artifacts_dir: Path) -> Confinement:
+def audit_confinement(
+    settings: ServiceSettings, run_dir: Path, artifacts_dir: Path, request: dict | None = None
+) -> Confinement:
     """What an audit child may reach (docs: SECURITY.md, "Confinement"): it reads the code,
     the configs and the shared models folder, and reads and writes its run directory (its
     inputs copied there, :mod:`panoramia.service.data_staging`) and its contributor's
@@ -85,7 +87,26 @@ def audit_confinement(settings: ServiceSettings, run_dir: Path, artifacts_dir: P
         read=[settings.models_dir, config_dir()],
         write=[run_dir, artifacts_dir],
         protect=protect,
+        connect=http_target_ports(settings.models_dir, request),
     )
+
+
+def http_target_ports(models_dir: Path, request: dict | None) -> list[int]:
+    """The TCP port of the audit's ``http`` target (the one network connection an audit
+    makes), read from its manifest under ``models_dir``; none for any other target."""
+    from urllib.parse import urlsplit
+
+    path = ((request or {}).get("target") or {}).get("path")
+    if not path:
+        return []
+    try:
+        manifest = json.loads(read_own_file(models_dir / path / "target.json", limit=2**20))
+        if manifest.get("format") != "http":
+            return []
+        url = urlsplit(str(manifest["url"]))
+        return [url.port or {"http": 80, "https": 443}.get(url.scheme, 80)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
 
 
 def private_folders(run_dir: Path) -> dict[str, str]:
@@ -104,16 +125,40 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{thread}:{uuid.uuid4().hex[:8]}"
 
 
+def read_own_file(path: Path, *, limit: int = 256 * 2**20) -> str:
+    """The text of a file the audit child wrote in its run directory, opened without following
+    a link and only if it is a regular file with one name (a child may plant a link or a hard
+    link there to make the unconfined worker read someone else's file); OSError otherwise."""
+    import stat
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > limit:
+            raise OSError(f"{path.name}: not a plain file of the audit's own")
+        with os.fdopen(os.dup(descriptor), "rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    finally:
+        os.close(descriptor)
+
+
+def _open_log(path: Path) -> int:
+    """The attempt's log, created or appended without following a link (OSError on one)."""
+    return os.open(
+        path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+
+
 def _read_progress(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_own_file(path, limit=2**16))
     except (OSError, ValueError):
         return None
 
 
 def _last_error_line(log_file: Path) -> str:
     try:
-        lines = [line.strip() for line in log_file.read_text(errors="replace").splitlines()]
+        lines = [line.strip() for line in read_own_file(log_file).splitlines()]
     except OSError:
         return "the audit process failed (no log)"
     lines = [line for line in lines if line]
@@ -176,17 +221,26 @@ def run_audit(
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
         return AuditStatus.FAILED
-    if settings.sandbox and landlock_abi():
-        command = launcher(audit_confinement(settings, run_dir, artifacts_dir), command)
+    confined = bool(settings.sandbox and landlock_abi())
+    if confined:
+        rules = audit_confinement(settings, run_dir, artifacts_dir, audit.request)
+        command = launcher(rules, command, chdir=run_dir)
         env |= private_folders(run_dir)
     started = time.perf_counter()
     queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
     log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
-    with log_file.open("ab") as output:
+    try:
+        output = _open_log(log_file)
+    except OSError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, f"log: {error.strerror}", {})
+        return AuditStatus.FAILED
+    try:
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            cwd=run_dir,
+            cwd="/" if confined else run_dir,  # confined: it moves into run_dir once restricted
         )  # fmt: skip
+    finally:
+        os.close(output)
     try:
         outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
     except ClaimLost:
@@ -262,12 +316,12 @@ def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportCo
     if returncode != 0:
         return _last_error_line(log_file)
     try:
-        text = (run_dir / "report.json").read_text()
+        text = read_own_file(run_dir / "report.json")
         ReportDocument.model_validate_json(text)
     except (OSError, ValidationError) as error:
         return f"report.json: {str(error).splitlines()[0]}"
     try:
-        html = (run_dir / "report.html").read_text()
+        html = read_own_file(run_dir / "report.html")
     except OSError:
         return "report.html: missing after a successful run"
     return ReportContent(document=json.loads(text), html=html, artifact_location=str(run_dir))

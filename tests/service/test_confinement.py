@@ -6,6 +6,7 @@ shared models and its own run directory stay usable."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -78,9 +79,10 @@ def test_a_confined_audit_child_reaches_only_its_own_files(tmp_path: Path) -> No
     command = launcher(
         audit_confinement(settings, run_dir, own_artifacts),
         [sys.executable, "-c", PROBE, json.dumps({k: str(v) for k, v in probes.items()})],
+        chdir=run_dir,
     )
     result = subprocess.run(
-        command, capture_output=True, text=True, cwd=run_dir, timeout=120,
+        command, capture_output=True, text=True, cwd="/", timeout=120,
         env={"PATH": "/usr/bin:/bin", **private_folders(run_dir)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -97,3 +99,54 @@ def test_the_confinement_can_be_required(tmp_path: Path) -> None:
     if landlock_abi():
         required = replace(settings, require_sandbox=True)
         assert required.check_sandbox() == f"landlock ABI {landlock_abi()}"
+
+
+def test_the_worker_never_follows_what_a_confined_child_planted(tmp_path: Path) -> None:
+    """A child may leave links (or hard links) in its run directory for the unconfined worker
+    to read or append to: the worker refuses them; and a module planted there never runs
+    before the next attempt's confinement (the launcher starts with ``python -I`` from ``/``)."""
+    from panoramia.service.execution import _open_log, read_own_file
+
+    settings, run_dir = _home(tmp_path)
+    secret = settings.data_dir / "alice" / "members.csv"
+    (run_dir / "progress.json").symlink_to(secret)
+    os.link(secret, run_dir / "report.json")
+    (run_dir / "attempt-2.log").symlink_to(secret)
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        read_own_file(run_dir / "progress.json")
+    with pytest.raises(OSError, match="not a plain file of the audit's own"):
+        read_own_file(run_dir / "report.json")
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        _open_log(run_dir / "attempt-2.log")
+    assert secret.read_text() == "alice's rows\n"
+    (run_dir / "json.py").write_text("raise SystemExit('planted code ran')\n")
+    command = launcher(audit_confinement(settings, run_dir, settings.artifacts_dir / "1"),
+                       [sys.executable, "-c", "import os; print(os.getcwd())"],
+                       chdir=run_dir)  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=60,
+                          env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    if landlock_abi():
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(run_dir)
+
+
+@needs_landlock
+def test_a_confined_child_reaches_no_tcp_port_and_signals_no_one(tmp_path: Path) -> None:
+    settings, run_dir = _home(tmp_path)
+    probe = (
+        "import os, socket, sys\n"
+        "s = socket.socket()\n"
+        "try:\n    s.connect(('127.0.0.1', 6379)); print('connected')\n"
+        "except PermissionError: print('refused')\n"
+        "except OSError: print('closed')\n"
+        f"try:\n    os.kill({os.getpid()}, 0); print('signalled')\n"
+        "except PermissionError: print('no signal')\n"
+    )
+    command = launcher(audit_confinement(settings, run_dir, settings.artifacts_dir / "1"),
+                       [sys.executable, "-c", probe], chdir=run_dir)  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=60,
+                          env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    network, signal = done.stdout.splitlines()
+    assert network == ("refused" if landlock_abi() >= 4 else network)
+    assert signal == ("no signal" if landlock_abi() >= 6 else signal)

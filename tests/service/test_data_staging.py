@@ -142,3 +142,46 @@ def test_a_path_outside_the_data_folder_or_climbing_out_is_refused(tmp_path: Pat
             stage_data_files([f"data.members_path='{path}'"], data, run_dir)
     with pytest.raises(InputError, match="inside your folder"):
         stage_data_files([f"data.members_path='{data}/alice/../alice/members.csv'"], data, run_dir)
+
+
+def test_hard_links_fifos_and_deep_folders_are_refused_never_waited_on(tmp_path: Path) -> None:
+    """A hard link is a second name of someone else's file (no link to follow, the same
+    inode); a FIFO would block the worker's read forever; neither is read."""
+    data = tmp_path / "data"
+    alice = _alice(data)
+    mallory = data / "mallory"
+    (mallory / "pics").mkdir(parents=True)
+    os.link(alice / "members.csv", mallory / "mine.csv")
+    os.mkfifo(mallory / "pipe.csv")
+    os.mkfifo(mallory / "pics" / "pipe.npz")
+    deep = mallory / "deep"
+    deep.joinpath(*["d"] * 40).mkdir(parents=True)
+    run_dir = tmp_path / "run"
+    for relative, message in (
+        ("mallory/mine.csv", "several names"),
+        ("mallory/pipe.csv", "neither a file nor a folder"),
+        ("mallory/pics", "neither a file nor a folder"),
+        ("mallory/deep", "nested more than"),
+    ):
+        with pytest.raises(InputError, match=message):
+            _staged(data, run_dir, relative)
+    copied = [p.read_bytes() for p in run_dir.rglob("*") if p.is_file()]
+    assert (alice / "members.csv").read_bytes() not in copied
+
+
+def test_submission_refuses_hard_links_and_special_files(refusing: LiveService) -> None:
+    data = refusing.settings.data_dir
+    alice = _alice(data)
+    mallory = data / "mallory"
+    (mallory / "pics").mkdir(parents=True, exist_ok=True)
+    if not (mallory / "hard.csv").exists():
+        os.link(alice / "members.csv", mallory / "hard.csv")
+        os.mkfifo(mallory / "pics" / "pipe.npz")
+    with refusing.client(refusing.token("mallory")) as client:
+        hard = client.post("/v1/audits", json=BODY | {"data": CSV | {"members": "hard.csv"}})
+        fifo = client.post("/v1/audits", json=BODY | {"target": {"config": "cnn_overfit"},
+                                                       "data": {"source": "images",
+                                                                "members": "pics"}})  # fmt: skip
+    assert hard.status_code == fifo.status_code == 422
+    assert "several names" in hard.text
+    assert "neither a file nor a folder" in fifo.text
