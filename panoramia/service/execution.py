@@ -259,7 +259,10 @@ def run_audit(
             store.finish(audit_id, worker, finished, timings)
             outcome = (AuditStatus.SUCCEEDED, "")
         else:
-            outcome = (AuditStatus.FAILED, in_contributor_terms(finished, staged_names))
+            shown = in_contributor_terms(finished, staged_names)  # her files by her names
+            for server_path, placeholder in ((run_dir, "<audit>"), (settings.home, "<home>")):
+                shown = shown.replace(str(server_path), placeholder)  # never the layout
+            outcome = (AuditStatus.FAILED, shown)
     if outcome[0] != AuditStatus.SUCCEEDED:
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
