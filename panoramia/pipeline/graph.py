@@ -359,11 +359,15 @@ class AuditPipeline(ABC):
         prefix = "nonmember" if real_nonmembers else "synthetic"
         others_folder = split.directory if real_nonmembers else synthetic.directory
 
+        tables_read: dict[str, dict[str, np.ndarray]] = {}  # h's losses serve every member
+
         def side_table(stage: StageResult) -> dict[str, np.ndarray]:
-            sequences = stage.directory / SEQUENCE_LOSSES
-            return dict(
-                np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
-            )
+            if stage.key not in tables_read:
+                sequences = stage.directory / SEQUENCE_LOSSES
+                tables_read[stage.key] = dict(
+                    np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
+                )
+            return tables_read[stage.key]
 
         def side(losses: list[StageResult]) -> dict[str, np.ndarray]:
             tables = [side_table(stage) for stage in losses]
@@ -372,7 +376,10 @@ class AuditPipeline(ABC):
                 loss = {name: np.stack([t[name] for t in tables], axis=-1) for name in loss}
             return loss
 
-        def member(directory: Path, loss: dict[str, np.ndarray], index: int) -> dict:
+        def member(
+            directory: Path, loss: dict[str, np.ndarray], index: int
+        ) -> tuple[dict, np.ndarray]:
+            """Train and score the ``index``-th distinguisher: (its record, its scores)."""
 
             def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
                 members = self.read_set(split.directory / f"member_{which}{self.SET_SUFFIX}")
@@ -397,21 +404,23 @@ class AuditPipeline(ABC):
             scores = model.score(self.fill_slots(members, others, take), side)
             suffix = f"_{index}" if len(sides) > 1 else ""
             np.savez(directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side)
-            return {
+            record = {
                 "selection": [asdict(c) for c in model.candidates],
                 "chosen": asdict(model.chosen),
             }
+            return record, scores
 
         def build(directory: Path) -> dict:
-            records = [member(directory, side(losses), k) for k, losses in enumerate(sides)]
+            members = [member(directory, side(losses), k) for k, losses in enumerate(sides)]
+            records = [record for record, _ in members]
             if len(records) == 1:
                 return records[0]
-            scores = [np.load(directory / f"scores_{k}.npz") for k in range(len(records))]
+            first = np.load(directory / "scores_0.npz")
             np.savez(
                 directory / "scores.npz",
-                scores=np.mean([s["scores"] for s in scores], axis=0),
-                membership=scores[0]["membership"],
-                side=scores[0]["side"],
+                scores=np.mean([scores for _, scores in members], axis=0),
+                membership=first["membership"],
+                side=first["side"],
             )
             return {"ensemble": records, "chosen": records[0]["chosen"],
                     "selection": records[0]["selection"]}  # fmt: skip

@@ -35,7 +35,7 @@ from panoramia.pipeline.registry import (
 )
 from panoramia.ranges import check_ranges
 from panoramia.service.audit_limits import AuditLimits, check_limits
-from panoramia.service.data_staging import MAX_ENTRIES
+from panoramia.service.data_staging import MAX_ENTRIES, unreadable_entry
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
@@ -80,10 +80,9 @@ def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
         inside = str(candidate.relative_to(base))
         if "${" in inside or "\\" in inside:
             raise RequestProblem(field, "a file or folder name may not contain '${' or '\\'")
-        if candidate.is_file() and candidate.stat().st_nlink != 1:
-            raise RequestProblem(field, "a file with several names (a hard link) is not read")
-        if not (candidate.is_file() or candidate.is_dir()):
-            raise RequestProblem(field, "neither a file nor a folder")
+        problem = unreadable_entry(candidate.lstat())  # resolved: no link left to follow
+        if problem is not None:
+            raise RequestProblem(field, problem)
         if candidate.is_dir():
             check_folder_confined(candidate, base, field)
     except (OSError, RuntimeError, ValueError) as error:  # name too long, link loop, NUL
@@ -103,15 +102,12 @@ def check_folder_confined(folder: Path, base: Path, field: tuple[str | int, ...]
                 count += 1
                 if count > MAX_ENTRIES:
                     raise RequestProblem(field, f"more than {MAX_ENTRIES} entries")
-                where = str(Path(entry.path).relative_to(folder))
-                if entry.is_symlink():
-                    raise RequestProblem(field, f"{where!r} is a link (links are not followed)")
+                problem = unreadable_entry(entry.stat(follow_symlinks=False))
+                if problem is not None:
+                    where = str(Path(entry.path).relative_to(folder))
+                    raise RequestProblem(field, f"{where!r} is {problem}")
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
-                elif not entry.is_file(follow_symlinks=False):
-                    raise RequestProblem(field, f"{where!r} is neither a file nor a folder")
-                elif entry.stat(follow_symlinks=False).st_nlink != 1:
-                    raise RequestProblem(field, f"{where!r} has several names (a hard link)")
 
 
 @cache

@@ -43,6 +43,22 @@ _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 
 """No link followed; a FIFO opens without waiting for a writer (and is then refused)."""
 
 
+def unreadable_entry(info: os.stat_result) -> str | None:
+    """Why a data entry (its ``lstat`` or ``fstat``) is never read: a link, a FIFO, a
+    device or socket, or a regular file with several names (a hard link: a second name of a
+    file that may be someone else's); None for a folder or a regular file with one name.
+    The submission's check and the worker's copy both ask this."""
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return "a link (links are not followed)"
+    if not stat.S_ISREG(info.st_mode):
+        return "neither a file nor a folder"
+    if info.st_nlink != 1:
+        return "a file with several names (a hard link)"
+    return None
+
+
 class StagingError(InputError):
     """A data path that cannot be copied safely; the message names it inside its folder."""
 
@@ -92,17 +108,16 @@ def _copy_descriptor(
     budget[0] -= 1
     if budget[0] < 0:
         raise StagingError(f"{shown}: more than {MAX_ENTRIES} entries")
+    problem = unreadable_entry(info)
+    if problem is not None:
+        raise StagingError(f"{shown}: {problem}")
     if stat.S_ISREG(info.st_mode):
-        if info.st_nlink != 1:
-            raise StagingError(f"{shown}: a file with several names (a hard link) is not read")
         budget[1] -= info.st_size
         if budget[1] < 0:
             raise StagingError(f"{shown}: more than {MAX_BYTES} bytes of data in all")
         with os.fdopen(os.dup(descriptor), "rb") as source, destination.open("xb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         return
-    if not stat.S_ISDIR(info.st_mode):
-        raise StagingError(f"{shown}: neither a file nor a folder")
     if depth >= MAX_DEPTH:
         raise StagingError(f"{shown}: folders nested more than {MAX_DEPTH} deep")
     destination.mkdir()

@@ -33,7 +33,11 @@ from panoramia.errors import InputError
 from panoramia.lifeline import PARENT_ENV
 from panoramia.sandbox import Confinement, landlock_abi, launcher
 from panoramia.service.audit_command import job_command
-from panoramia.service.data_staging import in_contributor_terms, stage_data_files
+from panoramia.service.data_staging import (
+    in_contributor_terms,
+    stage_data_files,
+    unreadable_entry,
+)
 from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
@@ -134,7 +138,7 @@ def read_own_file(path: Path, *, limit: int = 256 * 2**20) -> str:
     descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > limit:
+        if not stat.S_ISREG(info.st_mode) or unreadable_entry(info) or info.st_size > limit:
             raise OSError(f"{path.name}: not a plain file of the audit's own")
         with os.fdopen(os.dup(descriptor), "rb") as handle:
             return handle.read(limit).decode("utf-8", errors="replace")

@@ -235,11 +235,10 @@ class TabularPipeline(AuditPipeline):
     ) -> dict:
         from baselines.tabular import train_helper
 
-        select = self.job.audit.stand_in.select_epoch
+        recipe = self.stand_in_recipe()
         return train_helper(
-            examples, load_schema(data.directory), self.job.helper, directory,
-            seed=seed,
-            validation_fraction=self.job.helper.validation_fraction if select else 0.0,
+            examples, load_schema(data.directory), recipe, directory, seed=seed,
+            validation_fraction=recipe.validation_fraction,
         )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
