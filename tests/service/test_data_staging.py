@@ -185,3 +185,45 @@ def test_submission_refuses_hard_links_and_special_files(refusing: LiveService) 
     assert hard.status_code == fifo.status_code == 422
     assert "several names" in hard.text
     assert "neither a file nor a folder" in fifo.text
+
+
+@pytest.mark.parametrize("swap", ["file", "folder on the way"])
+def test_a_file_swapped_while_the_audit_starts_is_refused_by_the_live_worker(
+    tmp_path: Path, database_url: str, swap: str
+) -> None:
+    """Against a live server (SQLite and PostgreSQL): mallory's audit passes every check at
+    submission; she then swaps her file (or a folder on its path) for a link to alice's; the
+    worker's own code path claims the audit, refuses the link, and fails the audit with one
+    line in her terms; none of alice's bytes reach the run directory."""
+    from panoramia.service.execution import run_audit
+    from panoramia.store.repository import AuditStatus
+
+    with queued_only_service(tmp_path / "home", database_url, redis_database(1),
+                             rate_limit="1000/minute") as service:  # fmt: skip
+        data = service.settings.data_dir
+        alice = _alice(data)
+        (alice / "members.csv").write_text("x,y\n" + "7,1\n" * 50)
+        own = data / "mallory" / "sub"
+        own.mkdir(parents=True)
+        (own / "m.csv").write_text("x,y\n" + "1,0\n2,1\n" * 25)
+        body = BODY | {"data": CSV | {"members": "sub/m.csv"}}
+        with service.client(service.token("mallory")) as mallory:
+            submitted = mallory.post("/v1/audits", json=body)
+            assert submitted.status_code == 202, submitted.text
+            audit_id = submitted.json()["id"]
+            if swap == "file":
+                (own / "m.csv").unlink()
+                (own / "m.csv").symlink_to(alice / "members.csv")
+            else:
+                os.rename(own, data / "mallory" / "old")
+                (data / "mallory" / "sub").symlink_to(alice)
+                (alice / "m.csv").write_text((alice / "members.csv").read_text())
+            status = run_audit(service.store, service.settings, audit_id)
+            audit = mallory.get(f"/v1/audits/{audit_id}").json()
+    assert status == AuditStatus.FAILED
+    assert audit["status"] == "failed"
+    assert "sub/m.csv: not usable (a symbolic link" in audit["error"]
+    assert str(data) not in audit["error"]
+    run_dir = service.settings.audits_dir / audit_id
+    copied = [p.read_bytes() for p in run_dir.rglob("*") if p.is_file()]
+    assert not any(b"7,1" in content for content in copied)
