@@ -39,9 +39,14 @@ class Range:
     def __str__(self) -> str:
         left = "(" if self.open_low else "["
         right = ")" if self.open_high else "]"
-        low = "-inf" if self.low == -math.inf else f"{self.low:g}"
-        high = "inf" if self.high == math.inf else f"{self.high:g}"
+        low, high = _bound(self.low), _bound(self.high)
         return f"{'an integer in ' if self.integer else ''}{left}{low}, {high}{right}"
+
+
+def _bound(value: float) -> str:
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 COUNT = Range(1, 10**9, integer=True)
@@ -74,6 +79,7 @@ _TABLE = (
     ("guidance", Range(0, 100)),
     ("dp_max_grad_norm", Range(0, 10**6, open_low=True)),
     ("dp_epsilon", Range(0, math.inf, open_low=True)),
+    ("seed generation_seed train_seed pool_seed", Range(0, 2**32 - 1, integer=True)),
 )  # fmt: skip
 RANGES: dict[str, Range] = {name: allowed for names, allowed in _TABLE for name in names.split()}
 """Each setting's range, by its last name; a list's entries (``hidden``) each."""
@@ -81,6 +87,26 @@ MAX_LIST = {"hidden": 32, "packages": 64, "categorical": 10_000, "continuous": 1
             "grid": 1_000, "trusted_modules": 100}  # fmt: skip
 """The most entries a list setting may hold."""
 SKIPPED = ("claim.", "hydra.")
+
+
+def ranges_markdown() -> str:
+    """The table of every setting's range (``docs/RANGES.md`` holds it; a test keeps it so)."""
+    lines = [
+        "# Settings and their ranges",
+        "",
+        "Generated from `panoramia/ranges.py` (`python -m panoramia.ranges > docs/RANGES.md`).",
+        "A setting is known by its last name (`target.epochs`, `helper.epochs`: `epochs`); every",
+        "numeric setting of every config the job composes has a row here (a test composes them",
+        "all). The CLI refuses a value outside its range with one line and exit 2, the service",
+        "with 422, before any work; the service's own limits (SECURITY.md) apply on top.",
+        "",
+        "| setting | range |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {RANGES[name]} |" for name in sorted(RANGES)]
+    lines += ["", "| list setting | most entries |", "|---|---|"]
+    lines += [f"| `{name}` | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)]
+    return "\n".join(lines) + "\n"
 
 
 def _leaves(node: object, where: str = "") -> Iterator[tuple[str, str, object]]:
@@ -123,3 +149,7 @@ def check_ranges(config: dict) -> None:
         if not allowed.holds(value):
             shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
             raise InputError(f"{key}: {shown} is not in {allowed}".replace("in an", "an"))
+
+
+if __name__ == "__main__":
+    print(ranges_markdown(), end="")

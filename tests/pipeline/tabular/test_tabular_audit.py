@@ -372,6 +372,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("generator.filter.max_drop=0.9999999", "max_drop: 0.9999999 is not in [0, 0.99]"),
         ("generator.filter.extra_fraction=1e9", "extra_fraction: 1000000000.0 is not in (0, 100]"),
         ("audit.ensemble=0", "audit.ensemble: 0 is not an integer in [1, 64]"),
+        ("seed=-1", "seed: -1 is not an integer in [0, 4294967295]"),
         ("target.hidden=[" + ",".join(["64"] * 33) + "]", "target.hidden: 33 entries, at most 32"),
         ("+nonexistent=1", "+nonexistent: not a setting"),
     ],
