@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import ParamSpec, TypeVar
 
-from sqlalchemy import Engine, Text, cast, func, or_, select, update
+from sqlalchemy import Engine, Select, Text, cast, func, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker, undefer
 
@@ -571,15 +571,12 @@ class ReportStore:
     def list_reports(
         self, principal: Principal, model_name: str, where: ReportFilter
     ) -> list[Report] | None:
-        """The principal's reports of ``model_name``, newest first; None if it has none at all."""
-        query = (
-            select(Report)
-            .join(AuditedModel, AuditedModel.id == Report.model_id)
-            .where(AuditedModel.name == model_name)
-        )
-        if not principal.is_admin:
-            query = query.where(Report.contributor_id == principal.contributor_id)
-        visible = query
+        """The principal's reports of ``model_name``, newest first; None if it has none at all.
+
+        A contributor's query starts from her own models (the owner, name, version index) and
+        never reaches another contributor's rows, so whether another contributor has a model of
+        that name shows in neither the answer nor the work done (:func:`reports_query`)."""
+        query = visible = reports_query(principal, model_name)
         if where.version is not None:
             query = query.where(AuditedModel.version == where.version)
         if where.modality is not None:
@@ -596,6 +593,22 @@ class ReportStore:
                 return found
             exists = session.scalar(visible.with_only_columns(Report.id).limit(1))
             return [] if exists is not None else None
+
+
+def reports_query(principal: Principal, model_name: str) -> Select:
+    """Every report of ``model_name`` the principal may see (a contributor: hers only, the
+    filter on the model's owner first; an admin: everyone's)."""
+    query = (
+        select(Report)
+        .join(AuditedModel, AuditedModel.id == Report.model_id)
+        .where(AuditedModel.name == model_name)
+    )
+    if principal.is_admin:
+        return query
+    return query.where(
+        AuditedModel.contributor_id == principal.contributor_id,
+        Report.contributor_id == principal.contributor_id,
+    )
 
 
 def _may_see(principal: Principal | None, owner_id: int) -> bool:

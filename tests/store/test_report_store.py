@@ -77,3 +77,37 @@ def test_cancel_of_a_running_orphan_ends_cancelled(store: ReportStore) -> None:
     audit = store.get_audit(None, audit_id)
     assert audit.status == AuditStatus.CANCELLED
     assert audit.error.startswith("cancelled;")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_another_contributors_model_name_changes_no_work_done(store: ReportStore) -> None:
+    """Whether bob has a model named ``census`` must not show in alice's answer nor in the
+    time it takes: the database does the same work, row for row, as for a name nobody uses."""
+    from sqlalchemy import text
+
+    from panoramia.store.repository import ReportFilter, reports_query
+
+    alice = store.authenticate(store.create_contributor("alice"))
+    bob = store.authenticate(store.create_contributor("bob"))
+    document = report_document_for_test(0)
+    for version in range(40):
+        store.add_report(bob, ModelRef("census", str(version)), ReportContent(document=document))
+    store.add_report(alice, ModelRef("mine", "1"), ReportContent(document=document))
+    assert store.list_reports(alice, "census", ReportFilter()) is None
+    assert store.list_reports(alice, "nothing", ReportFilter()) is None
+
+    def work(name: str) -> list[tuple]:
+        """Each plan node's type, rows and loops (timings left out)."""
+        query = reports_query(alice, name)
+        compiled = query.compile(store.engine, compile_kwargs={"literal_binds": True})
+        with store.engine.connect() as connection:
+            plan = connection.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {compiled}"))
+            nodes, found = [plan.scalar()[0]["Plan"]], []
+        while nodes:
+            node = nodes.pop()
+            found.append((node["Node Type"], node["Actual Rows"], node["Actual Loops"]))
+            nodes += node.get("Plans", [])
+        return found
+
+    assert work("census") == work("nothing")
+    assert work("mine") != work("nothing")  # the comparison sees rows where there are some
