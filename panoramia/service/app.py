@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
-from panoramia.service.limits import BodySizeLimit, make_limiter
+from panoramia.service.limits import SpooledBody, make_limiter
 from panoramia.service.queues import AuditQueue
 from panoramia.service.schemas import (
     AuditRequest,
@@ -162,7 +162,13 @@ def create_app(
         description="Submit PANORAMIA audits and query per-model leakage reports.",
         lifespan=lifespan,
     )
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    settings.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    app.add_middleware(
+        SpooledBody,
+        max_bytes=settings.max_upload_bytes,
+        spool_dir=settings.spool_dir,
+        max_large_at_once=settings.max_parsing_uploads,
+    )
     limiter = make_limiter(settings)
     app.state.limiter = limiter
     principals = PrincipalCache(store)

@@ -30,7 +30,8 @@ class ServiceSettings:
 
     Environment: ``PANORAMIA_HOME``, ``PANORAMIA_DATABASE_URL``, ``PANORAMIA_QUEUE``
     (``local`` | ``celery``), ``PANORAMIA_WORKERS`` (concurrent audits per process),
-    ``PANORAMIA_REDIS_URL``, ``PANORAMIA_MAX_UPLOAD_MB``, ``PANORAMIA_RATE_LIMIT`` (submissions
+    ``PANORAMIA_REDIS_URL``, ``PANORAMIA_MAX_UPLOAD_MB``, ``PANORAMIA_MAX_PARSING_UPLOADS``,
+    ``PANORAMIA_RATE_LIMIT`` (submissions
     and uploads per contributor, e.g. ``30/minute``), ``PANORAMIA_HEARTBEAT_S``,
     ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``,
     ``PANORAMIA_TRUSTED_MODULES`` (comma-separated module prefixes whose ``nn.Module`` classes
@@ -48,6 +49,10 @@ class ServiceSettings:
     max_storage_bytes: int = 1024 * 2**20
     """Reports (documents and pages) one contributor may keep (``PANORAMIA_MAX_STORAGE_MB``):
     an upload past it is answered 507, and so is an audit submitted once it is reached."""
+    max_parsing_uploads: int = 2
+    """Request bodies over 1 MiB handed to the app at once (``PANORAMIA_MAX_PARSING_UPLOADS``);
+    the others wait, spooled to ``spool_dir``. The server's memory for uploads is about this
+    many times a few body sizes, whatever the number of concurrent uploads."""
     rate_limit: str = "30/minute"
     heartbeat_s: float = 5.0
     stale_after_s: float = 60.0
@@ -90,6 +95,11 @@ class ServiceSettings:
         return self.home / "models"
 
     @property
+    def spool_dir(self) -> Path:
+        """Request bodies being received (temporary files, removed when answered)."""
+        return self.home / "spool"
+
+    @property
     def audits_dir(self) -> Path:
         return self.home / "audits"
 
@@ -120,6 +130,7 @@ class ServiceSettings:
             redis_url=os.environ.get("PANORAMIA_REDIS_URL") or "redis://127.0.0.1:6379/0",
             max_upload_bytes=int(_number("PANORAMIA_MAX_UPLOAD_MB", 20, minimum=0.001) * 2**20),
             max_storage_bytes=int(_number("PANORAMIA_MAX_STORAGE_MB", 1024, minimum=0.001) * 2**20),
+            max_parsing_uploads=int(_number("PANORAMIA_MAX_PARSING_UPLOADS", 2, minimum=1)),
             rate_limit=rate_limit,
             heartbeat_s=heartbeat,
             stale_after_s=_number("PANORAMIA_STALE_AFTER_S", 60.0, minimum=2 * heartbeat),
