@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from tests.service_support import report_document_for_test  # noqa: E402
+from tests.service_support import report_document_for_test
 
 BIN = Path(sys.executable).parent
 

@@ -76,7 +76,8 @@ async def _request(middleware: SpooledBody, body: bytes, chunk: int = 2**15) -> 
 def test_large_bodies_are_spooled_to_disk_and_reach_the_app_two_at_a_time(tmp_path: Path) -> None:
     app = RecordingApp(tmp_path)
     middleware = SpooledBody(app, 8 * 2**20, spool_dir=tmp_path, max_large_at_once=2)
-    large = [json.dumps({"n": i, "x": "y" * (2 * SPOOL_IN_MEMORY_BYTES)}).encode() for i in range(6)]
+    filler = "y" * (2 * SPOOL_IN_MEMORY_BYTES)
+    large = [json.dumps({"n": i, "x": filler}).encode() for i in range(6)]
 
     async def main() -> list[list[Message]]:
         return await asyncio.gather(*(_request(middleware, body) for body in large))
