@@ -15,6 +15,7 @@ fails with that reason.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
@@ -257,16 +258,14 @@ def run_audit(
         "confinement": confinement,
     }
     if outcome is None:
+        shown = ContributorView(staged_names, run_dir, settings.home)
         finished = _finished_report(process.returncode, run_dir, log_file)
         if isinstance(finished, ReportContent):
             timings["stages"] = finished.document.get("timings", {})
-            store.finish(audit_id, worker, finished, timings)
+            store.finish(audit_id, worker, shown.report(finished, audit_id), timings)
             outcome = (AuditStatus.SUCCEEDED, "")
         else:
-            shown = in_contributor_terms(finished, staged_names)  # her files by her names
-            for server_path, placeholder in ((run_dir, "<audit>"), (settings.home, "<home>")):
-                shown = shown.replace(str(server_path), placeholder)  # never the layout
-            outcome = (AuditStatus.FAILED, shown)
+            outcome = (AuditStatus.FAILED, shown.text(finished))
     if outcome[0] != AuditStatus.SUCCEEDED:
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
@@ -318,6 +317,43 @@ def _watch(
     return outcome
 
 
+class ContributorView:
+    """What a contributor reads of her audit: her files by her own names (``names``: each
+    staged copy's path → her name for it), the run folder as ``<audit>`` and the service's
+    home as ``<home>`` — never the server's layout."""
+
+    def __init__(self, names: dict[str, str], run_dir: Path, home: Path):
+        self.names = names
+        self.places = ((str(run_dir), "<audit>"), (str(home), "<home>"))
+
+    def text(self, text: str, *, escape: bool = False) -> str:
+        """``text`` (``escape``: an HTML page, her names escaped) in her terms."""
+        names = {copy: html.escape(name) for copy, name in self.names.items()} if escape else None
+        text = in_contributor_terms(text, names or self.names)
+        for place, placeholder in self.places:
+            text = text.replace(place, html.escape(placeholder) if escape else placeholder)
+        return text
+
+    def document(self, node: object) -> object:
+        """A JSON document with every string (keys included) in her terms."""
+        if isinstance(node, str):
+            return self.text(node)
+        if isinstance(node, list):
+            return [self.document(child) for child in node]
+        if isinstance(node, dict):
+            return {self.text(str(key)): self.document(child) for key, child in node.items()}
+        return node
+
+    def report(self, content: ReportContent, audit_id: str) -> ReportContent:
+        """The run's report as stored for her; its files are the audit's (``audits/<id>``
+        under the service's home, the operator's to open)."""
+        return ReportContent(
+            document=self.document(content.document),  # type: ignore[arg-type]
+            html=self.text(content.html, escape=True) if content.html is not None else None,
+            artifact_location=f"audits/{audit_id}",
+        )
+
+
 def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportContent | str:
     """The run's validated report and page, or why there is none (one line)."""
     if returncode != 0:
@@ -331,4 +367,4 @@ def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportCo
         html = read_own_file(run_dir / "report.html")
     except OSError:
         return "report.html: missing after a successful run"
-    return ReportContent(document=json.loads(text), html=html, artifact_location=str(run_dir))
+    return ReportContent(document=json.loads(text), html=html)

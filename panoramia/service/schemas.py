@@ -278,6 +278,8 @@ class ReportSummary(BaseModel):
 
 class ReportView(ReportSummary):
     artifact_location: str | None
+    """Where the run's files are: an audit's, ``audits/<audit id>`` under the service's home
+    (the operator's to open); an uploaded report's, what its uploader wrote."""
     declared: dict
     claim: dict | None
     document: dict
