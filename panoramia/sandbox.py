@@ -12,7 +12,9 @@ command and everything it starts, and cannot be lifted. Afterwards the process m
 Every file-system access right the running kernel's Landlock ABI knows is handled, so what is
 not allowed is refused with ``EACCES``, whatever the file's permissions say. ``/dev/shm`` is
 out of reach; GPU device files are allowed where they exist. Memory and CPU are not limited
-here, and ``/proc`` stays readable (other processes' command lines included).
+here. Of ``/proc`` the process reads its own ``/proc/<pid>`` and the machine's figures
+(:data:`PROC_READ`), never another process's command line or environment; processes it starts
+read none of theirs (an audit starts none).
 
 The system calls are made directly (``ctypes``; their numbers are the same on every Linux
 architecture). :func:`landlock_abi` tells whether the kernel offers Landlock (0: it does not).
@@ -46,10 +48,14 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ = EXECUTE | READ_FILE | READ_DIR
 WRITE = READ | WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SYM
 WRITE |= MAKE_FIFO | MAKE_SOCK | REFER | TRUNCATE
-SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc",
-               "/sys", "/dev", "/run/systemd/resolve")  # fmt: skip
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/sys",
+               "/dev", "/run/systemd/resolve")  # fmt: skip
 """Read everywhere a Python, torch and their libraries look (the sandbox adds the Python
 prefixes and ``sys.path`` itself)."""
+PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
+             "/proc/version", "/proc/filesystems", "/proc/sys", "/proc/driver", "/proc/pressure")  # fmt: skip
+"""What the confined process reads of ``/proc`` beside its own ``/proc/<pid>`` (``/proc/self``):
+the machine's figures, never another process's command line, environment or files."""
 PROJECT_PACKAGES = ("panoramia", "mia", "generators", "baselines")
 SYSTEM_WRITE = ("/dev/null",)
 """Written by libraries (discarded output)."""
@@ -204,6 +210,8 @@ def restrict(confinement: Confinement) -> int:
     try:
         protect = [p.resolve() for p in confinement.protect]
         budget = [10_000]
+        for path in [*map(Path, PROC_READ), Path(f"/proc/{os.getpid()}")]:
+            _add(ruleset, path, READ, handled)  # its own process, never another's
         for path in confinement.read:
             resolved = path.resolve()
             _add_around(ruleset, resolved, READ, handled, protect, budget)

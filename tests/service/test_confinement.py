@@ -75,6 +75,12 @@ def test_a_confined_audit_child_reaches_only_its_own_files(tmp_path: Path) -> No
         "write its artifact store": own_artifacts / "stage",
         "write another audit": settings.audits_dir / "other-audit" / "x",
         "write /tmp": Path("/tmp") / f"panoramia-escape-{tmp_path.name}",
+        "another process's command line": Path(f"/proc/{os.getpid()}/cmdline"),
+        "another process's environment": Path(f"/proc/{os.getpid()}/environ"),
+        "the list of processes": Path("/proc"),
+        "its own status": Path("/proc/self/status"),
+        "its own threads": Path("/proc/thread-self/stat"),
+        "the machine's processors": Path("/proc/cpuinfo"),
     }  # fmt: skip
     command = launcher(
         audit_confinement(settings, run_dir, own_artifacts),
@@ -87,7 +93,8 @@ def test_a_confined_audit_child_reaches_only_its_own_files(tmp_path: Path) -> No
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    allowed = {"a shared model", "write its run directory", "write its artifact store"}
+    allowed = {"a shared model", "write its run directory", "write its artifact store",
+               "its own status", "its own threads", "the machine's processors"}  # fmt: skip
     assert outcome == {name: "allowed" if name in allowed else "refused" for name in probes}
 
 
