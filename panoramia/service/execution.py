@@ -206,12 +206,16 @@ def run_audit(
         (run_dir / stale).unlink(missing_ok=True)
     log_file = run_dir / f"attempt-{audit.attempts}.log"
     try:  # the child reads copies made now, never the contributor's paths (no window)
-        overrides, staged_names = stage_data_files(
-            list(audit.request["overrides_resolved"]), settings.data_dir, run_dir
-        )
+        with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
+            overrides, staged_names = stage_data_files(
+                list(audit.request["overrides_resolved"]), settings.data_dir, run_dir
+            )
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
         return AuditStatus.FAILED
+    if beating.claim_lost:
+        log.warning("audit %s: claim lost while copying its data; stopped", audit_id)
+        return None
     artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
     command = job_command(
         overrides,
@@ -315,6 +319,35 @@ def _watch(
             _stop(process)
             break
     return outcome
+
+
+class HeartbeatWhile:
+    """A thread that records the worker's heartbeat every ``every_s`` seconds while the
+    ``with`` block runs (copying a large data folder takes longer than the orphan limit);
+    ``claim_lost``: another worker took the audit over meanwhile."""
+
+    def __init__(self, store: ReportStore, audit_id: str, worker: str, every_s: float):
+        self.store, self.audit_id, self.worker, self.every_s = store, audit_id, worker, every_s
+        self.claim_lost = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.every_s):
+            try:
+                if self.store.heartbeat(self.audit_id, self.worker) is None:
+                    self.claim_lost = True
+                    return
+            except Exception:  # a busy database: the next beat tries again
+                log.warning("audit %s: heartbeat failed while copying", self.audit_id)
+
+    def __enter__(self) -> HeartbeatWhile:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 class ContributorView:

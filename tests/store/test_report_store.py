@@ -111,3 +111,26 @@ def test_another_contributors_model_name_changes_no_work_done(store: ReportStore
 
     assert work("census") == work("nothing")
     assert work("mine") != work("nothing")  # the comparison sees rows where there are some
+
+
+def test_a_worker_copying_data_keeps_its_claim_alive(store: ReportStore) -> None:
+    """Copying a large data folder takes longer than the orphan limit: the worker's heartbeat
+    goes on meanwhile, and a claim lost meanwhile is noticed."""
+    import time
+
+    from panoramia.service.execution import HeartbeatWhile
+
+    audit_id = _running(store)
+    started = store.get_audit(None, audit_id).heartbeat_at
+    with HeartbeatWhile(store, audit_id, "w1", every_s=0.05) as beating:
+        time.sleep(0.4)  # the copy
+        assert store.recover_orphans(stale_after=timedelta(seconds=0.3), max_attempts=3) == (
+            [],
+            [],
+        )
+    assert store.get_audit(None, audit_id).heartbeat_at > started
+    assert not beating.claim_lost
+    store.recover_orphans(stale_after=timedelta(0), max_attempts=3)  # taken from w1
+    with HeartbeatWhile(store, audit_id, "w1", every_s=0.05) as beating:
+        time.sleep(0.2)
+    assert beating.claim_lost
