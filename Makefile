@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint constraints clean
+.PHONY: demo test docker-test lint constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# The Docker images built and run for real (tests/docker/, not in `make test`): starts an
+# engine where none runs, builds the base from Debian packages when no registry of images is
+# reachable, the CPU image and PostgreSQL + Redis, then tests the containers and the stack.
+docker-test: $(STAMP)
+	docker/airgap/engine.sh
+	docker/airgap/build.sh
+	$(BIN)/python -m pytest -o addopts="" -ra --strict-markers -m docker -s tests/docker
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

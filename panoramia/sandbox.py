@@ -53,7 +53,8 @@ SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/op
 """Read everywhere a Python, torch and their libraries look (the sandbox adds the Python
 prefixes and ``sys.path`` itself)."""
 PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
-             "/proc/version", "/proc/filesystems", "/proc/sys", "/proc/driver", "/proc/pressure")  # fmt: skip
+             "/proc/version", "/proc/filesystems", "/proc/sys", "/proc/driver",
+             "/proc/pressure")  # fmt: skip
 """What the confined process reads of ``/proc`` beside its own ``/proc/<pid>`` (``/proc/self``):
 the machine's figures, never another process's command line, environment or files."""
 PROJECT_PACKAGES = ("panoramia", "mia", "generators", "baselines")
