@@ -274,13 +274,35 @@ def audits_submit(
         }
     )
     typer.echo(audit["id"])
+    shown = None
     while wait and audit["status"] in ("queued", "running"):
         time.sleep(2)
         audit = client.audit(audit["id"])
+        now = _progress_line(audit)
+        if now != shown:  # each stage once, on the error stream (the output stays parseable)
+            typer.echo(now, err=True)
+            shown = now
     if wait:
-        typer.echo(f"{audit['status']} report={audit['report_id']} error={audit['error']}")
+        typer.echo(
+            f"{audit['status']} {_stages_done(audit)} report={audit['report_id']} "
+            f"error={audit['error']}"
+        )
         if audit["status"] != "succeeded":
             raise typer.Exit(1)
+
+
+def _stages_done(audit: dict) -> str:
+    """``stages=<done>/<total>`` from an audit's progress (``stages=-`` before any)."""
+    progress = audit.get("progress") or {}
+    if "total" not in progress:
+        return "stages=-"
+    return f"stages={progress.get('done', 0)}/{progress['total']}"
+
+
+def _progress_line(audit: dict) -> str:
+    """One line of where an audit stands: its status, stages done and the current stage."""
+    stage = (audit.get("progress") or {}).get("stage")
+    return f"{audit['status']} {_stages_done(audit)}" + (f" ({stage})" if stage else "")
 
 
 @audits.command("status")

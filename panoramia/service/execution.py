@@ -272,7 +272,13 @@ def run_audit(
             outcome = (AuditStatus.FAILED, shown.text(finished))
     if outcome[0] != AuditStatus.SUCCEEDED:
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
-    log.info("audit %s: %s in %.1f s", audit_id, outcome[0].value, timings["run_s"])
+    progress = _read_progress(run_dir / "progress.json")
+    progress = progress if isinstance(progress, dict) else {}
+    log.info(
+        "audit %s: %s in %.1f s (stages %s/%s)",
+        audit_id, outcome[0].value, timings["run_s"],
+        progress.get("done", "-"), progress.get("total", "-"),
+    )  # fmt: skip
     return outcome[0]
 
 

@@ -86,3 +86,18 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
     assert unreachable.exit_code == 2
     assert "unreachable" in unreachable.output
     assert len(unreachable.output.strip().splitlines()) == 1
+
+
+def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> None:
+    from tests.conftest import TINY_AUDIT
+
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    with live_service(settings) as service:
+        env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
+        overrides = [part for line in TINY_AUDIT for part in ("-o", line)]
+        done = run("audits", "submit", "--model", "census", "--target-config",
+                   "mlp_generalised", *overrides, "--wait", env=env)  # fmt: skip
+        assert done.exit_code == 0, done.output
+        last = done.output.strip().splitlines()[-1]
+        assert last.startswith("succeeded stages=20/20 report="), last
+        assert "running stages=" in done.output  # the stages as they went by
