@@ -103,12 +103,21 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         "o1_eps_lb": reference["o1"]["eps_lb"] if reference["o1"] else None,
         "rmrn_eps_lb": reference["rmrn"]["eps_lb"] if reference["rmrn"] else None,
         "eps_tilde_two_sided": document["two_sided"].get("eps_tilde"),
+        "verdict": document["verdict"]["level"],
     }
     log.info("audit done in %.1f s: %s", elapsed, headline)
+    found = document["verdict"]
+    console.print(  # the answer first, then the figures
+        f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found['headline']}[/] "
+        f"(ε̃ = {found['quote']['value']:.2f}, "
+        f"{'two-sided' if found['quote']['game'] == 'two_sided' else 'one-sided'} game)"
+        f"  ({elapsed:.0f} s)\n  {found['sentence']}",
+        markup=True,
+    )
     console.print(
-        f"[bold]{job.target.name}[/] seed {job.seed}: c_lb = {document['c_lb']:.3f}, "
+        f"  paper's game: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
-        f"[/]  ({elapsed:.0f} s)" + (UNRELIABLE_NOTE if document.get("unreliable") else "")
+        "[/]" + (UNRELIABLE_NOTE if document.get("unreliable") else "")
     )
     if "eps_tilde" in document["two_sided"]:
         two_sided = document["two_sided"]

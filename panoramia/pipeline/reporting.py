@@ -23,6 +23,7 @@ from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.report.document import report_document
 from panoramia.report.html import render_html
+from panoramia.report.verdict import verdict
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -186,6 +187,7 @@ def build_report(
     claim, claim_source = claimed_guarantee(job, stages["target"].info)
     section = claim_section(claim, games, confidence=audit.confidence)
     document["claim"] = section.to_dict() | {"source": claim_source}
+    document["verdict"] = verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
     if examples:
         document["examples"] = examples
     roc_curves = {

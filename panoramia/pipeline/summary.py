@@ -207,14 +207,23 @@ class MultirunSummary(Callback):
         (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=1))
         seeds = sorted({s for row in summary.values() for s in row["generation_seeds"]})
         pooled = f"; pooled over generation seeds {seeds}" if len(seeds) > 1 else ""
-        table = Table(title=f"multirun summary (mean [95 % CI]{pooled}) — {sweep_dir}")
-        for header in ("target", "runs", *(HEADERS[name] for name in QUANTITIES)):
-            table.add_column(header, justify="left" if header == "target" else "right")
-        for target, row in summary.items():
-            cells = [target, str(row["runs"])]
-            cells.extend(_cell(row, name) for name in QUANTITIES)
+        title = f"multirun summary (mean [95 % CI]{pooled})"
+        headers = ["target", "runs", *(HEADERS[name] for name in QUANTITIES)]
+        rows = [[target, str(row["runs"]), *(_cell(row, name) for name in QUANTITIES)]
+                for target, row in summary.items()]  # fmt: skip
+        (sweep_dir / "summary.md").write_text(_markdown(title, headers, rows))
+        _write_csv(sweep_dir / "summary.csv", summary)
+        table = Table(title=f"{title} — {sweep_dir}")
+        longest = max(len(row[0]) for row in rows)
+        for header in headers:  # names never cut; a long interval wraps at its spaces
+            if header == "target":
+                table.add_column(header, no_wrap=True, min_width=max(longest, 6))
+            else:
+                table.add_column(header, justify="right", overflow="fold")
+        for cells in rows:
             table.add_row(*cells)
-        console = Console()
+        # a pipe, a file or CI: the table at its natural width rather than 80 columns
+        console = Console() if Console().is_terminal else Console(width=4000)
         console.print(table)
         checked = validity(sweep_dir)
         if checked is not None:
@@ -272,6 +281,31 @@ def validity_lines(checked: dict) -> list[str]:
                     "(baseline c_lb 0)"
                 )
     return lines
+
+
+def _markdown(title: str, headers: list[str], rows: list[list[str]]) -> str:
+    """The summary as a Markdown table (``summary.md``): every cell whole."""
+    lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |",
+             "|" + "---|" * len(headers)]  # fmt: skip
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _write_csv(path: Path, summary: dict[str, dict]) -> None:
+    """The summary as CSV (``summary.csv``): per target and quantity, mean and interval."""
+    import csv
+
+    with path.open("w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["target", "runs", "quantity", "mean", "ci_low", "ci_high", "unreliable"])
+        for target, row in summary.items():
+            for name in QUANTITIES:
+                stats = row.get(name)
+                if stats is None:
+                    continue
+                unreliable = row.get(UNRELIABLE_COUNTS.get(name, ""), 0)
+                out.writerow([target, row["runs"], name, stats["mean"], stats["ci_low"],
+                              stats["ci_high"], unreliable])  # fmt: skip
 
 
 def _interval(stats: dict) -> str:

@@ -68,14 +68,21 @@ def _roc(curves: dict[str, tuple[np.ndarray, np.ndarray]]):
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(5, 4))
+    floor_fpr = floor_tpr = 1.0
     for name, (scores, membership) in curves.items():
         order = np.argsort(-scores, kind="stable")
         hits = membership[order]
-        tpr = np.cumsum(hits) / hits.sum()
-        fpr = np.cumsum(1 - hits) / (1 - hits).sum()
-        axis.plot(np.maximum(fpr, 1e-5), np.maximum(tpr, 1e-5), label=name)
-    axis.plot([1e-5, 1], [1e-5, 1], color="grey", linestyle="--", linewidth=0.8)
-    axis.set(xscale="log", yscale="log", xlabel="FPR", ylabel="TPR", title="ROC (log axes)")
+        positives, negatives = max(int(hits.sum()), 1), max(int((1 - hits).sum()), 1)
+        # one example is the smallest rate the counts can show: the axes stop there
+        floor_fpr, floor_tpr = min(floor_fpr, 1 / negatives), min(floor_tpr, 1 / positives)
+        tpr = np.cumsum(hits) / positives
+        fpr = np.cumsum(1 - hits) / negatives
+        axis.plot(np.maximum(fpr, 1 / negatives), np.maximum(tpr, 1 / positives), label=name)
+    axis.plot([floor_fpr, 1], [floor_fpr, 1], color="grey", linestyle="--", linewidth=0.8)
+    axis.set(xscale="log", yscale="log", xlim=(floor_fpr, 1), ylim=(floor_tpr, 1.05),
+             xlabel=f"FPR (from 1/{round(1 / floor_fpr)}: one non-member)",
+             ylabel=f"TPR (from 1/{round(1 / floor_tpr)}: one member)",
+             title="ROC (log axes, down to what the counts resolve)")  # fmt: skip
     axis.legend(fontsize=8)
     return figure
 
@@ -178,8 +185,6 @@ def _claim_html(section: ClaimSection | None) -> str:
     note = section.note()
     if note:
         parts.append(f"<p class=note>{html.escape(note)}</p>")
-    claim = section.summary.claim
-    parts.append(f"<p>Claim: <code>{html.escape(str(claim))}</code></p>")
     parts.append(
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in section.statements())
         + "</ul>"
@@ -255,17 +260,54 @@ def render_html(
 td{{padding:2px 12px;}} .warn{{color:#a60;}}
 .banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}
 .note{{background:#fd8;padding:8px;}}
+.verdict{{border-left:8px solid #888;padding:4px 16px;margin:1em 0;background:#f7f7f7;}}
+.verdict h2{{margin:.3em 0;}}
+.verdict.leak_detected,.verdict.leak_beyond_claim{{border-color:#c00;}}
+.verdict.no_leak_detected{{border-color:#2a7;}} .verdict.inconclusive{{border-color:#d90;}}
+.sentence{{font-size:1.15em;}}
 img{{max-width:100%;margin:8px 0;}}
 pre.chunk{{white-space:pre-wrap;background:#f4f4f4;padding:4px;}}</style></head>
 <body><h1>Privacy audit of {target}</h1>
+{_verdict_html(document)}
+<h2>The figures</h2>
 <p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
 thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
 confidence {document["confidence"]}, created {document["created"]}.</p>
 <table>{table}</table>{saturated}{_unreliable_html(document)}
 <h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
 <h2>Figures</h2>{images}{_examples_html(examples)}
-<h2>Details</h2><pre>{html.escape(_details(document))}</pre>
+<details><summary>Details (target, data, timings, versions as JSON)</summary>
+<pre>{html.escape(_details(document))}</pre></details>
 </body></html>"""
+
+
+def _verdict_html(document: dict) -> str:
+    """The answer first: the level, one sentence, the figure to quote, the caveats of this
+    run, what the figures mean and do not mean, and the declared guarantee in words."""
+    from panoramia.report.verdict import verdict
+
+    found = document.get("verdict") or verdict(document)  # a 1.0 document: from its figures
+    quote = found["quote"]
+    game = "two-sided game" if quote["game"] == "two_sided" else "paper's one-sided game"
+
+    def items(lines: list[str]) -> str:
+        return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+
+    caveats = (
+        f"<p><b>Caveats of this run</b></p><ul>{items(found['caveats'])}</ul>"
+        if found["caveats"]
+        else ""
+    )
+    return (
+        f'<div class="verdict {html.escape(found["level"])}">'
+        f"<h2>{html.escape(found['headline'])}</h2>"
+        f"<p class=sentence>{html.escape(found['sentence'])}</p>"
+        f"<p>Figure to quote: <b>ε̃ = {quote['value']:.2f}</b> ({html.escape(game)}, "
+        f"{quote['confidence']:.0%} confidence; up to {found['tolerance']:g} reads as no leak)."
+        f"</p>{caveats}<p><b>What it means, and what it does not</b></p>"
+        f"<ul>{items(found['meaning'])}</ul>"
+        f"<p><b>Declared guarantee</b></p><ul>{items(found['claim'])}</ul></div>"
+    )
 
 
 def _examples_html(examples: dict[str, list[str]] | None) -> str:

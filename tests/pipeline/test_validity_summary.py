@@ -125,3 +125,34 @@ def test_the_summary_headline_never_rests_on_unreliable_runs_alone(tmp_path: Pat
     assert _cell(mixed, "eps_tilde").endswith("(1/3 unreliable)")
     assert _cell(mixed, "eps_tilde_two_sided") == "0.200 [0.200, 0.200]"
     assert "unreliable" not in _cell(blind, "c_lb")
+
+
+def test_the_printed_summary_never_cuts_a_name_or_an_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Piped (not a terminal), the table keeps every name and interval whole, and the same
+    table goes to summary.md and summary.csv beside summary.json."""
+    from omegaconf import OmegaConf
+
+    from panoramia.pipeline.summary import MultirunSummary
+
+    names = ("mlp-e100-overfitted-on-adult", "mlp-e10")
+    for seed in range(3):
+        for name, eps in zip(names, (0.612345, 0.0123), strict=True):
+            _report(tmp_path, name=name, members="same", seed=seed, eps=eps + seed / 100,
+                    eps_2=2 * eps)  # fmt: skip
+    MultirunSummary().on_multirun_end(
+        OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}})
+    )
+    printed = capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    interval = summary[names[0]]["eps_tilde"]
+    whole = f"{interval['mean']:.3f} [{interval['ci_low']:.3f}, {interval['ci_high']:.3f}]"
+    for shown in (printed, (tmp_path / "summary.md").read_text()):
+        assert names[0] in shown
+        assert names[1] in shown
+        assert whole in shown
+        assert "…" not in shown
+    rows = (tmp_path / "summary.csv").read_text().splitlines()
+    assert rows[0] == "target,runs,quantity,mean,ci_low,ci_high,unreliable"
+    assert any(row.startswith(f"{names[0]},3,eps_tilde,") for row in rows)

@@ -57,7 +57,9 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.0"
+    assert report["schema_version"] == "1.1"
+    assert report["verdict"]["level"] in ("no_leak_detected", "leak_detected", "inconclusive")
+    assert report["verdict"]["sentence"].endswith(".")
     assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
     assert report["m"] == 200
     assert report["data"]["game"]["m"] == 200
