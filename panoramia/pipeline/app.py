@@ -112,12 +112,13 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         f"(ε̃ = {found['quote']['value']:.2f}, "
         f"{'two-sided' if found['quote']['game'] == 'two_sided' else 'one-sided'} game)"
         f"  ({elapsed:.0f} s)\n  {found['sentence']}",
-        markup=True,
+        soft_wrap=True,  # a pipe or a log keeps each line whole
     )
     console.print(
         f"  paper's game: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
-        "[/]" + (UNRELIABLE_NOTE if document.get("unreliable") else "")
+        "[/]" + (UNRELIABLE_NOTE if document.get("unreliable") else ""),
+        soft_wrap=True,
     )
     if "eps_tilde" in document["two_sided"]:
         two_sided = document["two_sided"]
@@ -125,7 +126,8 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
             f"  two-sided game (docs/SPEC.md §2.6, beside the paper's): c_lb = "
             f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
             f"ε̃ = {two_sided['eps_tilde']:.3f}"
-            + (UNRELIABLE_NOTE if two_sided.get("unreliable") else "")
+            + (UNRELIABLE_NOTE if two_sided.get("unreliable") else ""),
+            soft_wrap=True,
         )
     # A path is never wrapped: it must stay one line to copy (or to grep in a log).
     console.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)

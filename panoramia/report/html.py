@@ -275,7 +275,7 @@ thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}
 confidence {document["confidence"]}, created {document["created"]}.</p>
 <table>{table}</table>{saturated}{_unreliable_html(document)}
 <h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
-<h2>Figures</h2>{images}{_examples_html(examples)}
+<h2>Plots</h2>{images}{_examples_html(examples)}
 <details><summary>Details (target, data, timings, versions as JSON)</summary>
 <pre>{html.escape(_details(document))}</pre></details>
 </body></html>"""
