@@ -228,7 +228,7 @@ class AuditPipeline(ABC):
             for name in [key for key in config if key.startswith("dp_")]:
                 config.pop(name)
         if self.job.target.kind == "path":
-            return self._external_target(config)
+            return self._external_target(config, data)
         config.pop("name")
         config.pop("path")
 
@@ -246,10 +246,15 @@ class AuditPipeline(ABC):
             version=3,  # 2: initial weights follow train_seed; 3: identity in the record
         )
 
-    def _external_target(self, config: dict) -> StageResult:
-        identity = load_target(
-            self.job.target.path, trusted_modules=self.trusted_modules()
-        ).identity()
+    def probe_target(self, adapter: Any, data: StageResult) -> None:
+        """Score a few of the data's members with a brought model before any other work, so
+        that a label or feature mismatch is one line at once (InputError); none by default."""
+        return  # the modalities whose data can be scored a few rows at a time override it
+
+    def _external_target(self, config: dict, data: StageResult) -> StageResult:
+        adapter = load_target(self.job.target.path, trusted_modules=self.trusted_modules())
+        self.probe_target(adapter, data)
+        identity = adapter.identity()
 
         def build(directory: Path) -> dict:
             (directory / "external.json").write_text(

@@ -29,6 +29,10 @@ class SkopsTarget:
     estimator: object
     schema: TabularSchema
     files: dict[str, str]
+    classes: list[str] | None = None
+    """The manifest's ``classes``: the data's label values in the model's class-index order
+    (a model trained on 0/1 for data that says ``<=50K``/``>50K``); None: the model's own
+    ``classes_`` are the label values."""
 
     @classmethod
     def load(
@@ -55,18 +59,45 @@ class SkopsTarget:
         if "schema" not in manifest:
             raise InputError(f"target {str(directory)!r}: skops manifest needs a 'schema'")
         estimator = sio.load(path, trusted=trusted or None)
+        classes = manifest.get("classes")
+        if classes is not None:
+            model_classes = list(getattr(estimator, "classes_", []))
+            if not isinstance(classes, list) or len(classes) != len(model_classes):
+                raise InputError(
+                    f"target.json 'classes': give the data's label values in the model's class "
+                    f"order, one per class of the model ({len(model_classes)}: "
+                    f"{_shown(model_classes)})"
+                )
+            classes = [str(c) for c in classes]
         return cls(
-            estimator, TabularSchema.from_dict(manifest["schema"]), {"file": file_sha256(path)}
+            estimator,
+            TabularSchema.from_dict(manifest["schema"]),
+            {"file": file_sha256(path)},
+            classes,
         )
 
     def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
-        classes = [str(c) for c in self.estimator.classes_]  # type: ignore[attr-defined]
-        probabilities = self.estimator.predict_proba(rows[list(self.schema.features)])  # type: ignore[attr-defined]
+        model_classes = [str(c) for c in self.estimator.classes_]  # type: ignore[attr-defined]
+        classes = self.classes or model_classes
         index = {c: i for i, c in enumerate(classes)}
-        labels = rows[self.schema.label].map(index)
+        labels = rows[self.schema.label].astype(str).map(index)
         if labels.isna().any():
-            raise InputError(f"label {self.schema.label!r}: values unknown to the model")
+            unknown = sorted(set(rows[self.schema.label].astype(str)) - set(index))
+            raise InputError(
+                f"label {self.schema.label!r}: the data's values {_shown(unknown)} are not the "
+                f'model\'s classes {_shown(model_classes)}; map them with "classes" in '
+                "target.json (the data's label values in the model's class order, e.g. "
+                f"{_shown(sorted(set(rows[self.schema.label].astype(str)))[: len(model_classes)])})"
+            )
+        probabilities = self.estimator.predict_proba(rows[list(self.schema.features)])  # type: ignore[attr-defined]
         return loss_from_probabilities(np.asarray(probabilities), labels.to_numpy(np.int64))
 
     def identity(self) -> dict[str, object]:
         return {"format": "skops", "sha256": self.files}
+
+
+def _shown(values: list, most: int = 10) -> str:
+    """At most ``most`` values, quoted, then how many more."""
+    shown = ", ".join(repr(str(v)[:40]) for v in values[:most])
+    more = f", … ({len(values) - most} more)" if len(values) > most else ""
+    return f"[{shown}{more}]"

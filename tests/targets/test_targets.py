@@ -470,3 +470,35 @@ def test_a_manifest_names_files_of_its_own_directory_only(tmp_path: Path, name: 
     (model / "encoder.json").write_text("{}")
     with pytest.raises(InputError, match="must name a file inside the model directory"):
         manifest_file(model, manifest, "weights")
+
+
+def test_a_model_trained_on_other_label_values_is_mapped_by_the_manifest(
+    rows: pd.DataFrame, tmp_path: Path
+) -> None:
+    """A model trained on 0/1 for data that says ``<=50K``/``>50K``: without ``classes`` one
+    line names both sets and the fix; with them the losses are the model's."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    features = ["age", "hours-per-week"]
+    values = sorted(rows[SCHEMA.label].astype(str).unique())
+    numeric = (rows[SCHEMA.label].astype(str) == values[1]).astype(int)
+    model = LogisticRegression(max_iter=500).fit(rows[features].to_numpy(float), numeric)
+    sio.dump(model, tmp_path / "model.skops")
+    schema = {"label": SCHEMA.label, "categorical": [], "continuous": features}
+    manifest = {"format": "skops", "file": "model.skops", "schema": schema}
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(InputError) as refused:
+        load_target(tmp_path).per_example_loss(rows)
+    message = str(refused.value)
+    assert f"the data's values {values!r}".replace('"', "'") in message
+    assert "model's classes ['0', '1']" in message
+    assert '"classes" in target.json' in message
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest | {"classes": values}))
+    losses = load_target(tmp_path).per_example_loss(rows)
+    probabilities = model.predict_proba(rows[features].to_numpy(float))
+    expected = -np.log(probabilities[np.arange(len(rows)), numeric.to_numpy()])
+    np.testing.assert_allclose(losses, expected, rtol=1e-9)
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest | {"classes": values[:1]}))
+    with pytest.raises(InputError, match="one per class of the model"):
+        load_target(tmp_path)

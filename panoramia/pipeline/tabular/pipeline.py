@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,12 @@ class TabularPipeline(AuditPipeline):
 
     def read_set(self, path: Path) -> pd.DataFrame:
         return pd.read_parquet(path)
+
+    def probe_target(self, adapter: Any, data: StageResult) -> None:
+        """The model's losses on the first 16 members: a label the model does not know or a
+        missing feature ends the audit here, at stage 2, in one line."""
+        rows = self.read_set(data.directory / self.MEMBERS_FILE).head(16)
+        adapter.per_example_loss(rows)
 
     def write_subset(self, examples: pd.DataFrame, indices: np.ndarray, path: Path) -> None:
         examples.iloc[indices].reset_index(drop=True).to_parquet(path)

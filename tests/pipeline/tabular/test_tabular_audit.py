@@ -389,3 +389,36 @@ def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path:
 def test_embedded_scores_still_measure_through_the_cli(official_scores_path: Path) -> None:
     frame = pd.read_csv(official_scores_path)
     assert len(frame) == 11023  # the embedded copy is the CLI's conformance input
+
+
+def test_a_brought_model_with_other_label_values_fails_at_the_target_stage(tmp_path: Path) -> None:
+    """A scikit-learn model trained on 0/1 for a CSV that says ``<=50K``/``>50K``: the audit
+    ends at stage 2 (before any generator work) with one line naming both sets and the fix."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from panoramia.datasets.adult import load_adult
+
+    train, test = load_adult()
+    train.iloc[:1500].to_csv(tmp_path / "members.csv", index=False)
+    test.iloc[:1500].to_csv(tmp_path / "held_out.csv", index=False)
+    features = ["age", "hours-per-week"]
+    labels = train.iloc[:1500]["income"].astype(str).str.contains(">").astype(int)
+    model = LogisticRegression(max_iter=500).fit(train.iloc[:1500][features], labels)
+    (tmp_path / "model").mkdir()
+    sio.dump(model, tmp_path / "model" / "model.skops")
+    schema = {"label": "income", "categorical": [], "continuous": features}
+    (tmp_path / "model" / "target.json").write_text(
+        json.dumps({"format": "skops", "file": "model.skops", "schema": schema})
+    )
+    done = run_command([
+        "data=csv", f"data.members_path={tmp_path / 'members.csv'}",
+        f"data.nonmembers_path={tmp_path / 'held_out.csv'}", "data.label=income",
+        "data.categorical=[sex]", "data.continuous=[age,hours-per-week]",
+        "target=path", f"target.path={tmp_path / 'model'}", f"hydra.run.dir={tmp_path / 'run'}",
+    ])  # fmt: skip
+    assert done.returncode == 2
+    assert "[2/" not in done.stdout + done.stderr  # nothing after the data stage ran
+    line = done.stderr.strip().splitlines()[-1]
+    assert "the data's values ['<=50K', '>50K'] are not the model's classes ['0', '1']" in line
+    assert '"classes" in target.json' in line
