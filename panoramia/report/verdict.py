@@ -19,6 +19,9 @@ from panoramia.measure import INTERPRETATION
 TOLERANCE = 0.1
 """ε̃ (nats) up to which a run reads as no leak: the mean a disjoint control (a model of the
 same recipe that never saw the members) stays under in the validity sweeps (docs/RESULTS.md)."""
+CONTROL_SINGLE_RUNS_ABOVE = "about 1 in 5"
+"""How often a disjoint control's single run read ε̃ > TOLERANCE in the larger reliable game,
+in words; the counts per modality are in docs/RESULTS.md §13."""
 LOW_FIDELITY_AUC = 0.75
 """A real-vs-synthetic AUC above this is a caveat: a leak can hide behind what the baseline
 already sees in the generated data."""
@@ -152,8 +155,9 @@ def _caveats(document: dict, games: list[dict], claim: dict) -> list[str]:
     for name in claim.get("inconclusive") or []:
         caveats.append(f"The claim's check on {name} was inconclusive.")
     caveats.append(
-        "One run: a model that never saw the members can still read above "
-        f"{TOLERANCE:g} now and then; repeat over seeds (a multirun) for a paired interval."
+        f"One run: a model that never saw the members still read above {TOLERANCE:g} in "
+        f"{CONTROL_SINGLE_RUNS_ABOVE} of the validity sweeps' single runs (docs/RESULTS.md "
+        "§13); repeat over seeds (a multirun) for a paired interval against a control."
     )
     return caveats
 

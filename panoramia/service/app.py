@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.console import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.limits import SpooledBody, make_limiter
 from panoramia.service.queues import AuditQueue
 from panoramia.service.schemas import (
@@ -343,4 +344,13 @@ def create_app(
         headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
         return HTMLResponse(page, headers=headers)
 
+    app.add_exception_handler(NotSignedIn, not_signed_in_redirect)
+    app.include_router(
+        console_router(
+            settings,
+            store,
+            report_policy=HTML_POLICY,
+            rate_limit=limiter.limit(settings.rate_limit),
+        )
+    )
     return app

@@ -20,11 +20,13 @@ from pydantic import (
 
 from panoramia.pipeline.registry import MODALITIES, data_sources
 
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", min_length=1, max_length=100)]
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, min_length=1, max_length=100)]
 """Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
 RelativePath = Annotated[str, Field(min_length=1, max_length=500)]
 Column = Annotated[str, Field(min_length=1, max_length=200)]
-Identifier = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{1,36}$")]
+IDENTIFIER_PATTERN = r"^[0-9a-fA-F-]{1,36}$"
+Identifier = Annotated[str, Field(pattern=IDENTIFIER_PATTERN)]
 """Audit and report ids (UUIDs): anything else cannot name a stored object."""
 
 

@@ -225,9 +225,14 @@ class ReportStore:
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal holding ``token``, or None (unknown, revoked or expired)."""
+        return self.authenticate_digest(hash_token(token))
+
+    def authenticate_digest(self, token_hash: str) -> Principal | None:
+        """The principal whose token's digest is ``token_hash`` (a console session holds the
+        digest, never the token), or None (unknown, revoked or expired)."""
         now = utcnow()
         query = select(Contributor).where(
-            Contributor.token_hash == hash_token(token),
+            Contributor.token_hash == token_hash,
             Contributor.revoked_at.is_(None),
             or_(Contributor.expires_at.is_(None), Contributor.expires_at > now),
         )
@@ -567,6 +572,33 @@ class ReportStore:
         if row is None or not _may_see(principal, row.contributor_id):
             return None
         return row.html
+
+    def model_history(
+        self, principal: Principal, model_name: str, limit: int = 200
+    ) -> tuple[list[Report], list[Audit]]:
+        """``model_name``'s newest ``limit`` reports (documents loaded, newest first) and
+        audits (newest first) that ``principal`` may see; both empty for a name she has no
+        model of."""
+        reports = (
+            reports_query(principal, model_name)
+            .options(undefer(Report.document))
+            .order_by(Report.created_at.desc(), Report.id)
+            .limit(limit)
+        )
+        audits = (
+            select(Audit)
+            .join(AuditedModel, AuditedModel.id == Audit.model_id)
+            .where(AuditedModel.name == model_name)
+            .order_by(Audit.created_at.desc(), Audit.id)
+            .limit(limit)
+        )
+        if not principal.is_admin:
+            audits = audits.where(
+                AuditedModel.contributor_id == principal.contributor_id,
+                Audit.contributor_id == principal.contributor_id,
+            )
+        with self.sessions() as session:
+            return list(session.scalars(reports)), list(session.scalars(audits))
 
     def list_reports(
         self, principal: Principal, model_name: str, where: ReportFilter

@@ -110,6 +110,10 @@ def test_an_audit_over_http_succeeds_and_another_contributor_sees_nothing(stack:
     assert bob.get(f"/v1/reports/{audit['report_id']}").status_code == 404
     assert bob.get(f"/v1/audits/{audit['id']}").status_code == 404
     assert bob.get("/v1/models").json() == []
+    # the console's templates and stylesheet are in the image (package data)
+    console = httpx.Client(base_url=str(alice.base_url), timeout=30)
+    assert "Sign in" in console.get("/console/login").text
+    assert console.get("/console/static/console.css").status_code == 200
 
 
 def test_down_and_up_again_loses_nothing(stack: Stack) -> None:

@@ -316,6 +316,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["target"]["kind"] == "path"
+    assert report["target"]["name"] == "model"  # a brought model is called by its folder
     assert report["target"]["identity"]["format"] == "torch-safetensors"
     assert report["data"]["source"] == "csv"
     assert report["reference_audits"]["o1"] is not None

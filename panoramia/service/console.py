@@ -1,0 +1,384 @@
+"""The contributor's console: server-rendered pages under ``/console`` (Jinja2, no script).
+
+A contributor signs in with her token (a POST form; the token never appears in a URL or a
+log), then sees her models, each model's reports and audits over time with a plot of ε̃ in
+both games beside the declared guarantee, the latest verdict, running audits (the page
+refreshes itself while one runs) and each report. Every page checks tenancy through the
+store exactly as the API does: another contributor's model, report or audit is the same 404
+page as one that does not exist. Sessions and CSRF: :mod:`panoramia.service.sessions`.
+Pages carry :data:`CONSOLE_POLICY` (no script at all, styles from ``/console/static`` only).
+"""
+
+import base64
+import io
+import math
+import re
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from panoramia.report.verdict import WORDS, verdict
+from panoramia.service import sessions
+from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
+from panoramia.service.settings import ServiceSettings
+from panoramia.store.repository import Principal, ReportStore, as_utc
+from panoramia.store.tables import Audit, Report
+from panoramia.store.tokens import hash_token
+
+CONSOLE_POLICY = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+"""The console's pages: no script, no inline style, no framing; forms post to this origin."""
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONSOLE_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # with no-referrer, Chromium posts forms as Origin: null
+    "Cache-Control": "no-store",
+}
+REFRESH_S = 3
+"""How often a page with a queued or running audit reloads itself (seconds)."""
+MAX_FORM_BYTES = 4096
+ACTIVE = ("queued", "running")
+STATIC = Path(__file__).parent / "static"
+
+
+class NotSignedIn(Exception):
+    """The request has no valid session: answered with a redirect to the sign-in page."""
+
+
+def _templates() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("panoramia.service", "templates/console"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["when"] = _when
+    environment.filters["figure"] = _figure
+    return environment
+
+
+def _when(moment: datetime | None) -> str:
+    moment = as_utc(moment)
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _figure(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def report_line(report: Report) -> dict[str, Any]:
+    """A report's line in a model's history: its figures, its verdict and the claim's ε / μ."""
+    document = report.document or {}
+    try:
+        found = document.get("verdict") or verdict(document)
+    except (KeyError, TypeError, ValueError):  # an uploaded document too old to read one off
+        found = None
+    summary = (document.get("claim") or {}).get("summary") or {}
+    epsilons = summary.get("epsilons") or {}
+    return {
+        "id": report.id,
+        "version": report.model.version,
+        "modality": report.modality,
+        "created_at": as_utc(report.created_at),
+        "eps_tilde": report.eps_tilde,
+        "eps_tilde_two_sided": (document.get("two_sided") or {}).get("eps_tilde"),
+        "c_lb": report.c_lb,
+        "audit_id": report.audit_id,
+        "verdict": found,
+        "claimed_epsilon": epsilons.get("1e-05"),
+        "claimed_mu": summary.get("mu"),
+    }
+
+
+MAX_LISTED_MODELS = 200
+"""Model names the list shows with their latest verdict (one query each)."""
+
+
+def model_rows(store: ReportStore, principal: Principal) -> list[dict[str, Any]]:
+    """One row per model name the principal may see: its versions, owners, report count,
+    latest report time and latest verdict (None without a report)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for summary in store.list_models(principal):
+        row = rows.setdefault(
+            summary.name,
+            {"name": summary.name, "versions": [], "owners": set(), "reports": 0,
+             "latest_at": None, "declared": False, "latest": None},
+        )  # fmt: skip
+        row["versions"].append(summary.version)
+        row["owners"].add(summary.owner or "—")
+        row["reports"] += summary.reports
+        row["declared"] = row["declared"] or bool(summary.claim)
+        latest = summary.latest_report_at
+        if latest is not None and (row["latest_at"] is None or latest > row["latest_at"]):
+            row["latest_at"] = latest
+    for row in list(rows.values())[:MAX_LISTED_MODELS]:
+        if row["reports"]:
+            newest, _audits = store.model_history(principal, row["name"], limit=1)
+            row["latest"] = report_line(newest[0]) if newest else None
+    return sorted(rows.values(), key=lambda row: row["name"])
+
+
+def history_plot(lines: list[dict[str, Any]]) -> str | None:
+    """A PNG (data URI) of ε̃ in both games over the reports, oldest first, with the claimed
+    ε (δ = 1e-5) as a dashed line where one was declared; None without reports."""
+    if not lines:
+        return None
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7.2, 3.0), dpi=110, layout="constrained")
+    axes = figure.add_subplot()
+    order = list(range(1, len(lines) + 1))
+    axes.plot(order, [line["eps_tilde"] for line in lines], "o-", label="ε̃, one-sided game")
+    two = [line["eps_tilde_two_sided"] for line in lines]
+    if any(value is not None for value in two):
+        values = [math.nan if value is None else value for value in two]
+        axes.plot(order, values, "s-", label="ε̃, two-sided game")
+    claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
+    if claimed:
+        axes.axhline(claimed[-1], color="tab:red", ls="--", label=f"claimed ε = {claimed[-1]:.3g}")
+    axes.axhline(0.1, color="0.6", ls=":", label="0.1: no leak at or below")
+    shown = [line["eps_tilde"] for line in lines] + [v for v in two if v is not None]
+    highest = max([0.2, *shown, *claimed[-1:]])
+    axes.set_ylim(0, highest * 1.15)
+    axes.set_xlabel("report (oldest → newest)")
+    axes.set_ylabel("ε̃ (nats)")
+    axes.set_xticks(order)
+    axes.legend(loc="best", fontsize="small")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _form(body: bytes) -> dict[str, str]:
+    """An urlencoded form's fields (the first value of each); {} for anything else."""
+    if len(body) > MAX_FORM_BYTES:
+        return {}
+    try:
+        fields = parse_qs(body.decode("ascii"), max_num_fields=10)
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _valid(pattern: str, value: str, longest: int) -> bool:
+    return len(value) <= longest and re.fullmatch(pattern, value) is not None
+
+
+def _same_origin(request: Request) -> bool:
+    """False when the browser says the form came from elsewhere: an ``Origin`` other than
+    this server's (``null`` included) or a ``Sec-Fetch-Site`` other than ``same-origin``."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
+
+
+def console_router(
+    settings: ServiceSettings,
+    store: ReportStore,
+    *,
+    report_policy: str,
+    rate_limit: Callable[[Callable], Callable],
+) -> APIRouter:
+    """The console's routes; ``report_policy`` is the CSP of stored report pages (the API's),
+    ``rate_limit`` the limiter's decorator for the sign-in form."""
+    router = APIRouter(prefix="/console", include_in_schema=False)
+    templates = _templates()
+    key = sessions.session_key(settings.home)
+
+    def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("principal", None)
+        context.setdefault("refresh", None)
+        html = templates.get_template(template).render(request=request, **context)
+        return HTMLResponse(html, status, headers=PAGE_HEADERS)
+
+    def not_found(
+        request: Request, session: tuple[Principal, str] | None, what: str
+    ) -> HTMLResponse:
+        principal, csrf = session or (None, "")
+        return page(request, "not_found.html", 404, principal=principal, csrf=csrf, what=what)
+
+    async def signed_in(request: Request) -> tuple[Principal, str]:
+        """The principal and the forms' CSRF token of a valid session; else NotSignedIn."""
+        cookie = request.cookies.get(sessions.SESSION_COOKIE)
+        digest = sessions.session_digest(key, cookie)
+        principal = None
+        if digest is not None:
+            principal = await run_in_threadpool(store.authenticate_digest, digest)
+        if principal is None:
+            raise NotSignedIn
+        return principal, sessions.csrf_token(key, cookie or "")
+
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
+
+    def secure(request: Request) -> bool:
+        return request.url.scheme == "https"
+
+    @router.get("")
+    @router.get("/")
+    async def home(request: Request) -> Response:
+        cookie = request.cookies.get(sessions.SESSION_COOKIE)
+        target = "/console/models" if sessions.session_digest(key, cookie) else "/console/login"
+        return RedirectResponse(target, 303)
+
+    @router.get("/login")
+    def login_form(request: Request, failed: str | None = None) -> Response:
+        nonce = secrets.token_urlsafe(24)
+        message = (
+            "That token is unknown, revoked or expired." if failed == "token"
+            else "The form expired; sign in again." if failed == "form" else None
+        )  # fmt: skip
+        response = page(request, "login.html", 401 if failed else 200, csrf=nonce, message=message)
+        response.set_cookie(
+            sessions.LOGIN_CSRF_COOKIE, nonce, max_age=3600, path="/console",
+            httponly=True, samesite="strict", secure=secure(request),
+        )  # fmt: skip
+        return response
+
+    @router.post("/login")
+    @rate_limit
+    async def login(request: Request) -> Response:
+        fields = _form(await request.body())
+        expected = request.cookies.get(sessions.LOGIN_CSRF_COOKIE)
+        if (
+            not _same_origin(request)
+            or not expected
+            or not sessions.csrf_matches(expected, fields.get("csrf"))
+        ):
+            return RedirectResponse("/console/login?failed=form", 303)
+        token = fields.get("token", "").strip()
+        principal = None
+        if 0 < len(token) <= 200:
+            principal = await run_in_threadpool(store.authenticate, token)
+        if principal is None:
+            return RedirectResponse("/console/login?failed=token", 303)
+        response = RedirectResponse("/console/models", 303)
+        response.set_cookie(
+            sessions.SESSION_COOKIE, sessions.new_session(key, hash_token(token)),
+            max_age=sessions.SESSION_S, path="/console", httponly=True, samesite="strict",
+            secure=secure(request),
+        )  # fmt: skip
+        response.delete_cookie(sessions.LOGIN_CSRF_COOKIE, path="/console")
+        return response
+
+    @router.post("/logout")
+    async def logout(request: Request, session: Session) -> Response:
+        fields = _form(await request.body())
+        if not _same_origin(request) or not sessions.csrf_matches(session[1], fields.get("csrf")):
+            principal, csrf = session
+            return page(request, "not_found.html", 403, principal=principal, csrf=csrf, what="form")
+        response = RedirectResponse("/console/login", 303)
+        response.delete_cookie(sessions.SESSION_COOKIE, path="/console")
+        return response
+
+    @router.get("/models")
+    def models(request: Request, session: Session) -> Response:
+        principal, csrf = session
+        found = model_rows(store, principal)
+        return page(request, "models.html", principal=principal, csrf=csrf, models=found)
+
+    @router.get("/models/{name}")
+    def model(
+        request: Request,
+        session: Session,
+        name: str,
+    ) -> Response:
+        principal, csrf = session
+        if not _valid(NAME_PATTERN, name, 100):
+            return not_found(request, session, "model")
+        reports, audits = store.model_history(principal, name)
+        if not reports and not audits:
+            return not_found(request, session, "model")
+        lines = [report_line(report) for report in reversed(reports)]  # oldest first
+        latest = lines[-1] if lines else None
+        active = any(audit.status in ACTIVE for audit in audits)
+        return page(
+            request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
+            latest=latest, audits=audits, plot=history_plot(lines), words=WORDS,
+            refresh=REFRESH_S if active else None,
+        )  # fmt: skip
+
+    @router.get("/reports/{report_id}")
+    def report(
+        request: Request,
+        session: Session,
+        report_id: str,
+    ) -> Response:
+        principal, csrf = session
+        if not _valid(IDENTIFIER_PATTERN, report_id, 36):
+            return not_found(request, session, "report")
+        found = store.get_report(principal, report_id)
+        if found is None:
+            return not_found(request, session, "report")
+        has_page = store.get_report_html(principal, report_id) is not None
+        return page(
+            request, "report.html", principal=principal, csrf=csrf, report=found,
+            line=report_line(found), document=found.document or {}, has_page=has_page,
+        )  # fmt: skip
+
+    @router.get("/reports/{report_id}/page")
+    def report_page(
+        request: Request,
+        session: Session,
+        report_id: str,
+    ) -> Response:
+        principal = session[0]
+        if not _valid(IDENTIFIER_PATTERN, report_id, 36):
+            return not_found(request, session, "report page")
+        html = store.get_report_html(principal, report_id)
+        if html is None:
+            return not_found(request, session, "report page")
+        headers = PAGE_HEADERS | {"Content-Security-Policy": report_policy}
+        return HTMLResponse(html, headers=headers)
+
+    @router.get("/audits/{audit_id}")
+    def audit(
+        request: Request,
+        session: Session,
+        audit_id: str,
+    ) -> Response:
+        principal, csrf = session
+        if not _valid(IDENTIFIER_PATTERN, audit_id, 36):
+            return not_found(request, session, "audit")
+        found: Audit | None = store.get_audit(principal, audit_id)
+        if found is None:
+            return not_found(request, session, "audit")
+        report_id = store.report_of_audit(found.id)
+        return page(
+            request, "audit.html", principal=principal, csrf=csrf, audit=found,
+            report_id=report_id, progress=found.progress or {},
+            refresh=REFRESH_S if found.status in ACTIVE else None,
+        )  # fmt: skip
+
+    @router.get("/static/console.css")
+    def stylesheet() -> Response:
+        headers = {"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"}
+        return FileResponse(STATIC / "console.css", media_type="text/css", headers=headers)
+
+    @router.get("/{rest:path}")
+    def elsewhere(request: Request, rest: str) -> Response:
+        """Any other console address: the same 404 page (signed in or not)."""
+        return not_found(request, None, "page")
+
+    return router
+
+
+def not_signed_in_redirect(_request: Request, _error: NotSignedIn) -> Response:
+    """Any console page without a valid session: to the sign-in page (no detail given)."""
+    response = RedirectResponse("/console/login", 303)
+    response.headers["Cache-Control"] = "no-store"
+    return response
