@@ -20,10 +20,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from slowapi.errors import RateLimitExceeded
+from slowapi.util import get_remote_address
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
+from panoramia.report.digest import with_own_verdict
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.console import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.limits import SpooledBody, make_limiter
@@ -289,7 +291,7 @@ def create_app(
     ) -> ReportSummary:
         """Store a report made by a CLI run (``report.json``, optionally ``report.html``)."""
         content = ReportContent(
-            document=body.report.model_dump(mode="json"),
+            document=with_own_verdict(body.report.model_dump(mode="json")),
             html=body.html,
             artifact_location=body.artifact_location,
         )
@@ -350,7 +352,7 @@ def create_app(
             settings,
             store,
             report_policy=HTML_POLICY,
-            rate_limit=limiter.limit(settings.rate_limit),
+            rate_limit=limiter.limit(settings.rate_limit, key_func=get_remote_address),
         )
     )
     return app

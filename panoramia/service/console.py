@@ -10,6 +10,7 @@ Pages carry :data:`CONSOLE_POLICY` (no script at all, styles from ``/console/sta
 """
 
 import base64
+import functools
 import io
 import math
 import re
@@ -25,7 +26,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from panoramia.report.verdict import WORDS, verdict
+from panoramia.report.digest import number, report_digest
+from panoramia.report.verdict import WORDS
 from panoramia.service import sessions
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
@@ -73,33 +75,26 @@ def _when(moment: datetime | None) -> str:
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _figure(value: float | None, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
-    return f"{value:.{digits}f}"
+def _figure(value: Any, digits: int = 2) -> str:
+    """A finite number with ``digits`` decimals; "—" for anything else."""
+    found = number(value)
+    return "—" if found is None else f"{found:.{digits}f}"
 
 
 def report_line(report: Report) -> dict[str, Any]:
-    """A report's line in a model's history: its figures, its verdict and the claim's ε / μ."""
-    document = report.document or {}
-    try:
-        found = document.get("verdict") or verdict(document)
-    except (KeyError, TypeError, ValueError):  # an uploaded document too old to read one off
-        found = None
-    summary = (document.get("claim") or {}).get("summary") or {}
-    epsilons = summary.get("epsilons") or {}
-    return {
+    """A report's line in a model's history: its figures, verdict and the claim's ε and μ,
+    from the digest stored with it (an older row without one: from its document)."""
+    digest = report.digest if isinstance(report.digest, dict) else None
+    if digest is None:
+        digest = report_digest(report.__dict__.get("document"))  # loaded, or None
+    return digest | {
         "id": report.id,
         "version": report.model.version,
         "modality": report.modality,
         "created_at": as_utc(report.created_at),
-        "eps_tilde": report.eps_tilde,
-        "eps_tilde_two_sided": (document.get("two_sided") or {}).get("eps_tilde"),
-        "c_lb": report.c_lb,
+        "eps_tilde": number(report.eps_tilde),
+        "c_lb": number(report.c_lb),
         "audit_id": report.audit_id,
-        "verdict": found,
-        "claimed_epsilon": epsilons.get("1e-05"),
-        "claimed_mu": summary.get("mu"),
     }
 
 
@@ -124,11 +119,16 @@ def model_rows(store: ReportStore, principal: Principal) -> list[dict[str, Any]]
         latest = summary.latest_report_at
         if latest is not None and (row["latest_at"] is None or latest > row["latest_at"]):
             row["latest_at"] = latest
-    for row in list(rows.values())[:MAX_LISTED_MODELS]:
+    ordered = sorted(rows.values(), key=lambda row: row["name"])
+    for row in ordered[:MAX_LISTED_MODELS]:
         if row["reports"]:
             newest, _audits = store.model_history(principal, row["name"], limit=1)
             row["latest"] = report_line(newest[0]) if newest else None
-    return sorted(rows.values(), key=lambda row: row["name"])
+    return ordered
+
+
+MAX_HISTORY = 100
+"""Reports a model page lists and plots (the newest)."""
 
 
 def history_plot(lines: list[dict[str, Any]]) -> str | None:
@@ -136,26 +136,36 @@ def history_plot(lines: list[dict[str, Any]]) -> str | None:
     ε (δ = 1e-5) as a dashed line where one was declared; None without reports."""
     if not lines:
         return None
+    one = tuple(line["eps_tilde"] for line in lines)
+    two = tuple(line["eps_tilde_two_sided"] for line in lines)
+    claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
+    return _plot(one, two, claimed[-1] if claimed else None)
+
+
+@functools.lru_cache(maxsize=256)
+def _plot(
+    one: tuple[float | None, ...], two: tuple[float | None, ...], claimed: float | None
+) -> str:
+    """The plot of :func:`history_plot` for these figures (cached: a page that reloads
+    while an audit runs draws it once)."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(7.2, 3.0), dpi=110, layout="constrained")
     axes = figure.add_subplot()
-    order = list(range(1, len(lines) + 1))
-    axes.plot(order, [line["eps_tilde"] for line in lines], "o-", label="ε̃, one-sided game")
-    two = [line["eps_tilde_two_sided"] for line in lines]
+    order = list(range(1, len(one) + 1))
+    axes.plot(order, [math.nan if v is None else v for v in one], "o-", label="ε̃, one-sided game")
     if any(value is not None for value in two):
         values = [math.nan if value is None else value for value in two]
         axes.plot(order, values, "s-", label="ε̃, two-sided game")
-    claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
-    if claimed:
-        axes.axhline(claimed[-1], color="tab:red", ls="--", label=f"claimed ε = {claimed[-1]:.3g}")
+    if claimed is not None:
+        axes.axhline(claimed, color="tab:red", ls="--", label=f"claimed ε = {claimed:.3g}")
     axes.axhline(0.1, color="0.6", ls=":", label="0.1: no leak at or below")
-    shown = [line["eps_tilde"] for line in lines] + [v for v in two if v is not None]
-    highest = max([0.2, *shown, *claimed[-1:]])
+    shown = [value for value in (*one, *two) if value is not None]
+    highest = min(max([0.2, *shown, *([claimed] if claimed is not None else [])]), 1e6)
     axes.set_ylim(0, highest * 1.15)
     axes.set_xlabel("report (oldest → newest)")
     axes.set_ylabel("ε̃ (nats)")
-    axes.set_xticks(order)
+    axes.set_xticks(order if len(order) <= 20 else order[:: max(1, len(order) // 10)])
     axes.legend(loc="best", fontsize="small")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
@@ -171,6 +181,12 @@ def _form(body: bytes) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError):
         return {}
     return {name: values[0] for name, values in fields.items()}
+
+
+def _signed_out_since(principal: Principal, issued: float) -> bool:
+    """Whether the contributor signed out after this session's sign-in (Unix seconds)."""
+    after = principal.sessions_after
+    return after is not None and issued <= after.timestamp()
 
 
 def _valid(pattern: str, value: str, longest: int) -> bool:
@@ -215,11 +231,11 @@ def console_router(
     async def signed_in(request: Request) -> tuple[Principal, str]:
         """The principal and the forms' CSRF token of a valid session; else NotSignedIn."""
         cookie = request.cookies.get(sessions.SESSION_COOKIE)
-        digest = sessions.session_digest(key, cookie)
+        found = sessions.read_session(key, cookie)
         principal = None
-        if digest is not None:
-            principal = await run_in_threadpool(store.authenticate_digest, digest)
-        if principal is None:
+        if found is not None:
+            principal = await run_in_threadpool(store.authenticate_digest, found[0])
+        if principal is None or _signed_out_since(principal, found[1]):  # type: ignore[index]
             raise NotSignedIn
         return principal, sessions.csrf_token(key, cookie or "")
 
@@ -281,6 +297,7 @@ def console_router(
         if not _same_origin(request) or not sessions.csrf_matches(session[1], fields.get("csrf")):
             principal, csrf = session
             return page(request, "not_found.html", 403, principal=principal, csrf=csrf, what="form")
+        await run_in_threadpool(store.end_sessions, session[0])
         response = RedirectResponse("/console/login", 303)
         response.delete_cookie(sessions.SESSION_COOKIE, path="/console")
         return response
@@ -300,7 +317,7 @@ def console_router(
         principal, csrf = session
         if not _valid(NAME_PATTERN, name, 100):
             return not_found(request, session, "model")
-        reports, audits = store.model_history(principal, name)
+        reports, audits = store.model_history(principal, name, limit=MAX_HISTORY)
         if not reports and not audits:
             return not_found(request, session, "model")
         lines = [report_line(report) for report in reversed(reports)]  # oldest first
@@ -321,13 +338,13 @@ def console_router(
         principal, csrf = session
         if not _valid(IDENTIFIER_PATTERN, report_id, 36):
             return not_found(request, session, "report")
-        found = store.get_report(principal, report_id)
+        found = store.get_report(principal, report_id, with_document=False)
         if found is None:
             return not_found(request, session, "report")
-        has_page = store.get_report_html(principal, report_id) is not None
+        has_page = store.has_report_page(principal, report_id)
         return page(
             request, "report.html", principal=principal, csrf=csrf, report=found,
-            line=report_line(found), document=found.document or {}, has_page=has_page,
+            line=report_line(found), has_page=has_page,
         )  # fmt: skip
 
     @router.get("/reports/{report_id}/page")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from panoramia.errors import InputError
 from panoramia.service.queues import AuditQueue, make_queue
+from panoramia.service.sessions import SessionKeyError, session_key
 from panoramia.service.settings import ServiceSettings
 from panoramia.store import ReportStore, make_engine, upgrade
 
@@ -127,6 +128,11 @@ def serve(settings: ServiceSettings, *, host: str, port: int, workers: int = 1) 
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     owner_only_files()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    try:  # a bad console session key is one line here, not a traceback in each process
+        session_key(settings.home)
+    except SessionKeyError as error:
+        raise InputError(str(error)) from None
     uvicorn.run(
         "panoramia.service.server:app_from_env",
         factory=True,

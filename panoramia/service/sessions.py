@@ -1,13 +1,14 @@
 """The console's sign-in: a signed session cookie and CSRF tokens.
 
 A session cookie holds the digest of the contributor's token (never the token) and its expiry,
-signed with HMAC-SHA256 under the service's session key; every request checks the signature,
-the expiry and that the digest still names a live token (a revoked or expired token ends its
-sessions). The key is ``PANORAMIA_SESSION_KEY`` (hex, ≥ 32 bytes) or, by default, a random key
-kept in ``<PANORAMIA_HOME>/session.key`` (created once, owner-only; every server process of one
-home shares it). Forms carry a CSRF token: after sign-in, an HMAC of the session; on the
-sign-in form, a random value also set as a cookie (double submit). The cookies are HttpOnly,
-``SameSite=Strict`` and ``Secure`` when the request came over TLS.
+signed with HMAC-SHA256 under the service's session key, with its sign-in time; every request
+checks the signature, the expiry, that the digest still names a live token (a revoked or
+expired token ends its sessions) and that the contributor has not signed out since (signing
+out ends every session of hers). The key is ``PANORAMIA_SESSION_KEY`` (hex, ≥ 32 bytes) or, by
+default, a random key kept in ``<PANORAMIA_HOME>/session.key`` (created once, owner-only;
+every server process of one home shares it). Forms carry a CSRF token: after sign-in, an
+HMAC of the session; on the sign-in form, a random value also set as a cookie (double
+submit). The cookies are HttpOnly, ``SameSite=Strict`` and ``Secure`` over TLS.
 """
 
 from __future__ import annotations
@@ -27,28 +28,46 @@ SESSION_S = 8 * 3600
 """How long a sign-in lasts (seconds)."""
 
 
+class SessionKeyError(ValueError):
+    """The session key could not be read: the message names its source and the fix."""
+
+
+def _hex_key(text: str, source: str) -> bytes:
+    try:
+        key = bytes.fromhex(text.strip())
+    except ValueError:
+        raise SessionKeyError(f"{source}: not hexadecimal (64 hex digits expected)") from None
+    if len(key) < 32:
+        raise SessionKeyError(f"{source}: at least 32 bytes (64 hex digits) expected")
+    return key
+
+
 def session_key(home: Path) -> bytes:
-    """The key that signs sessions (see the module docstring); created on first use."""
+    """The key that signs sessions (see the module docstring); created on first use. A key
+    file that others may read, or that is not a key, is refused (SessionKeyError)."""
     configured = os.environ.get("PANORAMIA_SESSION_KEY")
     if configured:
-        key = bytes.fromhex(configured)
-        if len(key) < 32:
-            raise ValueError("PANORAMIA_SESSION_KEY: at least 32 bytes (64 hex digits)")
-        return key
+        return _hex_key(configured, "PANORAMIA_SESSION_KEY")
     path = home / "session.key"
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        for _ in range(50):  # another process may be writing it right now
-            key = bytes.fromhex(path.read_text().strip() or "00")
-            if len(key) >= 32:
-                return key
-            time.sleep(0.02)
-        raise ValueError(f"{path}: not a session key") from None
+        return _existing_key(path)
     key = secrets.token_bytes(32)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(key.hex())
     return key
+
+
+def _existing_key(path: Path) -> bytes:
+    if path.stat().st_mode & 0o077:
+        raise SessionKeyError(f"{path}: readable by others; chmod 600 it (or delete it)")
+    for _ in range(50):  # another process may be writing it right now
+        text = path.read_text().strip()
+        if len(text) >= 64:
+            return _hex_key(text, str(path))
+        time.sleep(0.02)
+    raise SessionKeyError(f"{path}: empty or cut short; delete it and a new key is made")
 
 
 def _sign(key: bytes, payload: bytes) -> str:
@@ -57,13 +76,17 @@ def _sign(key: bytes, payload: bytes) -> str:
 
 def new_session(key: bytes, token_hash: str, *, now: float | None = None) -> str:
     """The cookie value of a session for the token whose digest is ``token_hash``."""
-    expires = int((now or time.time()) + SESSION_S)
-    payload = base64.urlsafe_b64encode(json.dumps([token_hash, expires]).encode()).rstrip(b"=")
+    issued = now or time.time()
+    body = json.dumps([token_hash, issued, int(issued + SESSION_S)]).encode()
+    payload = base64.urlsafe_b64encode(body).rstrip(b"=")
     return f"{payload.decode()}.{_sign(key, payload)}"
 
 
-def session_digest(key: bytes, cookie: str | None, *, now: float | None = None) -> str | None:
-    """The token digest a valid, unexpired session cookie holds; None otherwise."""
+def read_session(
+    key: bytes, cookie: str | None, *, now: float | None = None
+) -> tuple[str, float] | None:
+    """The token digest and the sign-in time (Unix seconds) of a valid, unexpired session
+    cookie; None otherwise."""
     if not cookie or cookie.count(".") != 1 or len(cookie) > 1000:
         return None
     payload, signature = cookie.split(".")
@@ -71,12 +94,23 @@ def session_digest(key: bytes, cookie: str | None, *, now: float | None = None) 
         return None
     try:
         padded = payload + "=" * (-len(payload) % 4)
-        token_hash, expires = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        token_hash, issued, expires = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, TypeError):
         return None
-    if not isinstance(token_hash, str) or not isinstance(expires, int):
+    if not (
+        isinstance(token_hash, str)
+        and isinstance(issued, int | float)
+        and not isinstance(issued, bool)
+        and isinstance(expires, int)
+    ):
         return None
-    return token_hash if expires > (now or time.time()) else None
+    return (token_hash, float(issued)) if expires > (now or time.time()) else None
+
+
+def session_digest(key: bytes, cookie: str | None, *, now: float | None = None) -> str | None:
+    """The token digest a valid, unexpired session cookie holds; None otherwise."""
+    found = read_session(key, cookie, now=now)
+    return None if found is None else found[0]
 
 
 def csrf_token(key: bytes, session: str) -> str:

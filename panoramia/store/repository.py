@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from panoramia.errors import InputError
+from panoramia.report.digest import report_digest
 from panoramia.store.database import WRITE_OPTION
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 from panoramia.store.tokens import hash_token, new_token
@@ -119,6 +120,8 @@ class Principal:
     name: str
     is_admin: bool
     expires_at: datetime | None = None
+    sessions_after: datetime | None = None
+    """Console sessions signed in before this time are over."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,9 @@ class ReportStore:
             row = session.scalar(query)
             if row is None:
                 return None
-            return Principal(row.id, row.name, row.is_admin, as_utc(row.expires_at))
+            return Principal(
+                row.id, row.name, row.is_admin, as_utc(row.expires_at), as_utc(row.sessions_after)
+            )
 
     def list_tokens(self) -> list[TokenInfo]:
         """Every contributor's token state, by name."""
@@ -256,6 +261,14 @@ class ReportStore:
                 )
                 for r in rows
             ]
+
+    @retried
+    def end_sessions(self, principal: Principal) -> None:
+        """Sign ``principal`` out of the console everywhere: sessions signed in until now end."""
+        with self.writes.begin() as session:
+            row = session.get(Contributor, principal.contributor_id)
+            if row is not None:
+                row.sessions_after = utcnow()
 
     @retried
     def revoke_token(self, name: str) -> None:
@@ -553,13 +566,28 @@ class ReportStore:
                 session.add(ReportPage(report_id=report.id, html=content.html))
         return report
 
-    def get_report(self, principal: Principal, report_id: str) -> Report | None:
-        """The report with its document, if ``principal`` may see it."""
+    def get_report(
+        self, principal: Principal, report_id: str, *, with_document: bool = True
+    ) -> Report | None:
+        """The report (with its document unless ``with_document`` is False), if ``principal``
+        may see it."""
+        options = [undefer(Report.document)] if with_document else []
         with self.sessions() as session:
-            report = session.get(Report, report_id, options=[undefer(Report.document)])
+            report = session.get(Report, report_id, options=options)
         if report is None or not _may_see(principal, report.contributor_id):
             return None
         return report
+
+    def has_report_page(self, principal: Principal, report_id: str) -> bool:
+        """Whether the report has an HTML page that ``principal`` may see (not loading it)."""
+        query = (
+            select(Report.contributor_id)
+            .join(ReportPage, Report.id == ReportPage.report_id)
+            .where(ReportPage.report_id == report_id)
+        )
+        with self.sessions() as session:
+            owner = session.scalar(query)
+        return owner is not None and _may_see(principal, owner)
 
     def get_report_html(self, principal: Principal, report_id: str) -> str | None:
         query = (
@@ -576,12 +604,11 @@ class ReportStore:
     def model_history(
         self, principal: Principal, model_name: str, limit: int = 200
     ) -> tuple[list[Report], list[Audit]]:
-        """``model_name``'s newest ``limit`` reports (documents loaded, newest first) and
-        audits (newest first) that ``principal`` may see; both empty for a name she has no
-        model of."""
+        """``model_name``'s newest ``limit`` reports (newest first; their digests, never their
+        documents) and audits (newest first) that ``principal`` may see; both empty for a name
+        she has no model of."""
         reports = (
             reports_query(principal, model_name)
-            .options(undefer(Report.document))
             .order_by(Report.created_at.desc(), Report.id)
             .limit(limit)
         )
@@ -664,4 +691,5 @@ def _new_report(content: ReportContent, *, model_id: int, contributor_id: int) -
         created_at=utcnow(),
         artifact_location=content.artifact_location,
         document=document,
+        digest=report_digest(document),
     )

@@ -39,6 +39,8 @@ class Contributor(Base):
     """The token stops working at this time (None: never)."""
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     """Set by ``panoramia tokens revoke``: the token no longer authenticates."""
+    sessions_after: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """Console sessions signed in before this time are over (set by signing out)."""
 
 
 class AuditedModel(Base):
@@ -108,6 +110,9 @@ class Report(Base):
     artifact_location: Mapped[str | None] = mapped_column(Text, nullable=True)
     document: Mapped[dict] = mapped_column(JsonColumn, deferred=True)
     """Loaded only when asked for (listings read the headline columns)."""
+    digest: Mapped[dict | None] = mapped_column(JsonColumn, nullable=True)
+    """What listings and the console show beside the columns: the verdict read off the
+    figures and a few more figures (:func:`panoramia.report.digest.report_digest`), small."""
     model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 

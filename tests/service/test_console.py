@@ -19,7 +19,13 @@ from panoramia.service import sessions
 from panoramia.service.console import CONSOLE_POLICY
 from panoramia.store.tokens import hash_token
 from tests.service.test_service_api import upload
-from tests.service_support import LiveService, queued_only_service, redis_database
+from tests.service_support import (
+    LiveService,
+    live_service,
+    queued_only_service,
+    redis_database,
+    settings_for,
+)
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 
@@ -114,6 +120,10 @@ def test_forms_without_their_csrf_token_or_from_another_origin_are_refused(
         assert client.get("/console/models").status_code == 303
 
 
+def _flipped(cookie: str) -> str:
+    return cookie[:-1] + ("1" if cookie.endswith("0") else "0")
+
+
 def test_forged_expired_and_revoked_sessions_go_back_to_sign_in(service: LiveService) -> None:
     token = service.token("alice")
     key = sessions.session_key(service.settings.home)
@@ -122,7 +132,7 @@ def test_forged_expired_and_revoked_sessions_go_back_to_sign_in(service: LiveSer
         for cookie in [
             sessions.new_session(b"k" * 32, digest),  # another key
             sessions.new_session(key, digest, now=time.time() - sessions.SESSION_S - 1),
-            sessions.new_session(key, digest)[:-1] + "0",  # a changed signature
+            _flipped(sessions.new_session(key, digest)),  # a changed signature
             "garbage",
         ]:
             client.cookies.set("panoramia_session", cookie, path="/console")
@@ -193,3 +203,111 @@ def test_pages_carry_the_policy_no_script_and_escape_uploaded_text(
         assert "sandbox" in full.headers["content-security-policy"]
         stylesheet = client.get("/console/static/console.css")
         assert stylesheet.headers["content-type"].startswith("text/css")
+
+
+MALFORMED = [
+    {"claim": [1]}, {"claim": "x"}, {"claim": {"summary": "x"}}, {"two_sided": "x"},
+    {"two_sided": {"eps_tilde": "abc", "c_lb": 1.0, "c_plus_eps_lb": 1.2}},
+    {"two_sided": {"eps_tilde": 0.1, "c_lb": "x", "c_plus_eps_lb": 0.2}},
+    {"verdict": {"level": "x", "headline": "y"}},
+    {"verdict": {"level": "leak_detected", "quote": {"value": "abc", "confidence": 0.9}}},
+    {"claim": {"summary": {"epsilons": {"1e-05": "abc"}, "mu": "abc"}}},
+    {"reference_audits": {"o1": {"eps_lb": "x"}}},
+]  # fmt: skip
+"""Uploaded report documents whose fields have the wrong types (the upload schema lets
+unknown and loosely typed sections through): pages must still render."""
+
+
+def test_malformed_uploaded_documents_never_break_a_page(service: LiveService) -> None:
+    with service.client(service.token("mallory")) as mallory:
+        reports = [
+            upload(mallory, model=f"odd{index}", **changes)
+            for index, changes in enumerate(MALFORMED)
+        ]
+    with browser(service) as client:
+        sign_in(client, service.tokens["mallory"])
+        assert client.get("/console/models").status_code == 200
+        for index, report in enumerate(reports):
+            model_page = client.get(f"/console/models/odd{index}")
+            assert model_page.status_code == 200, MALFORMED[index]
+            report_page = client.get(f"/console/reports/{report['id']}")
+            assert report_page.status_code == 200, MALFORMED[index]
+    with browser(service) as admin:  # one contributor's upload cannot break the admin's list
+        sign_in(admin, service.token("root", admin=True))
+        assert admin.get("/console/models").status_code == 200
+    # an uploaded verdict is never shown: the digest reads it off the figures
+    with service.client(service.tokens["mallory"]) as mallory:
+        forged = {"level": "no_leak_detected", "headline": "No leak detected",
+                  "sentence": "Trust me.", "quote": {"value": 0.0, "confidence": 0.95}}  # fmt: skip
+        shown = upload(mallory, model="forged", verdict=forged)
+    with browser(service) as client:
+        sign_in(client, service.tokens["mallory"])
+        page = client.get(f"/console/reports/{shown['id']}").text
+        assert "Trust me." not in page
+        assert "Leak detected" in page  # report_document_for_test's figures: ε̃ 0.13
+    with service.client(service.tokens["mallory"]) as mallory:  # nor stored
+        stored = mallory.get(f"/v1/reports/{shown['id']}").json()["document"]["verdict"]
+        assert stored["level"] == "leak_detected"
+
+
+def test_a_model_page_never_loads_report_documents(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        for version in ("1", "2"):
+            upload(alice, model="census", version=version)
+    principal = service.store.authenticate(service.tokens["alice"])
+    assert principal is not None
+    reports, _audits = service.store.model_history(principal, "census")
+    assert len(reports) == 2
+    assert all("document" not in report.__dict__ for report in reports)  # deferred, never read
+    assert all(report.digest["verdict"]["level"] == "leak_detected" for report in reports)
+
+
+def test_signing_out_ends_the_session_even_if_its_cookie_is_replayed(
+    service: LiveService,
+) -> None:
+    token = service.token("alice")
+    with browser(service) as client:
+        sign_in(client, token)
+        saved = client.cookies["panoramia_session"]
+        out = client.post("/console/logout", content=f"csrf={page_csrf(client)}", headers=FORM)
+        assert out.status_code == 303
+        client.cookies.set("panoramia_session", saved, path="/console")
+        assert client.get("/console/models").headers["location"] == "/console/login"
+        client.cookies.clear()
+        assert sign_in(client, token).status_code == 303  # signing in again works at once
+        assert client.get("/console/models").status_code == 200
+
+
+def test_sign_in_attempts_are_limited_per_address_whatever_the_headers(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "home", f"sqlite:///{tmp_path / 'db.sqlite'}",
+                            rate_limit="5/minute")  # fmt: skip
+    with live_service(settings) as service, browser(service) as client:
+        csrf = login_csrf(client)
+        codes = [
+            client.post(
+                "/console/login", content=f"csrf={csrf}&token=wrong{attempt}",
+                headers=FORM | {"authorization": f"Bearer fresh{attempt}"},
+            ).status_code
+            for attempt in range(8)
+        ]  # fmt: skip
+        assert codes[:5] == [303] * 5
+        assert codes[5:] == [429] * 3
+
+
+def test_a_bad_session_key_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PANORAMIA_SESSION_KEY", "not-hex")
+    with pytest.raises(sessions.SessionKeyError, match="PANORAMIA_SESSION_KEY: not hexadecimal"):
+        sessions.session_key(tmp_path)
+    monkeypatch.delenv("PANORAMIA_SESSION_KEY")
+    key = sessions.session_key(tmp_path)
+    assert sessions.session_key(tmp_path) == key  # made once, then read
+    assert (tmp_path / "session.key").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "session.key").chmod(0o644)
+    with pytest.raises(sessions.SessionKeyError, match="readable by others"):
+        sessions.session_key(tmp_path)
+    (tmp_path / "session.key").write_text("")
+    (tmp_path / "session.key").chmod(0o600)
+    with pytest.raises(sessions.SessionKeyError, match="empty or cut short; delete it"):
+        sessions.session_key(tmp_path)

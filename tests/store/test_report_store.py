@@ -22,7 +22,7 @@ def store(database_url: str) -> ReportStore:
 
 def test_migrations_create_every_table_and_are_idempotent(store: ReportStore) -> None:
     upgrade(store.engine)
-    assert current_revision(store.engine) == "0003"
+    assert current_revision(store.engine) == "0004"
     tables = set(inspect(store.engine).get_table_names())
     assert tables >= {"contributors", "models", "audits", "reports", "report_pages"}
 
@@ -134,3 +134,41 @@ def test_a_worker_copying_data_keeps_its_claim_alive(store: ReportStore) -> None
     with HeartbeatWhile(store, audit_id, "w1", every_s=0.05) as beating:
         time.sleep(0.2)
     assert beating.claim_lost
+
+
+def test_revision_0004_gives_stored_reports_their_digest(database_url: str) -> None:
+    """Reports stored before the digest existed get it from their documents on upgrade."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, select
+
+    from panoramia.report.digest import report_digest
+    from panoramia.store.tables import AuditedModel, Contributor, Report
+
+    engine = make_engine(database_url)
+    upgrade(engine, "0003")
+    document = report_document_for_test()
+    now = datetime(2026, 11, 24, tzinfo=UTC)
+    with engine.begin() as connection:
+        person = connection.execute(
+            insert(Contributor.__table__)
+            .values(name="alice", token_hash="a" * 64, is_admin=False, created_at=now)
+            .returning(Contributor.__table__.c.id)
+        ).scalar_one()
+        model = connection.execute(
+            insert(AuditedModel.__table__)
+            .values(name="census", version="1", declared={}, created_at=now, contributor_id=person)
+            .returning(AuditedModel.__table__.c.id)
+        ).scalar_one()
+        for report_id, stored in (("r1", document), ("r2", {"odd": [1]})):
+            connection.execute(insert(Report.__table__).values(
+                id=report_id, model_id=model, contributor_id=person, modality="tabular",
+                created_at=now, c_lb=0.0, c_plus_eps_lb=0.0, eps_tilde=0.0, document=stored,
+            ))  # fmt: skip
+    upgrade(engine)
+    with engine.connect() as connection:
+        digests = dict(connection.execute(select(Report.id, Report.digest)).all())
+    engine.dispose()
+    assert digests["r1"] == report_digest(document)
+    assert digests["r1"]["verdict"]["level"] == "leak_detected"
+    assert digests["r2"]["verdict"] is None

@@ -1,0 +1,99 @@
+"""A report's digest: the few figures and the verdict a listing or a console page shows,
+computed once when the report is stored, from any document, however malformed.
+
+A stored document may have been uploaded by its contributor: its fields are not trusted. The
+digest never copies the document's own ``verdict``; it reads the verdict off the figures
+(:func:`panoramia.report.verdict.verdict`), and keeps only finite numbers, short strings and
+short lists. A document whose figures cannot be read gets ``verdict: None``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from panoramia.report.verdict import WORDS, verdict
+
+MAX_TEXT = 2000
+"""Characters kept of one sentence."""
+MAX_ITEMS = 20
+"""Sentences kept of one list (caveats, claim statements, meaning)."""
+DIGEST_VERSION = 1
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a finite float; None for anything else (bools, strings, NaN, ∞)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _text(value: Any) -> str:
+    return str(value)[:MAX_TEXT] if isinstance(value, str | int | float) else ""
+
+
+def _texts(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [_text(item) for item in value[:MAX_ITEMS] if isinstance(item, str)]
+
+
+def _section(document: dict, key: str) -> dict:
+    found = document.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _verdict(document: dict) -> dict | None:
+    try:
+        found = verdict(document)
+    except Exception:
+        return None
+    quote = found["quote"]
+    value, confidence = number(quote.get("value")), number(quote.get("confidence"))
+    if found["level"] not in WORDS or value is None or confidence is None:
+        return None
+    return {
+        "level": found["level"],
+        "headline": WORDS[found["level"]],
+        "sentence": _text(found["sentence"]),
+        "quote": {"value": value, "game": _text(quote.get("game")), "confidence": confidence},
+        "caveats": _texts(found["caveats"]),
+        "claim": _texts(found["claim"]),
+        "meaning": _texts(found["meaning"]),
+    }
+
+
+def with_own_verdict(document: dict) -> dict:
+    """``document`` with its ``verdict`` read off its own figures (an uploaded one is never
+    kept); without one where its figures cannot be read."""
+    kept = {key: value for key, value in document.items() if key != "verdict"}
+    try:
+        return kept | {"verdict": verdict(kept)}
+    except Exception:
+        return kept
+
+
+def report_digest(document: Any) -> dict[str, Any]:
+    """The digest of a report document (see the module docstring): ``verdict`` (or None), the
+    one-sided ``c_plus_eps_lb``, the two-sided ``eps_tilde_two_sided``, ``c_lb_two_sided``,
+    ``c_plus_eps_lb_two_sided``, ``o1_eps_lb``, ``confidence``, the claim's ``claimed_epsilon``
+    (at δ = 1e-5) and ``claimed_mu``; every figure a finite float or None (nats, except the
+    confidence, a probability)."""
+    document = document if isinstance(document, dict) else {}
+    two_sided = _section(document, "two_sided")
+    summary = _section(_section(document, "claim"), "summary")
+    epsilons = summary.get("epsilons")
+    o1 = _section(_section(document, "reference_audits"), "o1")
+    return {
+        "digest_version": DIGEST_VERSION,
+        "verdict": _verdict(document),
+        "c_plus_eps_lb": number(document.get("c_plus_eps_lb")),
+        "eps_tilde_two_sided": number(two_sided.get("eps_tilde")),
+        "c_lb_two_sided": number(two_sided.get("c_lb")),
+        "c_plus_eps_lb_two_sided": number(two_sided.get("c_plus_eps_lb")),
+        "o1_eps_lb": number(o1.get("eps_lb")),
+        "confidence": number(document.get("confidence")),
+        "claimed_epsilon": number(epsilons.get("1e-05")) if isinstance(epsilons, dict) else None,
+        "claimed_mu": number(summary.get("mu")),
+    }
