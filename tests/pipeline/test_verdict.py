@@ -75,3 +75,11 @@ def test_a_schema_1_0_document_gets_its_verdict_from_its_figures() -> None:
     assert "Leak detected" in page
     assert "ε̃ = 1.00" in page
     assert "<script" not in page
+
+
+def test_a_leak_real_non_members_show_is_a_caveat_of_a_quiet_run() -> None:
+    found = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.15}}))
+    assert found["level"] == "no_leak_detected"
+    assert any("O(1) audit reads ε_lb = 0.15" in caveat for caveat in found["caveats"])
+    quiet = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.05}}))
+    assert not any("O(1)" in caveat for caveat in quiet["caveats"])
