@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.service_support import live_service, report_document_for_test, settings_for  # noqa: E402
+from tests.service_support import live_service, report_document_for_test, settings_for
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 

@@ -99,7 +99,8 @@ class NetworkDistinguisher(ABC):
         from torch.utils.data import DataLoader
 
         from mia.distinguisher_module import DistinguisherModule
-        from panoramia.models.training import TrainingConfig, make_trainer
+        from panoramia.errors import InputError
+        from panoramia.models.training import TrainingConfig, device_count, make_trainer
 
         config = self.config
         module = DistinguisherModule(
@@ -123,6 +124,11 @@ class NetworkDistinguisher(ABC):
                 epochs=epochs, seed=self.seed, accelerator=config.accelerator,
                 devices=config.devices, precision=config.precision,
             )  # fmt: skip
+            if device_count(training.accelerator, training.devices) > 1:
+                raise InputError(
+                    "distinguisher.devices: a distinguisher trains on one device (its epoch "
+                    "is chosen on the whole validation split in one process)"
+                )
             before = len(module.epoch_bounds)
             make_trainer(training, validate=True).fit(module, train_loader, val_loader)
             self.candidates += [

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from panoramia.errors import InputError
 from panoramia.measure.jsonable import number
@@ -43,5 +42,8 @@ def aggregate(values: object, *, confidence: float = 0.95) -> Aggregate:
     if runs.size == 1:
         return Aggregate(mean, float("nan"), float("nan"), float("nan"), 1, confidence)
     std = float(runs.std(ddof=1))
-    half = float(stats.t.ppf((1.0 + confidence) / 2.0, runs.size - 1)) * std / np.sqrt(runs.size)
+    from scipy.special import stdtrit  # Student's t quantile, without scipy.stats' import
+
+    quantile = float(stdtrit(runs.size - 1, (1.0 + confidence) / 2.0))
+    half = quantile * std / np.sqrt(runs.size)
     return Aggregate(mean, mean - half, mean + half, std, int(runs.size), confidence)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import betainc, betaincinv, expit, gammaln, logit
-from scipy.stats import binom
 
 _LOG_MASS_MARGIN = 1e-6
 """Relative margin on the point-mass shortcut of :func:`rejects`, far above rounding error."""
@@ -101,6 +100,8 @@ def max_precision_allowed(r: object, *, theta: float, alpha: float) -> np.ndarra
     ``BinomInvSF(alpha, r, sigmoid(θ)) / r`` (docs/SPEC.md §3): the curve of maximal precision
     allowed by θ, drawn beside a precision–recall curve. NaN where r = 0.
     """
+    from scipy.stats import binom  # slow to import (~0.4 s); only the report's plots need it
+
     _check_alpha(alpha)
     r_arr = np.asarray(r, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -14,9 +14,7 @@ root finding; it never exceeds the exact bound of docs/SPEC.md §2.1 and equals 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import expit
-from scipy.stats import binom
 
 from panoramia.measure.bounds import theta_lb
 
@@ -28,6 +26,8 @@ def attack_slack(*, gamma: float, delta: float) -> float:
 
 def relaxed_p_value(r: int, v: int, theta: float, *, m: int, slack: float) -> float:
     """p(r, v, θ) above for one threshold: r guesses, v correct, audited set of size m."""
+    from scipy.stats import binom  # slow to import; only the relaxed tests need it
+
     if v == 0:
         return 1.0
     q = float(expit(theta))
@@ -38,6 +38,8 @@ def relaxed_p_value(r: int, v: int, theta: float, *, m: int, slack: float) -> fl
 
 def relaxed_theta_lb(r: int, v: int, alpha: float, *, m: int, slack: float) -> float:
     """Largest θ ≥ 0 with relaxed p-value ≤ alpha (0 when even θ = 0 is not rejected)."""
+    from scipy.optimize import brentq  # slow to import; only the relaxed tests need it
+
     if v == 0 or relaxed_p_value(r, v, 0.0, m=m, slack=slack) > alpha:
         return 0.0
     # The relaxed p-value is at least the exact tail, which exceeds alpha past the exact bound.

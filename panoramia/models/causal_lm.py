@@ -153,12 +153,12 @@ def fit_causal_lm(
     L.seed_everything(seed, workers=True, verbose=False)
     options = {"num_workers": config.num_workers, "pin_memory": torch.cuda.is_available()}
     train_loader = DataLoader(
-        TensorDataset(torch.from_numpy(train)), batch_size=config.batch_size, shuffle=True,
+        TensorDataset(torch.tensor(train)), batch_size=config.batch_size, shuffle=True,
         generator=torch.Generator().manual_seed(seed), **options,
     )  # fmt: skip
     val_loader = None
     if validation is not None:
-        val_loader = DataLoader(TensorDataset(torch.from_numpy(validation)), batch_size=256)
+        val_loader = DataLoader(TensorDataset(torch.tensor(validation)), batch_size=256)
     module = CausalLMModule(
         model, learning_rate=config.learning_rate, weight_decay=config.weight_decay
     )
@@ -166,12 +166,8 @@ def fit_causal_lm(
         epochs=config.epochs, seed=seed, **config.trainer_settings()
     )  # fmt: skip
     trainer = make_trainer(training, validate=validation is not None)
-    trainer.fit(module, train_loader, val_loader)
-    if module.best_state is not None:
-        model.load_state_dict(module.best_state)
+    trainer.fit(module, train_loader, val_loader)  # the best epoch's weights end in model
     metrics = {k: round(float(v), 5) for k, v in trainer.callback_metrics.items()}
-    if validation is not None:
-        metrics["best_val_loss"] = round(module.best_val_loss, 5)
     return model.cpu().float().eval(), metrics
 
 

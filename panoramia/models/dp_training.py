@@ -23,7 +23,7 @@ from torch.utils.data import TensorDataset
 
 from panoramia.errors import InputError
 from panoramia.models.dp_settings import DpSgdRun, DpSgdSettings
-from panoramia.models.training import TrainingConfig, make_trainer
+from panoramia.models.training import TrainingConfig, device_count, make_trainer
 
 
 class DpClassifierModule(L.LightningModule):
@@ -80,6 +80,8 @@ def fit_classifier_dpsgd(
         )  # fmt: skip
     module = DpClassifierModule(model, _dp_optimizer(model, config, settings, sigma))
     # Per-sample gradients in float32: Opacus' clipping is not made for mixed precision.
+    if device_count(config.accelerator, config.devices) > 1:  # Opacus' privacy engine is local
+        raise InputError("target.devices: DP-SGD training runs on one device (set devices=1)")
     trainer = make_trainer(replace(config, precision="32-true"), validate=False)
     trainer.fit(module, loader)
     run = DpSgdRun(

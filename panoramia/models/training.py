@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from panoramia.errors import InputError
+
 log = logging.getLogger(__name__)
 
 
@@ -40,7 +42,46 @@ class TrainingConfig:
     """Keep the weights of the epoch with the lowest validation loss (helper models)."""
 
 
-class ClassifierModule(L.LightningModule):
+class BestEpochModule(L.LightningModule):
+    """A module that keeps the weights of its epoch with the lowest validation loss.
+
+    The validation loss is synced over every device (sum and count all-reduced), so each rank
+    picks the same epoch. At the end of ``fit`` the kept weights are loaded into ``self.model``
+    (when ``keep_best``) and ``best_val_loss`` joins the trainer's metrics: both survive the
+    return from spawned ranks (Lightning hands rank 0's weights and metrics back to the main
+    process), so the caller never reads ``best_state`` itself.
+    """
+
+    def __init__(self, keep_best: bool = True) -> None:
+        super().__init__()
+        self.keep_best = keep_best
+        self.best_val_loss = float("inf")
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self._val_losses: list[torch.Tensor] = []
+
+    def synced_mean(self, losses: list[torch.Tensor]) -> torch.Tensor:
+        """The mean of every device's ``losses`` (float32)."""
+        local = torch.cat(losses).float() if losses else torch.zeros(0, device=self.device)
+        totals = torch.stack([local.sum(), torch.tensor(float(local.numel()), device=local.device)])
+        totals = self.trainer.strategy.reduce(totals, reduce_op="sum")
+        return totals[0] / totals[1].clamp_min(1.0)
+
+    def on_validation_epoch_end(self) -> None:
+        val_loss = self.synced_mean(self._val_losses)
+        self._val_losses.clear()
+        self.log("val_loss", val_loss, prog_bar=True, sync_dist=True)  # equal on every rank
+        if not self.trainer.sanity_checking and float(val_loss) < self.best_val_loss:
+            self.best_val_loss = float(val_loss)
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def on_fit_end(self) -> None:
+        if self.keep_best and self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        if self.best_val_loss < float("inf"):
+            self.trainer.callback_metrics["best_val_loss"] = torch.tensor(self.best_val_loss)
+
+
+class ClassifierModule(BestEpochModule):
     """Cross-entropy classification of (features, label) batches."""
 
     def __init__(
@@ -49,34 +90,24 @@ class ClassifierModule(L.LightningModule):
         learning_rate: float,
         weight_decay: float,
         optimizer: str = "adam",
+        keep_best: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(keep_best)
         self.model = model
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.optimizer = optimizer
-        self.best_val_loss = float("inf")
-        self.best_state: dict[str, torch.Tensor] | None = None
-        self._val_losses: list[torch.Tensor] = []
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
         features, labels = batch
         loss = nn.functional.cross_entropy(self.model(features), labels)
-        self.log("train_loss", loss, prog_bar=True, on_epoch=True, on_step=False)
+        self.log("train_loss", loss, prog_bar=True, on_epoch=True, on_step=False, sync_dist=True)
         return loss
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> None:
         features, labels = batch
         losses = nn.functional.cross_entropy(self.model(features), labels, reduction="none")
         self._val_losses.append(losses.detach().float())
-
-    def on_validation_epoch_end(self) -> None:
-        val_loss = torch.cat(self._val_losses).mean()
-        self._val_losses.clear()
-        self.log("val_loss", val_loss, prog_bar=True)
-        if not self.trainer.sanity_checking and float(val_loss) < self.best_val_loss:
-            self.best_val_loss = float(val_loss)
-            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def configure_optimizers(self) -> object:
         parameters = self.model.parameters()
@@ -98,7 +129,9 @@ def _loader(
     data: tuple[np.ndarray, np.ndarray], batch: int, generator: torch.Generator | None = None
 ) -> DataLoader:
     """Shuffled (when ``generator`` is given) batches of (features, labels)."""
-    dataset = TensorDataset(torch.from_numpy(data[0]), torch.from_numpy(data[1]))
+    # torch-owned copies: a spawned rank receives tensors through shared memory, which a
+    # numpy-backed storage cannot be moved to
+    dataset = TensorDataset(torch.tensor(data[0]), torch.tensor(data[1]))
     return DataLoader(
         dataset,
         batch_size=batch,
@@ -125,25 +158,81 @@ def default_precision(precision: str | None) -> str:
     return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
 
 
+class EndProcessGroup(L.Callback):
+    """At the end of a spawned rank's ``fit``, leave the process group (barrier, then
+    destroy): a rank that exits with gloo's threads still running aborts ("terminate called
+    without an active exception") and fails the stage."""
+
+    def on_fit_end(self, trainer: L.Trainer, _module: L.LightningModule) -> None:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+
+
+def device_count(accelerator: str, devices: int | str | list) -> int:
+    """How many devices Lightning will train on for these settings (``auto``: every GPU where
+    CUDA is present and the accelerator allows it, else one CPU process)."""
+    if isinstance(devices, list | tuple):
+        return len(devices)
+    text = str(devices).strip()
+    if text.startswith("[") or "," in text:
+        return len([part for part in text.strip("[]").split(",") if part.strip()])
+    gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
+    if text in ("auto", "-1"):
+        return max(torch.cuda.device_count(), 1) if gpu else 1
+    return int(text)
+
+
+ONE_PROCESS_STRATEGIES = ("auto", "ddp", "ddp_spawn")
+"""Strategies an audit accepts: several devices always train as ``ddp_spawn``."""
+
+
+def parallel_strategy(config: TrainingConfig) -> str:
+    """The Lightning strategy for these settings: with several devices, ``ddp_spawn`` — the
+    ranks are processes started for ``fit`` alone, and rank 0's weights and metrics come back
+    to the calling process, so the rest of the audit runs once (``ddp``, Lightning's default
+    for several devices, would re-run the whole command in every rank). Other multi-device
+    strategies are refused (InputError)."""
+    several = device_count(config.accelerator, config.devices) > 1
+    if not several:
+        return "auto" if config.strategy in ONE_PROCESS_STRATEGIES else config.strategy
+    if config.strategy not in ONE_PROCESS_STRATEGIES:
+        raise InputError(
+            f"strategy {config.strategy!r}: with several devices an audit trains with ddp "
+            "(run as ddp_spawn, so that each stage runs once); use strategy=ddp or auto"
+        )
+    return "ddp_spawn"
+
+
 def make_trainer(
     config: TrainingConfig, *, validate: bool, callbacks: list | None = None
 ) -> L.Trainer:
-    """A quiet, deterministic Trainer on the configured devices (no logger or checkpoints)."""
+    """A quiet, deterministic Trainer on the configured devices (no logger or checkpoints);
+    several devices train as ``ddp_spawn`` (:func:`parallel_strategy`)."""
     _quiet_lightning()
+    if _several(config):
+        # tensors reach spawned ranks through shared-memory files: passing their descriptors
+        # fails here ("unable to resize file"), and file names work wherever /dev/shm does
+        torch.multiprocessing.set_sharing_strategy("file_system")
     return L.Trainer(
         max_epochs=config.epochs,
         accelerator=config.accelerator,
         devices=config.devices,
-        strategy=config.strategy,
+        strategy=parallel_strategy(config),
         precision=default_precision(config.precision),
         deterministic=True,
         logger=False,
         enable_checkpointing=False,
         enable_model_summary=False,
+        enable_progress_bar=False if _several(config) else None,
         num_sanity_val_steps=0,
         limit_val_batches=1.0 if validate else 0,
-        callbacks=callbacks,
+        callbacks=[*(callbacks or []), *([EndProcessGroup()] if _several(config) else [])],
     )
+
+
+def _several(config: TrainingConfig) -> bool:
+    return device_count(config.accelerator, config.devices) > 1
 
 
 def fit_classifier(
@@ -174,15 +263,14 @@ def _fit(
     datamodule: L.LightningDataModule | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
     L.seed_everything(config.seed, workers=True, verbose=False)
-    module = ClassifierModule(model, config.learning_rate, config.weight_decay, config.optimizer)
+    module = ClassifierModule(
+        model, config.learning_rate, config.weight_decay, config.optimizer,
+        keep_best=config.select_best_on_validation,
+    )  # fmt: skip
     trainer = make_trainer(config, validate=validate)
     if datamodule is not None:
         trainer.fit(module, datamodule=datamodule)
     else:
         trainer.fit(module, train_loader, val_loader)
-    if config.select_best_on_validation and module.best_state is not None:
-        model.load_state_dict(module.best_state)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    if validate:
-        metrics["best_val_loss"] = module.best_val_loss
     return model.cpu().eval(), metrics

@@ -45,6 +45,15 @@ def _pin_threads(threads: int | None) -> None:
     torch.set_num_threads(threads)
 
 
+def compute_environment() -> dict[str, int]:
+    """What results depend on besides settings (docs/SPEC.md §3): torch's intra-op thread
+    count, which orders float sums in training and inference (``threads=1`` and unset train
+    different weights), so the two never share a stage."""
+    import torch
+
+    return {"torch_threads": torch.get_num_threads()}
+
+
 def folder_name(path: str) -> str:
     """A target directory's name as a model name: its last component, characters other than
     letters, digits, ``.``, ``_`` and ``-`` replaced by ``-`` (``external`` if none is left)."""
@@ -95,6 +104,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         ArtifactStore(job.artifacts_dir),
         console=console,
         progress_file=Path(progress) if progress else None,
+        environment=compute_environment(),
     )
     pipeline = Pipeline(job, runner)
     stages = pipeline.run()

@@ -30,12 +30,20 @@ class StageResult:
     """What the stage's build function returned (metrics, sizes), from its record."""
 
 
-def stage_key(name: str, version: int, config: object, inputs: list[StageResult]) -> str:
-    payload = json.dumps(
-        {"stage": name, "version": version, "config": config,
-         "inputs": {i.name: i.key for i in inputs}},
-        sort_keys=True, default=str,
-    )  # fmt: skip
+def stage_key(
+    name: str,
+    version: int,
+    config: object,
+    inputs: list[StageResult],
+    environment: dict | None = None,
+) -> str:
+    """The stage's key: a hash of its name, version, config, its inputs' keys and, where
+    given, the compute ``environment`` its results depend on (e.g. torch's thread count)."""
+    body = {"stage": name, "version": version, "config": config,
+            "inputs": {i.name: i.key for i in inputs}}  # fmt: skip
+    if environment:
+        body["environment"] = environment
+    payload = json.dumps(body, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
@@ -49,8 +57,12 @@ class StageRunner:
         total: int = 0,
         console: Console | None = None,
         progress_file: Path | None = None,
+        environment: dict | None = None,
     ):
         self.store = store
+        self.environment = environment or {}
+        """What every stage's result depends on besides its settings and inputs (torch's
+        thread count: float sums are ordered by it); part of every key."""
         self.total = total
         """Stages planned (the progress lines' denominator); the pipeline sets it from its graph."""
         self.console = console or Console(stderr=True)
@@ -78,7 +90,7 @@ class StageRunner:
         label: str | None = None,
     ) -> StageResult:
         """Reuse ``name``'s artifact for this key, or ``build(directory)`` it now."""
-        key = stage_key(name, version, config, inputs)
+        key = stage_key(name, version, config, inputs, self.environment)
         shown = label or name
         step = f"[{len(self.results) + 1}/{self.total}]"
         if self.store.is_done(name, key):

@@ -1,0 +1,46 @@
+"""An audit whose models train on two devices (two CPU processes over gloo) runs every
+stage once and writes one report: the ranks live only inside each training's ``fit``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run_audit
+from tests.conftest import shared_store
+
+TWO_DEVICES = ["target.strategy=ddp", "target.devices=2", "target.accelerator=cpu"]
+AUDITS = {
+    "image": ["--config-name", "image", "+experiment=digits_tiny", "threads=1"],
+    "text": ["--config-name", "text", "+experiment=text_tiny", "threads=1",
+             "generator.devices=2", "generator.accelerator=cpu"],
+}  # fmt: skip
+
+
+def finished_stages(log: str) -> list[int]:
+    """The stage numbers of the log's "[k/N] …: done in" and "…: reused" lines, in order."""
+    pattern = re.compile(r"^\[(\d+)/(\d+)\] .*: (?:done in|reused)", re.M)
+    return [int(match.group(1)) for match in pattern.finditer(log)]
+
+
+@pytest.mark.parametrize("modality", sorted(AUDITS))
+def test_a_two_process_audit_runs_each_stage_once(
+    modality: str, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    artifacts = shared_store(tmp_path_factory, f"{modality}-artifacts")
+    done = run_audit(
+        AUDITS[modality], *TWO_DEVICES, artifacts=artifacts, run_dir=tmp_path / "run",
+        console_script=True,  # Lightning spawns its ranks from a real interpreter's __main__
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = done.stdout + done.stderr
+    stages = finished_stages(log)
+    assert stages == list(range(1, len(stages) + 1))  # each stage once, in order
+    assert log.count("report: ") == 1
+    assert len(re.findall(r"seed 0: ", log)) == 1
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["config"]["target"]["devices"] == "2"
+    assert not list(artifacts.rglob(".partial-*"))  # no rank left half a stage behind
