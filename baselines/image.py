@@ -18,6 +18,7 @@ import numpy as np
 
 from baselines.labels import draw_classes, held_out
 from panoramia.data.images import ImageSet
+from panoramia.devices import inference_device
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
@@ -51,7 +52,8 @@ class ImageLabeler:
         train_image_directory(
             real, self.config, self.directory, seed=self.seed, n_classes=n_classes
         )
-        self.model = load_target(self.directory)
+        device = inference_device(self.config.accelerator, self.config.devices)
+        self.model = load_target(self.directory, device=device)
         return self
 
     def relabel(self, images: ImageSet, *, seed: int) -> ImageSet:

@@ -104,6 +104,7 @@ def cross_fitted_losses(
 ) -> CrossFittedLosses:
     """Train ``config``'s classifier (an ImageModelConfig) on each half of ``real`` (D_G) into
     ``directory``/fold0 and fold1, and rate every real image with the model that did not see it."""
+    from panoramia.devices import inference_device
     from panoramia.models.image_training import train_image_directory
     from panoramia.targets import load_target
 
@@ -116,6 +117,7 @@ def cross_fitted_losses(
             real.take(np.flatnonzero(fold != k)), config, model_directory, seed=seed + k,
             n_classes=n_classes,
         )  # fmt: skip
-        models.append(load_target(model_directory))
+        device = inference_device(config.accelerator, config.devices)
+        models.append(load_target(model_directory, device=device))
         held_out[fold == k] = models[k].per_example_loss(real.take(np.flatnonzero(fold == k)))
     return CrossFittedLosses(held_out, fold, tuple(models), seed)

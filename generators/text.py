@@ -136,9 +136,11 @@ class TextGenerator:
 
     @classmethod
     def load(cls, directory: Path) -> TextGenerator:
+        from panoramia.devices import inference_device
         from panoramia.targets.text_models import load_causal_lm_target
 
         config = TextGeneratorConfig(**json.loads((directory / SETTINGS).read_text()))
         generator = cls(config)
-        generator.model = load_causal_lm_target(directory, {"directory": "."}).model
+        device = inference_device(config.accelerator, config.devices)
+        generator.model = load_causal_lm_target(directory, {"directory": "."}, device).model
         return generator

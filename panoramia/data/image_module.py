@@ -40,11 +40,13 @@ class Normalization:
     def to_dict(self) -> dict[str, list[float]]:
         return {k: list(v) for k, v in asdict(self).items()}
 
-    def tensor(self, images: np.ndarray) -> torch.Tensor:
-        """uint8 (N, H, W, C) → normalised float32 (N, C, H, W)."""
-        x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float() / 255.0
-        mean = torch.tensor(self.mean).view(1, -1, 1, 1)
-        std = torch.tensor(self.std).view(1, -1, 1, 1)
+    def tensor(self, images: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """uint8 (N, H, W, C) → normalised float32 (N, C, H, W), on the tensor's device."""
+        if not isinstance(images, torch.Tensor):
+            images = torch.from_numpy(np.ascontiguousarray(images))
+        x = images.permute(0, 3, 1, 2).float() / 255.0
+        mean = torch.tensor(self.mean, device=x.device).view(1, -1, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, -1, 1, 1)
         return (x - mean) / std
 
 

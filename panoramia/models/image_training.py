@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from panoramia.data.images import ImageSet
+from panoramia.devices import inference_device
 from panoramia.errors import InputError
 from panoramia.models.device_settings import DeviceSettings
 from panoramia.targets.manifest import MANIFEST
@@ -104,7 +105,7 @@ def train_image_directory(
         "input": dict(zip(("height", "width", "channels"), train.shape, strict=True)),
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    target = load_target(directory)
+    target = load_target(directory, device=inference_device(config.accelerator, config.devices))
     for name, images in (("train", train), ("holdout", holdout)):
         if images is not None:
             metrics.update(_evaluate(target, images, name))

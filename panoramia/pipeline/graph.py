@@ -318,6 +318,16 @@ class AuditPipeline(ABC):
             label=f"stand-in f̂_{index} ({shown})",
         )  # fmt: skip
 
+    def inference_device(self, which: str):  # -> torch.device
+        """Where the forward passes of ``which`` model run: the target's settings for f, the
+        helper's for h and the stand-ins (:func:`panoramia.devices.inference_device`)."""
+        from panoramia.devices import inference_device
+
+        section = self.job.target if which == "target" else self.job.helper
+        return inference_device(
+            getattr(section, "accelerator", "auto"), getattr(section, "devices", "auto")
+        )
+
     def losses(
         self, model: StageResult, split: StageResult, synthetic: StageResult, *, which: str
     ) -> StageResult:
@@ -325,8 +335,9 @@ class AuditPipeline(ABC):
 
         def build(directory: Path) -> dict:
             adapter = load_target(
-                self.model_directory(model), trusted_modules=self.trusted_modules()
-            )
+                self.model_directory(model), trusted_modules=self.trusted_modules(),
+                device=self.inference_device(which),
+            )  # fmt: skip
             pattern = f"*{self.SET_SUFFIX}"
             files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
             side = {file.stem: self.side_losses(adapter, self.read_set(file)) for file in files}

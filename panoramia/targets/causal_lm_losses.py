@@ -37,13 +37,15 @@ def token_losses(model: PreTrainedModel, tokens: np.ndarray, *, batch: int = LOS
     """float64 (N, L−1) per-token losses of int token ids (N, L), on the model's device."""
     import torch
 
+    from panoramia.devices import forward_passes, to_device
+
     device = next(model.parameters()).device
     model.eval()
     parts = []
-    with torch.no_grad():
+    with forward_passes(device):  # float32 losses from the logits, bf16 autocast on CUDA
         for start in range(0, len(tokens), batch):
-            chunk = torch.from_numpy(np.ascontiguousarray(tokens[start : start + batch]))
-            parts.append(sequence_losses(model, chunk.to(device)).double().cpu())
+            chunk = to_device(tokens[start : start + batch], device)
+            parts.append(sequence_losses(model, chunk).double().cpu())
     if not parts:
         return np.zeros((0, max(0, tokens.shape[1] - 1)))
     return torch.cat(parts).numpy()

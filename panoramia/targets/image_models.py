@@ -15,7 +15,7 @@ Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ import torch
 
 from panoramia.data.image_module import Normalization
 from panoramia.data.images import ImageSet
+from panoramia.devices import forward_passes, prepare, to_device
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.targets.manifest import inside_model_directory
@@ -33,23 +34,26 @@ BATCH = 1024
 
 @dataclass
 class TorchImageTarget:
-    """Any callable from uint8 (N, H, W, C) images to class logits (N, K), batch by batch."""
+    """Any callable from uint8 (N, H, W, C) images to class logits (N, K), batch by batch, on
+    ``device`` (:mod:`panoramia.devices`)."""
 
     logits_of: Callable[[np.ndarray], torch.Tensor]
     files: dict[str, str]
     kind: str
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
-    @torch.no_grad()
     def logits(self, images: np.ndarray) -> np.ndarray:
         """float32 logits (N, K) of uint8 (N, H, W, C) images."""
-        parts = [
-            self.logits_of(images[i : i + BATCH]).float() for i in range(0, len(images), BATCH)
-        ]
+        with forward_passes(self.device):
+            parts = [
+                self.logits_of(images[i : i + BATCH]).float().cpu()
+                for i in range(0, len(images), BATCH)
+            ]
         return torch.cat(parts).numpy()
 
-    @torch.no_grad()
     def per_example_loss(self, batch: ImageSet) -> np.ndarray:
-        """Cross-entropy of each image's label, float64 of shape (N,)."""
+        """Cross-entropy (nats) of each image's label, float64 of shape (N,), from float32
+        logits."""
         logits = torch.from_numpy(self.logits(batch.images))
         if int(batch.labels.max()) >= logits.shape[1]:
             raise InputError(
@@ -73,16 +77,20 @@ def _normalization(directory: Path, manifest: dict) -> Normalization:
         ) from None
 
 
-def _module_logits(model: torch.nn.Module, normalization: Normalization) -> Callable:
-    model = model.eval()
+def _module_logits(
+    model: torch.nn.Module, normalization: Normalization, device: torch.device
+) -> Callable:
+    model = prepare(model, device)
+    channels_last = torch.channels_last if device.type == "cuda" else torch.contiguous_format
 
     def logits_of(images: np.ndarray) -> torch.Tensor:
-        return model(normalization.tensor(images))
+        pixels = to_device(images, device)  # uint8 over the bus, normalised on the device
+        return model(normalization.tensor(pixels).contiguous(memory_format=channels_last))
 
     return logits_of
 
 
-def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
+def _huggingface(directory: Path, manifest: dict, device: torch.device) -> TorchImageTarget:
     from transformers import AutoImageProcessor, AutoModelForImageClassification
 
     folder = inside_model_directory(directory, manifest.get("directory", "."), "directory")
@@ -98,25 +106,29 @@ def _huggingface(directory: Path, manifest: dict) -> TorchImageTarget:
         raise InputError(
             f"target {str(folder)!r}: not a loadable image classifier ({first})"
         ) from None
-    model.eval()
+    model = prepare(model, device)
 
     def logits_of(images: np.ndarray) -> torch.Tensor:
         rgb = np.repeat(images, 3, axis=-1) if images.shape[-1] == 1 else images
         inputs = processor(images=list(rgb), return_tensors="pt")
-        return model(**inputs).logits
+        return model(**{k: v.to(device, non_blocking=True) for k, v in inputs.items()}).logits
 
     files = {
         f.name: file_sha256(f) for f in sorted(folder.iterdir()) if f.is_file()
     }  # config, weights, processor
-    return TorchImageTarget(logits_of, files, "hf-image-classification")
+    return TorchImageTarget(logits_of, files, "hf-image-classification", device)
 
 
 def load_image_target(
-    directory: Path, manifest: dict, trusted_modules: Iterable[str] = ()
+    directory: Path,
+    manifest: dict,
+    trusted_modules: Iterable[str] = (),
+    device: torch.device | None = None,
 ) -> TorchImageTarget:
+    device = device or torch.device("cpu")
     kind = manifest["format"]
     if kind == "hf-image-classification":
-        return _huggingface(directory, manifest)
+        return _huggingface(directory, manifest, device)
     normalization = _normalization(directory, manifest)
     if kind == "torch-safetensors":
         model, files = load_safetensors_module(directory, manifest, trusted_modules)
@@ -127,4 +139,4 @@ def load_image_target(
             f"target {str(directory)!r}: format {kind!r} is not an image format "
             "(torch-safetensors, torchscript, hf-image-classification)"
         )
-    return TorchImageTarget(_module_logits(model, normalization), files, kind)
+    return TorchImageTarget(_module_logits(model, normalization, device), files, kind, device)

@@ -11,8 +11,12 @@ from panoramia.targets.manifest import read_manifest
 from panoramia.targets.trust import check_trusted_modules
 
 
-def load_target(directory: str | Path, *, trusted_modules: Iterable[str] = ()) -> TargetModel:
-    """Open the target in ``directory`` with the adapter its manifest names.
+def load_target(
+    directory: str | Path, *, trusted_modules: Iterable[str] = (), device: object = None
+) -> TargetModel:
+    """Open the target in ``directory`` with the adapter its manifest names; torch models run
+    their forward passes on ``device`` (a ``torch.device`` from
+    :func:`panoramia.devices.inference_device`; default the CPU).
 
     ``trusted_modules``: module prefixes whose ``nn.Module`` classes a ``torch-safetensors``
     manifest may name, besides :data:`panoramia.targets.trust.DEFAULT_TRUSTED_MODULES`, and
@@ -24,15 +28,15 @@ def load_target(directory: str | Path, *, trusted_modules: Iterable[str] = ()) -
     if kind == "hf-causal-lm":
         from panoramia.targets.text_models import load_causal_lm_target
 
-        return load_causal_lm_target(directory, manifest)
+        return load_causal_lm_target(directory, manifest, device)
     if manifest.get("modality") == "image" or kind == "hf-image-classification":
         from panoramia.targets.image_models import load_image_target
 
-        return load_image_target(directory, manifest, trusted_modules)
+        return load_image_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]
     if kind in ("torch-safetensors", "torchscript"):
         from panoramia.targets.torch_models import load_torch_target
 
-        return load_torch_target(directory, manifest, trusted_modules)
+        return load_torch_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]
     if kind == "xgboost-json":
         from panoramia.targets.xgboost_model import XGBoostTarget
 

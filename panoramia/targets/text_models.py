@@ -50,8 +50,9 @@ class CausalLMTarget:
         return {"format": "hf-causal-lm", "sha256": self.files}
 
 
-def load_causal_lm_target(directory: Path, manifest: dict) -> CausalLMTarget:
-    """Open the causal LM that the manifest's ``directory`` (default ``.``) holds."""
+def load_causal_lm_target(directory: Path, manifest: dict, device: object = None) -> CausalLMTarget:
+    """Open the causal LM that the manifest's ``directory`` (default ``.``) holds, on
+    ``device`` (a ``torch.device``; default the CPU): its losses are computed there."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
@@ -70,4 +71,4 @@ def load_causal_lm_target(directory: Path, manifest: dict) -> CausalLMTarget:
         raise InputError(f"target {str(folder)!r}: not a loadable causal LM ({first})") from None
     files = {f.name: file_sha256(f) for f in sorted(folder.iterdir()) if f.is_file()}
     files.pop("target.json", None)
-    return CausalLMTarget(model.float().eval(), folder, files)
+    return CausalLMTarget(model.float().eval().to(device or "cpu"), folder, files)

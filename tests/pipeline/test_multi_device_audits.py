@@ -44,3 +44,22 @@ def test_a_two_process_audit_runs_each_stage_once(
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["config"]["target"]["devices"] == "2"
     assert not list(artifacts.rglob(".partial-*"))  # no rank left half a stage behind
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("modality", sorted(AUDITS))
+def test_a_tiny_audit_runs_on_cuda(
+    modality: str, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    on_gpu = [f"{section}.accelerator=gpu" for section in ("target", "helper", "generator")]
+    config = [part for part in AUDITS[modality] if not part.startswith("generator.")]
+    done = run_audit(
+        config, *on_gpu, artifacts=shared_store(tmp_path_factory, f"{modality}-gpu"),
+        run_dir=tmp_path / "run", console_script=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "run" / "report.json").read_text())["modality"] == modality

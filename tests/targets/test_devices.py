@@ -1,0 +1,66 @@
+"""The device policy of forward passes outside training (``panoramia/devices.py``): the
+settings pick the device, the adapters put their model and batches there, losses stay float32
+from the logits. The CUDA comparisons are marked ``gpu`` (skipped without CUDA)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from panoramia.datasets.adult import SCHEMA, load_adult
+from panoramia.devices import inference_device
+from panoramia.errors import InputError
+from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
+from panoramia.targets import load_target
+
+CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def rows() -> pd.DataFrame:
+    return load_adult()[0].iloc[:300].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def mlp_dir(rows: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("mlp")
+    train_mlp_directory(rows, SCHEMA, MlpConfig(epochs=1, hidden=[8]), directory, seed=0)
+    return directory
+
+
+def test_the_settings_pick_the_device() -> None:
+    assert inference_device("cpu", "auto") == torch.device("cpu")
+    assert inference_device("auto").type == ("cuda" if CUDA else "cpu")
+    with pytest.raises(InputError, match="accelerator 'tpu': expected auto, cpu, gpu or cuda"):
+        inference_device("tpu")
+    if not CUDA:
+        with pytest.raises(InputError, match="accelerator 'gpu': no CUDA device"):
+            inference_device("gpu")
+
+
+def test_an_adapter_runs_where_it_is_told_with_the_same_losses(
+    mlp_dir: Path, rows: pd.DataFrame
+) -> None:
+    plain = load_target(mlp_dir)  # the CPU by default
+    told = load_target(mlp_dir, device=torch.device("cpu"))
+    assert {p.device.type for p in told.model.parameters()} == {"cpu"}
+    losses = told.per_example_loss(rows)
+    with torch.no_grad():
+        logits = plain.model(torch.from_numpy(plain.encoder.features(rows)))
+        expected = torch.nn.functional.cross_entropy(
+            logits, torch.from_numpy(plain.encoder.labels(rows)), reduction="none"
+        )
+    np.testing.assert_allclose(losses, expected.double().numpy(), rtol=1e-6)
+    assert not told.model.training
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="no CUDA device")
+def test_cuda_losses_match_the_cpu_within_bf16_rounding(mlp_dir: Path, rows: pd.DataFrame) -> None:
+    on_cpu = load_target(mlp_dir, device=torch.device("cpu")).per_example_loss(rows)
+    on_gpu = load_target(mlp_dir, device=inference_device("gpu")).per_example_loss(rows)
+    np.testing.assert_allclose(on_gpu, on_cpu, rtol=2e-2, atol=2e-2)  # bf16: 8 bits of mantissa
