@@ -96,6 +96,9 @@ class TextGenerator:
         self.model, metrics = fit_causal_lm(
             model, sequences, self.config, seed=seed, validation=held_out
         )
+        from panoramia.devices import inference_device
+
+        self.model = self.model.to(inference_device(self.config.accelerator, self.config.devices))
         return metrics
 
     def sample(self, prompts: TextSet, n: int, *, seed: int) -> TextSet:
