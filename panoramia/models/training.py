@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import lightning as L
 import numpy as np
 import torch
+from lightning.pytorch.plugins.environments import LightningEnvironment
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -228,6 +229,9 @@ def make_trainer(
         num_sanity_val_steps=0,
         limit_val_batches=1.0 if validate else 0,
         callbacks=[*(callbacks or []), *([EndProcessGroup()] if _several(config) else [])],
+        # the ranks are this machine's processes, whatever cluster runs the job (under SLURM,
+        # Lightning would otherwise expect one SLURM task per device)
+        plugins=[LightningEnvironment()] if _several(config) else None,
     )
 
 

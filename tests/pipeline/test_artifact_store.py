@@ -76,3 +76,29 @@ def test_temporary_directories_of_dead_processes_are_swept(tmp_path: Path) -> No
 def test_child_seeds_are_stable_and_distinct() -> None:
     assert child_seed(0, "game") == child_seed(0, "game")
     assert len({child_seed(0, "game"), child_seed(1, "game"), child_seed(0, "split")}) == 3
+
+
+def test_the_thread_count_is_part_of_every_stage_key() -> None:
+    """threads=1 and unset train different weights (float sums ordered by the thread count):
+    they must never share a stage (docs/SPEC.md §3, reproducibility)."""
+    import torch
+
+    from panoramia.pipeline.app import compute_environment
+    from panoramia.pipeline.stages import stage_key
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = compute_environment()
+        torch.set_num_threads(2)
+        two = compute_environment()
+    finally:
+        torch.set_num_threads(before)
+    assert one == {"torch_threads": 1}
+    assert two == {"torch_threads": 2}
+    assert stage_key("target", 1, {"epochs": 3}, [], one) != stage_key(
+        "target", 1, {"epochs": 3}, [], two
+    )
+    assert stage_key("target", 1, {"epochs": 3}, [], one) == stage_key(
+        "target", 1, {"epochs": 3}, [], dict(one)
+    )
