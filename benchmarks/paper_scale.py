@@ -21,6 +21,7 @@ machine you would audit on:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import time
 from collections.abc import Callable
@@ -62,10 +63,8 @@ def _sync(device: torch.device) -> None:
 
 
 def _peak_reset(device: torch.device) -> None:
-    try:
+    with contextlib.suppress(OSError):  # Linux: reset the peak resident size
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
