@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.measure.bounds import saturation_ceiling
 from panoramia.measure.jsonable import number
 from panoramia.measure.relaxed import attack_slack
 from panoramia.measure.sweep import SweepResult, sweep
@@ -57,6 +58,23 @@ class Measurement:
     def saturated(self) -> bool:
         """True when either maximiser has precision 1 (a count of error-free guesses)."""
         return self.baseline.best.saturated or self.attack.best.saturated
+
+    def detectable(self) -> dict[str, float | int]:
+        """How much this audit could show at its size: ``members`` in the tested audit set,
+        ``c_plus_eps_max`` = logit(α^(1/r)) with α the per-test level and r those members
+        (the bound of r error-free member guesses: no attack can show more), and
+        ``eps_tilde_max`` = max(0, c_plus_eps_max − c_lb) (nats); the same two for twice the
+        members (``…_doubled``), what a larger audit would reach."""
+        members = int(self.attack.roc.n_positive)
+        ceiling = float(saturation_ceiling(members, self.alpha_per_test))
+        doubled = float(saturation_ceiling(2 * members, self.alpha_per_test))
+        return {
+            "members": members,
+            "c_plus_eps_max": number(ceiling),
+            "eps_tilde_max": number(max(0.0, ceiling - self.c_lb)),
+            "c_plus_eps_max_doubled": number(doubled),
+            "eps_tilde_max_doubled": number(max(0.0, doubled - self.c_lb)),
+        }
 
     def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
         """JSON-safe document; ``include_table`` adds every threshold's row (large for ``all``)."""

@@ -133,7 +133,11 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         f"{'two-sided' if found['quote']['game'] == 'two_sided' else 'one-sided'} game)"
         f"  ({elapsed:.0f} s)\n  {found['sentence']}",
         soft_wrap=True,  # a pipe or a log keeps each line whole
+        markup=True,
     )
+    for caveat in found["caveats"]:  # what this audit's size could not show
+        if caveat.startswith("At this size"):
+            console.print(f"  {caveat}", soft_wrap=True, markup=False)
     console.print(
         f"  paper's game: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"

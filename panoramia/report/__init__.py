@@ -1,6 +1,6 @@
 """Leakage reports: ``report.json`` (versioned schema) and a self-contained ``report.html``."""
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """1.1 adds ``verdict`` (docs/SPEC.md §3.1); a 1.0 document's verdict is
 :func:`panoramia.report.verdict.verdict` of its own figures."""
 SCHEMA_VERSIONS = ("1.0", "1.1")

@@ -54,6 +54,7 @@ def report_document(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "modality": modality,
         **body,
+        "detectable": measurement.detectable(),
         "reference_audits": {
             "o1": o1.to_dict() if o1 is not None else None,
             "rmrn": rmrn.to_dict() if rmrn is not None else None,

@@ -165,12 +165,39 @@ def _caveats(document: dict, games: list[dict], claim: dict) -> list[str]:
             "this model does leak something about its training rows, even where the audit "
             "against generated rows finds little."
         )
+    reach = _reach(document, games, claim)
+    if reach:
+        caveats.append(reach)
     caveats.append(
         f"One run: a model that never saw the members still read above {TOLERANCE:g} in "
         f"{CONTROL_SINGLE_RUNS_ABOVE} of the validity sweeps' single runs (docs/RESULTS.md "
         "§13); repeat over seeds (a multirun) for a paired interval against a control."
     )
     return caveats
+
+
+def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
+    """What this audit's size could not show, in words: where ε̃ reads at most the tolerance,
+    or the declared ε is above the most this size can show; None otherwise or without a
+    ``detectable`` section (documents before 1.2)."""
+    reach = document.get("detectable") or {}
+    most, doubled = reach.get("eps_tilde_max"), reach.get("eps_tilde_max_doubled")
+    if most is None or doubled is None:
+        return None
+    quiet = max(game["eps_tilde"] for game in games) <= TOLERANCE
+    claimed = (((claim.get("summary") or {}).get("epsilons")) or {}).get("1e-05")
+    beyond = claimed is not None and float(claimed) > float(most)
+    if not (quiet or beyond):
+        return None
+    members = int(reach.get("members") or 0)
+    text = (
+        f"At this size ({members:,} members in the audit set) the audit cannot show ε̃ above "
+        f"{float(most):.2f} even if every member guess were right; twice the members would "
+        f"raise that to {float(doubled):.2f}."
+    )
+    if beyond:
+        text += f" The declared ε = {float(claimed):.2f} is beyond what it can confirm."
+    return text
 
 
 def verdict(document: dict) -> dict:

@@ -83,3 +83,30 @@ def test_a_leak_real_non_members_show_is_a_caveat_of_a_quiet_run() -> None:
     assert any("O(1) audit reads ε_lb = 0.15" in caveat for caveat in found["caveats"])
     quiet = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.05}}))
     assert not any("O(1)" in caveat for caveat in quiet["caveats"])
+
+
+def test_a_quiet_run_says_how_much_its_size_could_show() -> None:
+    document = _document((1.0, 1.02))
+    assert document["detectable"]["members"] > 0  # schema 1.2
+    found = verdict(document)
+    reach = [caveat for caveat in found["caveats"] if caveat.startswith("At this size")]
+    assert len(reach) == 1
+    expected = document["detectable"]["eps_tilde_max"]
+    assert f"cannot show ε̃ above {expected:.2f}" in reach[0]
+    loud = verdict(_document((1.0, 1.6)))
+    assert not any(caveat.startswith("At this size") for caveat in loud["caveats"])
+    older = {k: v for k, v in _document((1.0, 1.02)).items() if k != "detectable"}
+    assert not any(caveat.startswith("At this size") for caveat in verdict(older)["caveats"])
+
+
+def test_the_reach_is_logit_of_alpha_to_the_one_over_r() -> None:
+    import math
+
+    document = report_document_for_test()
+    reach, alpha = document["detectable"], document["alpha_per_test"]
+    q = alpha ** (1 / reach["members"])
+    assert reach["c_plus_eps_max"] == pytest.approx(math.log(q / (1 - q)))
+    assert reach["eps_tilde_max"] == pytest.approx(
+        max(0.0, reach["c_plus_eps_max"] - document["c_lb"])
+    )
+    assert reach["c_plus_eps_max_doubled"] > reach["c_plus_eps_max"]

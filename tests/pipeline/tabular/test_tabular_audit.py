@@ -57,7 +57,9 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.1"
+    assert report["schema_version"] == "1.2"
+    assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
+    assert report["detectable"]["eps_tilde_max"] > 0
     assert report["verdict"]["level"] in ("no_leak_detected", "leak_detected", "inconclusive")
     assert report["verdict"]["sentence"].endswith(".")
     assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
