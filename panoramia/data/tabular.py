@@ -77,6 +77,36 @@ def conform(frame: pd.DataFrame, schema: TabularSchema, *, source: str) -> pd.Da
     return out[list(schema.columns)]
 
 
+def infer_schema(frame: pd.DataFrame, label: str, *, source: str) -> TabularSchema:
+    """A schema read off the columns' types: every column but ``label`` that pandas reads as
+    numbers (not booleans) is continuous, every other one categorical. InputError naming
+    ``source`` when the label is missing or takes one value only, or no feature is left."""
+    if label not in frame.columns:
+        raise InputError(
+            f"{source}: no label column {label!r}; has: {', '.join(map(str, frame.columns))}"
+        )
+    continuous, categorical = [], []
+    for column in frame.columns:
+        if column == label:
+            continue
+        values = frame[column]
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        (continuous if numeric else categorical).append(str(column))
+    if not continuous and not categorical:
+        raise InputError(f"{source}: no feature column besides the label {label!r}")
+    return TabularSchema(label, tuple(categorical), tuple(continuous))
+
+
+def check_label(frame: pd.DataFrame, label: str, *, source: str) -> None:
+    """InputError naming ``source`` when the label takes a single value (no classifier)."""
+    values = frame[label].astype(str).str.strip().unique()
+    if len(values) < 2:
+        raise InputError(
+            f"{source}: label {label!r} takes one value only ({values[0]!r}); an audit "
+            "needs a classification task with at least two classes"
+        )
+
+
 def read_table(path: str | Path, schema: TabularSchema) -> pd.DataFrame:
     """Read a CSV (optionally compressed) or Parquet file and conform it to ``schema``."""
     frame = read_frame(path, what="data file")

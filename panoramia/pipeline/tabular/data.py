@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from panoramia.data.tabular import TabularSchema, read_table
+from panoramia.data.files import read_frame
+from panoramia.data.tabular import TabularSchema, check_label, infer_schema, read_table
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.pipeline.data_identity import by_name
@@ -63,8 +65,9 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
         control.reset_index(drop=True).to_parquet(directory / CONTROL_POOL)
         nonmembers: pd.DataFrame | None = test
     else:
-        schema = TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
+        schema = user_schema(config)
         members = read_table(config.members_path, schema)
+        check_label(members, schema.label, source=f"data file {str(config.members_path)!r}")
         nonmembers = read_table(config.nonmembers_path, schema) if config.nonmembers_path else None
     if config.max_members is not None:
         members = members.iloc[: config.max_members]
@@ -77,6 +80,25 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
         "nonmembers": 0 if nonmembers is None else len(nonmembers),
         "has_control_pool": config.source == "adult",
     }
+
+
+def user_schema(config: TabularDataConfig) -> TabularSchema:
+    """The declared schema, or, with neither ``data.categorical`` nor ``data.continuous``
+    given, one read off the members file's column types (printed as the overrides that set
+    it, so the run can be repeated or corrected)."""
+    if config.categorical or config.continuous:
+        return TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
+    source = f"data file {str(config.members_path)!r}"
+    schema = infer_schema(read_frame(config.members_path, what="data file"), config.label,
+                          source=source)  # fmt: skip
+    print(
+        "data: no data.categorical or data.continuous given; from the columns' types: "
+        f"'data.categorical=[{','.join(schema.categorical)}]' "
+        f"'data.continuous=[{','.join(schema.continuous)}]' (set them to change it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return schema
 
 
 def load_schema(directory: Path) -> TabularSchema:

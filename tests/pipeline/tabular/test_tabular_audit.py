@@ -425,3 +425,35 @@ def test_a_brought_model_with_other_label_values_fails_at_the_target_stage(tmp_p
     line = done.stderr.strip().splitlines()[-1]
     assert "the data's values ['<=50K', '>50K'] are not the model's classes ['0', '1']" in line
     assert '"classes" in target.json' in line
+
+
+def test_a_csv_without_declared_columns_gets_its_schema_from_their_types(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    from panoramia.datasets.adult import SCHEMA, load_adult
+
+    train, test = load_adult()
+    train.iloc[:800].to_csv(tmp_path / "members.csv", index=False)
+    test.iloc[:400].to_csv(tmp_path / "held_out.csv", index=False)
+    done = audit(
+        "data=csv", f"data.members_path={tmp_path / 'members.csv'}",
+        f"data.nonmembers_path={tmp_path / 'held_out.csv'}", "data.label=income",
+        artifacts=artifacts, run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(x for x in done.stderr.splitlines() if x.startswith("data: no data.categorical"))
+    assert f"'data.categorical=[{','.join(SCHEMA.categorical)}]'" in line
+    assert f"'data.continuous=[{','.join(SCHEMA.continuous)}]'" in line
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["data"]["members"] == 800
+
+    one_class = train.iloc[:300].assign(income="<=50K")
+    one_class.to_csv(tmp_path / "one_class.csv", index=False)
+    done = audit(
+        "data=csv", f"data.members_path={tmp_path / 'one_class.csv'}", "data.label=income",
+        artifacts=artifacts, run_dir=tmp_path / "bad",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "[2/" not in done.stderr  # before any other stage
+    last = done.stderr.strip().splitlines()[-1]
+    assert "label 'income' takes one value only ('<=50K')" in last
