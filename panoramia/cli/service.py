@@ -250,6 +250,18 @@ def audits_submit(
         str | None, typer.Option(help="Your members file or folder (in your data folder).")
     ] = None,
     label: Annotated[str | None, typer.Option(help="Label column of your file.")] = None,
+    nonmembers: Annotated[
+        str | None,
+        typer.Option(help="Rows or images you know were not trained on (in your data folder)."),
+    ] = None,
+    categorical: Annotated[
+        list[str] | None,
+        typer.Option("--categorical", help="A categorical column of your CSV; repeat."),
+    ] = None,
+    continuous: Annotated[
+        list[str] | None,
+        typer.Option("--continuous", help="A numeric column of your CSV; repeat."),
+    ] = None,
     override: Annotated[
         list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
     ] = None,
@@ -264,6 +276,12 @@ def audits_submit(
         data["members"] = members
     if label is not None:
         data["label"] = label
+    if nonmembers is not None:
+        data["nonmembers"] = nonmembers
+    if categorical:
+        data["categorical"] = categorical
+    if continuous:
+        data["continuous"] = continuous
     client = _client(url, token)
     audit = client.submit_audit(
         {

@@ -101,3 +101,32 @@ def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> Non
         last = done.output.strip().splitlines()[-1]
         assert last.startswith("succeeded stages=20/20 report="), last
         assert "running stages=" in done.output  # the stages as they went by
+
+
+def test_audits_submit_audits_ones_own_csv_files(tmp_path: Path) -> None:
+    """A contributor's own CSV members and held-out rows, with their columns named on the
+    command line, audited through the service to the end."""
+    from panoramia.datasets.adult import load_adult
+    from tests.conftest import TINY_AUDIT
+
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    train, test = load_adult()
+    folder = settings.data_dir / "alice"
+    folder.mkdir(parents=True)
+    train.iloc[:800].to_csv(folder / "members.csv", index=False)
+    test.iloc[:400].to_csv(folder / "held_out.csv", index=False)
+    with live_service(settings) as service:
+        env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
+        overrides = [part for line in TINY_AUDIT for part in ("-o", line)]
+        done = run("audits", "submit", "--model", "census", "--target-config",
+                   "mlp_generalised", "--members", "members.csv", "--nonmembers",
+                   "held_out.csv", "--label", "income", "--categorical", "sex",
+                   "--categorical", "race", "--continuous", "age", "--continuous",
+                   "hours-per-week", *overrides, "--wait", env=env)  # fmt: skip
+        assert done.exit_code == 0, done.output
+        report_id = done.output.strip().splitlines()[-1].split("report=")[1].split()[0]
+        with service.client(service.tokens["alice"]) as alice:
+            document = alice.get(f"/v1/reports/{report_id}").json()["document"]
+        assert document["data"]["source"] == "csv"
+        assert document["reference_audits"]["o1"] is not None  # the held-out rows were used
+        assert document["config"]["data"]["categorical"] == ["sex", "race"]
