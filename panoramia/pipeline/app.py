@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -54,13 +53,6 @@ def compute_environment() -> dict[str, int]:
     return {"torch_threads": torch.get_num_threads()}
 
 
-def folder_name(path: str) -> str:
-    """A target directory's name as a model name: its last component, characters other than
-    letters, digits, ``.``, ``_`` and ``-`` replaced by ``-`` (``external`` if none is left)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name).strip("-.")
-    return name[:100] or "external"
-
-
 def run_job(cfg: DictConfig) -> dict[str, object]:
     """Run the audit described by ``cfg``; returns the headline numbers."""
     from panoramia.accounting.claims import DpSgdClaim
@@ -77,8 +69,6 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         check_ranges(OmegaConf.to_container(cfg, resolve=True))  # every setting in its range
     except OmegaConfBaseException as error:  # an interpolation the preflight could not check
         raise InputError(f"config: {one_line(error)}") from None
-    if not job.target.name and job.target.path:  # a brought model is called by its folder
-        job.target.name = folder_name(job.target.path)
     try:  # a bad claim fails here, before any stage runs
         claim = job.claim.to_claim()
     except OverflowError:

@@ -175,12 +175,26 @@ def compose_job(arguments: list[str]) -> DictConfig:
     return composed
 
 
+def folder_name(path: object) -> str:
+    """A model directory's name as a model name (the ``${folder_name:…}`` resolver of the
+    configs): its last component, characters other than letters, digits, ``.``, ``_`` and
+    ``-`` replaced by ``-``; ``external`` if none is left or no path is set."""
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(str(path or "")).name).strip("-.")
+    return name[:100] or "external"
+
+
 def register_schemas(names: Iterable[str] | None = None) -> None:
     """Register the job schemas of the modalities ``names`` (default: all) under their
     ``schema_name``: the primary configs' defaults lists extend them, so Hydra type-checks
     every override. Registering only the one a command line runs spares it the other wings'
-    imports."""
+    imports. Also registers the configs' ``folder_name`` resolver."""
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("folder_name"):
+        OmegaConf.register_new_resolver("folder_name", folder_name)
 
     store = ConfigStore.instance()
     for name in MODALITIES if names is None else names:

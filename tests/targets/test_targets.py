@@ -502,3 +502,49 @@ def test_a_model_trained_on_other_label_values_is_mapped_by_the_manifest(
     (tmp_path / MANIFEST).write_text(json.dumps(manifest | {"classes": values[:1]}))
     with pytest.raises(InputError, match="one per class of the model"):
         load_target(tmp_path)
+
+
+def _native_xgboost(rows: pd.DataFrame, directory: Path, **manifest: object) -> Path:
+    """An XGBClassifier trained as people do (a pandas frame with category columns, labels
+    0/1, enable_categorical) and saved with save_model; target.json holds ``manifest``."""
+    import xgboost as xgb
+
+    features = rows.drop(columns=["income"]).copy()
+    for column in SCHEMA.categorical:
+        features[column] = features[column].astype("category")
+    model = xgb.XGBClassifier(n_estimators=20, max_depth=3, enable_categorical=True)
+    model.fit(features, (rows["income"] == ">50K").astype(int))
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_model(directory / "model.json")
+    (directory / MANIFEST).write_text(json.dumps({"format": "xgboost-json", **manifest}))
+    return directory
+
+
+def test_an_xgboost_model_as_xgboost_saves_it(rows: pd.DataFrame, tmp_path: Path) -> None:
+    import xgboost as xgb
+
+    from panoramia.data.tabular import conform
+
+    directory = _native_xgboost(rows, tmp_path / "xgb", file="model.json",
+                                classes=["<=50K", ">50K"])  # fmt: skip
+    target = load_target(directory)
+    data = conform(rows, SCHEMA, source="test")
+    losses = target.per_example_loss(data)
+    model = xgb.XGBClassifier()
+    model.load_model(directory / "model.json")
+    features = rows.drop(columns=["income"]).copy()
+    for column in SCHEMA.categorical:
+        features[column] = features[column].astype("category")
+    index = (rows["income"] == ">50K").to_numpy(int)
+    probability = model.predict_proba(features)[np.arange(len(rows)), index]
+    np.testing.assert_allclose(losses, -np.log(probability), rtol=1e-5)
+    with pytest.raises(InputError, match=r"the data lacks \['age'\]"):
+        target.per_example_loss(data.drop(columns=["age"]))
+    with pytest.raises(InputError, match=r"has \['income', 'id'\] besides them"):
+        target.per_example_loss(data.assign(id=1.0))
+    with pytest.raises(InputError, match=r"the data's values \['<=50K'\] are not among"):
+        load_target(
+            _native_xgboost(rows, tmp_path / "other", file="model.json", classes=["0", ">50K"])
+        ).per_example_loss(data)
+    with pytest.raises(InputError, match=r"needs 'classes' in target\.json"):
+        load_target(_native_xgboost(rows, tmp_path / "bare", file="model.json"))

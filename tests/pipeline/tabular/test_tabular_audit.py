@@ -457,3 +457,39 @@ def test_a_csv_without_declared_columns_gets_its_schema_from_their_types(
     assert "[2/" not in done.stderr  # before any other stage
     last = done.stderr.strip().splitlines()[-1]
     assert "label 'income' takes one value only ('<=50K')" in last
+
+
+def test_an_xgboost_model_as_people_save_it_audits_with_file_and_classes_only(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """An XGBClassifier trained on a pandas frame (category columns, enable_categorical,
+    labels 0/1) and saved with save_model; target.json names only the file and the classes;
+    the CSV's columns are read off their types."""
+    import xgboost as xgb
+
+    from panoramia.datasets.adult import SCHEMA, load_adult
+
+    train, test = load_adult()
+    members = train.iloc[:800]
+    members.to_csv(tmp_path / "members.csv", index=False)
+    test.iloc[:400].to_csv(tmp_path / "held_out.csv", index=False)
+    features = members.drop(columns=["income"]).copy()
+    for column in SCHEMA.categorical:
+        features[column] = features[column].astype("category")
+    model = xgb.XGBClassifier(n_estimators=30, max_depth=4, enable_categorical=True)
+    model.fit(features, (members["income"] == ">50K").astype(int))
+    (tmp_path / "forest").mkdir()
+    model.save_model(tmp_path / "forest" / "model.json")
+    manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["<=50K", ">50K"]}
+    (tmp_path / "forest" / "target.json").write_text(json.dumps(manifest))
+    done = audit(
+        "data=csv", f"data.members_path={tmp_path / 'members.csv'}",
+        f"data.nonmembers_path={tmp_path / 'held_out.csv'}", "data.label=income",
+        "target=path", f"target.path={tmp_path / 'forest'}",
+        artifacts=artifacts, run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["target"]["name"] == "forest"
+    assert report["target"]["identity"]["format"] == "xgboost-json"
+    assert report["verdict"]["level"] in ("leak_detected", "no_leak_detected", "inconclusive")
