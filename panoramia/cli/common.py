@@ -43,3 +43,11 @@ def exits_on_input_error(command: Callable[P, R]) -> Callable[P, R]:
 def print_json(document: object) -> None:
     json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def table_console():  # -> rich.console.Console
+    """A console for tables: the terminal's width, or in a pipe, a file or CI the table's
+    natural width (no id or number is cut at 80 columns)."""
+    from rich.console import Console
+
+    return Console() if Console().is_terminal else Console(width=4000)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from panoramia.cli.common import exits_on_input_error, print_json
+from panoramia.cli.common import exits_on_input_error, print_json, table_console
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import MODALITIES
 
@@ -108,13 +108,12 @@ def tokens_list(as_json: AsJson = False) -> None:
     if as_json:
         print_json(rows)
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("contributor", "admin", "state", "created", "expires", "revoked")
     for row in rows:
         table.add_row(*(str(value or "") for value in row.values()))
-    Console().print(table)
+    table_console().print(table)
 
 
 @tokens.command("revoke")
@@ -174,14 +173,15 @@ def reports_list(
     if as_json:
         print_json(found)
         return
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table("id", "version", "modality", "c_lb", "{c+ε}_lb", "ε̃", "stored", title=model)
+    table = Table(title=model)
+    for header in ("id", "version", "modality", "c_lb", "{c+ε}_lb", "ε̃", "stored"):
+        table.add_column(header, no_wrap=header in ("id", "stored"))
     for r in found:
         numbers = [f"{r[k]:.3f}" for k in ("c_lb", "c_plus_eps_lb", "eps_tilde")]
         table.add_row(r["id"], r["version"], r["modality"], *numbers, r["created_at"])
-    Console().print(table)
+    table_console().print(table)
 
 
 @reports.command("show")
@@ -202,7 +202,7 @@ def reports_show(
         print_json(report)
         return
     typer.echo(
-        f"{report['model']} v{report['version']} ({report['modality']}), stored "
+        f"{report['model']} version {report['version']} ({report['modality']}), stored "
         f"{report['created_at']}\nc_lb = {report['c_lb']:.3f}, {{c+ε}}_lb = "
         f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}\n"
         f"{report['document'].get('interpretation', '')}"

@@ -106,10 +106,17 @@ def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
     return summary
 
 
+def _job_order(path: Path) -> tuple[int, str]:
+    """Hydra's job number (``<num>-<target>-seed<n>``), so rows follow the sweep: job 10
+    after job 9, not after job 1."""
+    number = path.parent.name.split("-", 1)[0]
+    return (int(number) if number.isdigit() else 10**9, path.parent.name)
+
+
 def _records(sweep_dir: Path) -> list[dict]:
     reports = {
         path.parent: json.loads(path.read_text())
-        for path in sorted(sweep_dir.glob("*/report.json"))
+        for path in sorted(sweep_dir.glob("*/report.json"), key=_job_order)
     }
     settings = {run: _setting(run) for run in reports}
     shared = set.intersection(*settings.values()) if settings else set()

@@ -74,11 +74,26 @@ def with_own_verdict(document: dict) -> dict:
         return kept
 
 
+def _declared_claim(summary: dict) -> dict | None:
+    """The declared guarantee the document's claim section summarises, validated as the API
+    validates a submitted one (``panoramia.accounting.claims``); None for none or a bad one."""
+    from panoramia.accounting.claims import claim_from_dict
+
+    claim = summary.get("claim")
+    if not isinstance(claim, dict) or claim.get("kind") in (None, "none"):
+        return None
+    try:
+        return claim_from_dict(claim).to_dict()
+    except Exception:
+        return None
+
+
 def report_digest(document: Any) -> dict[str, Any]:
     """The digest of a report document (see the module docstring): ``verdict`` (or None), the
     one-sided ``c_plus_eps_lb``, the two-sided ``eps_tilde_two_sided``, ``c_lb_two_sided``,
     ``c_plus_eps_lb_two_sided``, ``o1_eps_lb``, ``confidence``, the claim's ``claimed_epsilon``
-    (at δ = 1e-5) and ``claimed_mu``; every figure a finite float or None (nats, except the
+    (at δ = 1e-5) and ``claimed_mu``, and ``declared_claim`` (the claim itself, validated, or
+    None); every figure a finite float or None (nats, except the
     confidence, a probability)."""
     document = document if isinstance(document, dict) else {}
     two_sided = _section(document, "two_sided")
@@ -96,4 +111,5 @@ def report_digest(document: Any) -> dict[str, Any]:
         "confidence": number(document.get("confidence")),
         "claimed_epsilon": number(epsilons.get("1e-05")) if isinstance(epsilons, dict) else None,
         "claimed_mu": number(summary.get("mu")),
+        "declared_claim": _declared_claim(summary),
     }

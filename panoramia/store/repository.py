@@ -307,7 +307,8 @@ class ReportStore:
             return session.scalars(query).one()
 
     def list_models(self, principal: Principal) -> list[ModelSummary]:
-        """The principal's own models with its report counts (an admin: every model)."""
+        """The principal's own models with its report counts (an admin: every model); a
+        model with no declared claim shows the one its latest report declares, if any."""
         counts = (
             select(
                 Report.model_id,
@@ -326,10 +327,29 @@ class ReportStore:
         if not principal.is_admin:
             query = query.where(AuditedModel.contributor_id == principal.contributor_id)
         with self.sessions() as session:
-            return [
-                ModelSummary(m.name, m.version, owner, m.declared, m.claim, n or 0, as_utc(latest))
-                for m, owner, n, latest in session.execute(query)
-            ]
+            rows = list(session.execute(query))
+            bare = [m.id for m, _owner, n, _latest in rows if m.claim is None and n]
+            reported: dict[int, dict | None] = {}
+            if bare:  # a claim declared only in an uploaded report: its latest report's
+                newest = (
+                    select(Report.model_id, Report.digest)
+                    .where(Report.model_id.in_(bare))
+                    .order_by(Report.model_id, Report.created_at.desc())
+                )
+                for model_id, digest in session.execute(newest):
+                    reported.setdefault(model_id, (digest or {}).get("declared_claim"))
+        return [
+            ModelSummary(
+                m.name,
+                m.version,
+                owner,
+                m.declared,
+                m.claim or reported.get(m.id),
+                n or 0,
+                as_utc(latest),
+            )
+            for m, owner, n, latest in rows
+        ]
 
     # -- audits -------------------------------------------------------------------------------
     @retried

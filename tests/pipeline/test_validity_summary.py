@@ -156,3 +156,13 @@ def test_the_printed_summary_never_cuts_a_name_or_an_interval(
     rows = (tmp_path / "summary.csv").read_text().splitlines()
     assert rows[0] == "target,runs,quantity,mean,ci_low,ci_high,unreliable"
     assert any(row.startswith(f"{names[0]},3,eps_tilde,") for row in rows)
+
+
+def test_rows_follow_the_sweeps_job_numbers() -> None:
+    from pathlib import Path
+
+    from panoramia.pipeline.summary import _job_order
+
+    runs = [Path(f"sweep/{n}-mlp-seed0/report.json") for n in (10, 2, 1, 0, 11, 9)]
+    ordered = [path.parent.name.split("-")[0] for path in sorted(runs, key=_job_order)]
+    assert ordered == ["0", "1", "2", "9", "10", "11"]

@@ -394,3 +394,17 @@ def test_a_contributor_storage_quota_is_kept(tmp_path: Path, database_url: str) 
         with service.client(service.token("bob")) as bob:
             assert bob.post("/v1/reports", json=body).status_code == 201
             assert bob.post("/v1/audits", json=audit).status_code == 202
+
+
+def test_a_claim_declared_only_in_an_uploaded_report_shows_in_the_model_list(
+    service: LiveService,
+) -> None:
+    from panoramia.accounting.claims import claim_from_dict
+
+    claim = claim_from_dict({"kind": "eps_delta", "epsilon": 2.0, "delta": 1e-5}).to_dict()
+    with service.client(service.token("alice")) as alice:
+        upload(alice, model="census", claim={"source": "declared", "summary": {"claim": claim}})
+        upload(alice, model="plain")
+        models = {m["name"]: m for m in alice.get("/v1/models").json()}
+    assert models["census"]["claim"] == claim
+    assert models["plain"]["claim"] is None

@@ -51,9 +51,11 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
         shown = run("reports", "show", report_id, "--html", str(page), env=env)
         assert shown.exit_code == 0
         assert "ε̃ =" in shown.output
+        assert "census version 1 (tabular)" in shown.output
         assert page.read_text() == "<html>page</html>"
         table = run("reports", "list", "--model", "census", "--latest", env=env)
         assert "tabular" in table.output
+        assert report_id in table.output  # whole, though the output is not a terminal
         submitted = run("audits", "submit", "--model", "census", "--target-config",
                         "mlp_generalised", "-o", "seed=4", env=env)  # fmt: skip
         assert submitted.exit_code == 0, submitted.output
