@@ -1,13 +1,20 @@
-"""Noise calibration to an attack-risk target (seed 003): the DP-SGD noise multiplier σ at
-which no membership attack exceeds a given advantage, or a given TPR at a given FPR.
+"""Noise calibration to an attack-risk target: the DP-SGD noise multiplier σ at which no
+membership attack exceeds a given advantage, or a given TPR at a given FPR (Kulynych et al.,
+"Attack-aware noise calibration").
 
-The advantage search is ``riskcal``'s, the TPR search a bisection here (both on σ over the
-connect-the-dots PLD); the result is then re-accounted here, so the reported advantage,
-TPR and ε are those of the returned σ.
+Both searches run on σ over the connect-the-dots PLD (the TPR with ``riskcal``'s trade-off,
+``get_beta_from_pld``, as its ``get_beta_for_dpsgd``; the advantage as δ(ε = 0)): each starts
+from the central-limit (μ-GDP) approximation of DP-SGD, brackets the answer with the exact
+PLD and stops when the bracket is 1 % wide, returning its upper end (a σ that meets the
+target, at most 1 % above the smallest). A σ whose privacy loss is too wide to account
+counts as not meeting it. The result is then re-accounted here,
+so the reported advantage, TPR and ε are those of the returned σ.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from panoramia.accounting.claims import DpSgdClaim
@@ -33,41 +40,117 @@ class Calibration:
         return self.__dict__.copy()
 
 
-def _riskcal_sigma_for_advantage(advantage: float, sample_rate: float, steps: int) -> float:
-    from riskcal.calibration import CalibrationConfig, CalibrationTarget, calibrate_parameter
-    from riskcal.calibration.dpsgd import create_dpsgd_evaluator
-
-    evaluator = create_dpsgd_evaluator(sample_rate=sample_rate, num_steps=steps)
-    target = CalibrationTarget(kind="advantage", advantage=advantage)
-    config = CalibrationConfig(
-        param_min=NOISE_RANGE[0], param_max=NOISE_RANGE[1], target_tol=1e-3, increasing=False
-    )  # more noise, less advantage
-    try:
-        return float(calibrate_parameter(evaluator, target, config).parameter_value)
-    except (ValueError, RuntimeError) as error:
-        raise InputError(f"calibrate: no σ in {NOISE_RANGE} meets the target ({error})") from None
+TIGHTNESS = 1.01
+"""The TPR search stops when its bracket [low, high] has high / low ≤ this."""
 
 
-def _sigma_for_tpr(tpr: float, fpr: float, sample_rate: float, steps: int) -> float:
-    """Smallest σ (to a relative 1e-3, rounded up) with 1 − f_σ(fpr) ≤ tpr, by bisection on
-    log σ over the PLD curve, faster here than riskcal's error-rate evaluator (measured
-    figures: docs/RESULTS.md §8)."""
+def _clt_sigma(mu: float, sample_rate: float, steps: int) -> float:
+    """σ at which the μ-GDP approximation of DP-SGD, μ = q·√(T·(e^{1/σ²} − 1)), equals
+    ``mu``: a starting point for the exact search."""
+    ratio = (mu / sample_rate) ** 2 / steps  # = e^{1/σ²} − 1
+    if ratio <= 0:
+        return NOISE_RANGE[1]
+    sigma = 1.0 / math.sqrt(math.log1p(ratio))
+    return min(max(sigma, NOISE_RANGE[0]), NOISE_RANGE[1])
+
+
+def _smallest_sigma(
+    risk_at: Callable[[object], float],
+    target: float,
+    guess: float,
+    sample_rate: float,
+    steps: int,
+    describe: Callable[[float, float], str],
+    progress: Callable[[str], None] | None = None,
+) -> float:
+    """The smallest σ (to :data:`TIGHTNESS`, rounded up) whose PLD has ``risk_at(pld)`` ≤
+    ``target`` (a risk in (0, 1) that falls as σ grows): a bracket around ``guess``, then
+    regula falsi on logit(risk) against log σ (smooth and monotone), each estimate tested
+    just above and just below so that the bracket closes."""
     from panoramia.accounting.dpsgd import dpsgd_pld
-    from panoramia.accounting.tradeoff import symmetric_curve_from_pld
 
-    def reached_tpr(sigma: float) -> float:
-        claim = DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps)
-        return float(1.0 - symmetric_curve_from_pld(dpsgd_pld(claim))(fpr))
+    def gap(sigma: float) -> float:
+        """logit(risk at σ) − logit(target): ≤ 0 where σ meets the target."""
+        try:
+            pld = dpsgd_pld(DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps))
+        except InputError:  # the loss spans more than is accounted: far too little noise
+            return math.inf
+        risk = min(max(float(risk_at(pld)), 1e-12), 1 - 1e-12)
+        if progress is not None:
+            progress(describe(sigma, risk))
+        return math.log(risk / (1 - risk)) - math.log(target / (1 - target))
 
-    low, high = NOISE_RANGE
-    if reached_tpr(high) > tpr:
-        raise InputError(f"calibrate: no σ ≤ {high} keeps TPR ≤ {tpr} at FPR {fpr}")
-    if reached_tpr(low) <= tpr:
-        return low
-    while high / low > 1.001:
-        middle = (low * high) ** 0.5
-        low, high = (low, middle) if reached_tpr(middle) <= tpr else (middle, high)
+    low_end, high_end = NOISE_RANGE
+    found = gap(guess)
+    if found <= 0:  # meets: look below
+        high, high_gap, low, low_gap = guess, found, guess, found
+        while low_gap <= 0:
+            if low <= low_end:
+                return low_end
+            high, high_gap = low, low_gap
+            low = max(low / 1.5, low_end)
+            low_gap = gap(low)
+    else:  # fails: look above
+        low, low_gap, high, high_gap = guess, found, guess, found
+        while high_gap > 0:
+            if high >= high_end:
+                raise InputError(f"calibrate: no σ ≤ {high_end} meets the target {target:g}")
+            low, low_gap = high, high_gap
+            high = min(high * 1.5, high_end)
+            high_gap = gap(high)
+    while high / low > TIGHTNESS:
+        if math.isfinite(low_gap):  # interpolate log σ where the gap crosses 0
+            share = low_gap / (low_gap - high_gap)
+            estimate = math.exp(math.log(low) + share * (math.log(high) - math.log(low)))
+        else:
+            estimate = math.sqrt(low * high)
+        above = min(estimate * TIGHTNESS**0.5, high)  # test just above, then just below
+        for sigma in (above, above / TIGHTNESS):
+            if not low < sigma < high:
+                continue
+            value = gap(sigma)
+            if value <= 0:
+                high, high_gap = sigma, value
+            else:
+                low, low_gap = sigma, value
+            if high / low <= TIGHTNESS:
+                break
     return high
+
+
+def _sigma_for_tpr(
+    tpr: float,
+    fpr: float,
+    sample_rate: float,
+    steps: int,
+    progress: Callable[[str], None] | None = None,
+) -> float:
+    """The smallest σ (to :data:`TIGHTNESS`) with 1 − β_σ(fpr) ≤ tpr (riskcal's β)."""
+    from riskcal.analysis import get_beta_from_pld
+    from scipy.special import ndtri
+
+    guess = _clt_sigma(float(ndtri(tpr) - ndtri(fpr)), sample_rate, steps)
+    return _smallest_sigma(
+        lambda pld: 1.0 - float(get_beta_from_pld(pld, alpha=fpr)), tpr, guess, sample_rate,
+        steps, lambda sigma, risk: f"σ = {sigma:.4f}: TPR {risk:.4f} at FPR {fpr:g}", progress,
+    )  # fmt: skip
+
+
+def _sigma_for_advantage(
+    advantage: float,
+    sample_rate: float,
+    steps: int,
+    progress: Callable[[str], None] | None = None,
+) -> float:
+    """The smallest σ (to :data:`TIGHTNESS`) whose advantage η = δ(ε = 0) is ≤ ``advantage``
+    (μ-GDP's η = 2Φ(μ/2) − 1 gives the starting point)."""
+    from scipy.special import ndtri
+
+    guess = _clt_sigma(2.0 * float(ndtri((1.0 + advantage) / 2.0)), sample_rate, steps)
+    return _smallest_sigma(
+        lambda pld: pld.get_delta_for_epsilon(0.0), advantage, guess, sample_rate, steps,  # type: ignore[attr-defined]
+        lambda sigma, risk: f"σ = {sigma:.4f}: advantage {risk:.4f}", progress,
+    )  # fmt: skip
 
 
 def calibrate_dpsgd(
@@ -78,12 +161,13 @@ def calibrate_dpsgd(
     target_tpr: float | None = None,
     at_fpr: float | None = None,
     delta: float = 1e-5,
+    progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """σ such that the advantage is ≤ ``target_advantage``, or TPR ≤ ``target_tpr`` at FPR
-    ``at_fpr`` (exactly one target), for Poisson rate q and T steps (add/remove)."""
+    ``at_fpr`` (exactly one target), for Poisson rate q and T steps (add/remove);
+    ``progress`` receives a line per σ tried by the TPR search."""
 
     from panoramia.accounting.dpsgd import dpsgd_pld
-    from panoramia.accounting.tradeoff import symmetric_curve_from_pld
 
     DpSgdClaim.single_phase(1.0, sample_rate=sample_rate, steps=steps)  # validates q and T
     if (target_advantage is None) == (target_tpr is None):
@@ -93,7 +177,7 @@ def calibrate_dpsgd(
             raise InputError(
                 f"calibrate: target advantage must be in (0, 1), got {target_advantage}"
             )
-        sigma = _riskcal_sigma_for_advantage(target_advantage, sample_rate, steps)
+        sigma = _sigma_for_advantage(target_advantage, sample_rate, steps, progress)
     else:
         if at_fpr is None or not 0 < at_fpr < 1:
             raise InputError(f"calibrate: --at-fpr must be in (0, 1), got {at_fpr}")
@@ -101,12 +185,14 @@ def calibrate_dpsgd(
             raise InputError(
                 f"calibrate: target TPR must be in (FPR, 1) = ({at_fpr}, 1), got {target_tpr}"
             )
-        sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps)  # type: ignore[arg-type]
+        sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps, progress)  # type: ignore[arg-type]
     claim = DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps)
     pld = dpsgd_pld(claim)
     tpr = None
     if at_fpr is not None:
-        tpr = float(1.0 - symmetric_curve_from_pld(pld)(at_fpr))
+        from riskcal.analysis import get_beta_from_pld
+
+        tpr = float(1.0 - get_beta_from_pld(pld, alpha=at_fpr))
     return Calibration(
         noise_multiplier=sigma,
         advantage=float(pld.get_delta_for_epsilon(0.0)),

@@ -250,10 +250,49 @@ def tuning(
         )
 
 
+def _dpsgd_run(
+    sample_rate: float | None,
+    steps: int | None,
+    epochs: float | None,
+    batch_size: int | None,
+    dataset_size: int | None,
+) -> tuple[float, int]:
+    """(q, T) from --sample-rate and --steps, or from --epochs, --batch-size and
+    --dataset-size (q = B/N, T = ⌈epochs · N / B⌉); InputError naming what is missing."""
+    by_rate = sample_rate is not None or steps is not None
+    by_epochs = any(v is not None for v in (epochs, batch_size, dataset_size))
+    if by_rate == by_epochs:
+        raise InputError(
+            "calibrate: give --sample-rate and --steps, or --epochs, --batch-size and "
+            "--dataset-size"
+        )
+    if by_rate:
+        if sample_rate is None or steps is None:
+            raise InputError("calibrate: --sample-rate and --steps go together")
+        return sample_rate, steps
+    if epochs is None or batch_size is None or dataset_size is None:
+        raise InputError("calibrate: --epochs, --batch-size and --dataset-size go together")
+    if not (0 < batch_size <= dataset_size):
+        raise InputError(
+            f"--batch-size: must be in [1, --dataset-size = {dataset_size}], got {batch_size}"
+        )
+    if not (math.isfinite(epochs) and epochs > 0):
+        raise InputError(f"--epochs: must be a positive number, got {epochs}")
+    _check_steps(None, epochs * dataset_size / batch_size)
+    return batch_size / dataset_size, math.ceil(epochs * dataset_size / batch_size)
+
+
 @exits_on_input_error
 def calibrate(
-    sample_rate: SampleRate,
-    steps: Steps,
+    sample_rate: Annotated[
+        float | None, typer.Option("--sample-rate", help="Poisson sampling rate q = B/N.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="Number of noisy steps T.")] = None,
+    epochs: Annotated[
+        float | None, typer.Option(help="Epochs (with --batch-size and --dataset-size).")
+    ] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Expected batch size B.")] = None,
+    dataset_size: Annotated[int | None, typer.Option(help="Training examples N.")] = None,
     target_advantage: Annotated[
         float | None, typer.Option("--target-advantage", help="Largest allowed advantage η.")
     ] = None,
@@ -264,19 +303,29 @@ def calibrate(
     delta: Annotated[float, typer.Option(help="δ of the ε that σ implies.")] = 1e-5,
     as_json: AsJson = False,
 ) -> None:
-    """The DP-SGD noise multiplier σ that meets an attack-risk target (seed 003)."""
+    """The DP-SGD noise multiplier σ that keeps every membership attack under a risk target:
+    an advantage η, or a TPR at an FPR (attack-aware calibration, Kulynych et al.). The run
+    is q and T, or epochs, batch size and dataset size."""
+    import time
+
     from panoramia.accounting.calibration import calibrate_dpsgd
 
+    sample_rate, steps = _dpsgd_run(sample_rate, steps, epochs, batch_size, dataset_size)
     _check_steps(steps)
+    started = time.perf_counter()
+
+    def progress(line: str) -> None:  # only when it takes a while
+        if time.perf_counter() - started > 2:
+            typer.echo(f"calibrate: {line} ({time.perf_counter() - started:.0f} s)", err=True)
 
     result = calibrate_dpsgd(
         sample_rate=sample_rate, steps=steps, target_advantage=target_advantage,
-        target_tpr=target_tpr, at_fpr=at_fpr, delta=delta,
+        target_tpr=target_tpr, at_fpr=at_fpr, delta=delta, progress=progress,
     )  # fmt: skip
     if as_json:
-        print_json(result.to_dict())
+        print_json(result.to_dict() | {"sample_rate": sample_rate, "steps": steps})
         return
-    typer.echo(f"σ = {result.noise_multiplier:.4f}")
+    typer.echo(f"σ = {result.noise_multiplier:.4f}  (q = {sample_rate:g}, T = {steps:,})")
     typer.echo(f"advantage η = {result.advantage:.4f}")
     if result.tpr_at_fpr is not None:
         typer.echo(f"TPR at FPR {at_fpr}: {result.tpr_at_fpr:.4f}")
