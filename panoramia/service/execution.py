@@ -266,7 +266,11 @@ def run_audit(
         finished = _finished_report(process.returncode, run_dir, log_file)
         if isinstance(finished, ReportContent):
             timings["stages"] = finished.document.get("timings", {})
-            store.finish(audit_id, worker, shown.report(finished, audit_id), timings)
+            last = _read_progress(run_dir / "progress.json")  # newer than the last heartbeat
+            store.finish(
+                audit_id, worker, shown.report(finished, audit_id), timings,
+                last if isinstance(last, dict) else None,
+            )  # fmt: skip
             outcome = (AuditStatus.SUCCEEDED, "")
         else:
             outcome = (AuditStatus.FAILED, shown.text(finished))

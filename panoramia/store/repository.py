@@ -463,9 +463,15 @@ class ReportStore:
 
     @retried
     def finish(
-        self, audit_id: str, worker: str, content: ReportContent, timings: dict
+        self,
+        audit_id: str,
+        worker: str,
+        content: ReportContent,
+        timings: dict,
+        progress: dict | None = None,
     ) -> str | None:
-        """Store the audit's report and mark it succeeded, in one transaction (None: lost claim)."""
+        """Store the audit's report and mark it succeeded, in one transaction (None: lost
+        claim); ``progress``: the run's last progress (else the last heartbeat's)."""
         with self.writes.begin() as session:
             audit = session.scalar(select(Audit).where(*_claimed_by(audit_id, worker)))
             if audit is None:
@@ -481,7 +487,7 @@ class ReportStore:
             audit.status = AuditStatus.SUCCEEDED
             audit.finished_at = utcnow()
             audit.timings = timings
-            audit.progress = {**(audit.progress or {}), "state": "done"}
+            audit.progress = {**(progress or audit.progress or {}), "state": "done"}
             return report.id
 
     @retried

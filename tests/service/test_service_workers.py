@@ -205,3 +205,18 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
     assert done["status"] == "succeeded", done["error"]
     assert done["attempts"] == 2
     assert sum(s["reused"] for s in done["timings"]["stages"].values()) >= 4
+
+
+def test_a_finished_audit_records_its_last_stage_even_between_heartbeats(tmp_path: Path) -> None:
+    """An audit that ends before its worker's next heartbeat still reads 20/20: the worker
+    stores the run's own last progress with the report (it once kept the last heartbeat's,
+    stage 3 in a compose stack)."""
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=600)
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
+        done = wait_for(
+            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
+            timeout=180,
+        )
+        assert done["status"] == "succeeded", done["error"]
+        assert done["progress"]["done"] == done["progress"]["total"] == 20
