@@ -61,3 +61,38 @@ def test_two_cpu_processes_return_the_best_epochs_weights_and_its_synced_loss() 
     # whole split's mean, and the model that came back is the epoch that reached it
     assert metrics["best_val_loss"] == pytest.approx(_validation_loss(model, validation), abs=1e-5)
     assert metrics["best_val_loss"] < 0.6
+
+
+class _FailsOnRankOne(torch.nn.Module):
+    """A network whose second rank dies in its first forward pass (a rank lost mid-fit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(6, 2)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1:
+            raise RuntimeError("rank 1 lost")
+        return self.layer(features)
+
+
+def test_a_rank_lost_mid_training_leaves_no_stage_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    from panoramia.pipeline.stages import StageRunner
+    from panoramia.pipeline.store import ArtifactStore
+
+    rng = np.random.default_rng(0)
+    data = (rng.normal(size=(64, 6)).astype(np.float32), rng.integers(0, 2, 64))
+    config = TrainingConfig(epochs=1, batch_size=16, accelerator="cpu", devices="2")
+
+    def build(directory) -> dict:  # type: ignore[no-untyped-def]
+        fit_classifier(_FailsOnRankOne(), data, config)
+        (directory / "weights").write_text("never")
+        return {}
+
+    runner = StageRunner(ArtifactStore(tmp_path), console=Console(quiet=True))
+    with pytest.raises(Exception, match="process 1 terminated|ProcessRaisedException|rank 1"):
+        runner.run("target", build, config={"x": 1}, inputs=[])
+    assert not any(tmp_path.rglob("_done.json"))
+    assert not any(path.name.startswith(".partial") for path in tmp_path.rglob("*"))
