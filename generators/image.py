@@ -151,7 +151,8 @@ class ImageGenerator:
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
-        from panoramia.models.training import TrainingConfig, make_trainer
+        from panoramia.errors import InputError
+        from panoramia.models.training import TrainingConfig, device_count, make_trainer
 
         self.shape = members.shape
         n_classes = int(members.labels.max()) + 1
@@ -172,6 +173,15 @@ class ImageGenerator:
         training = TrainingConfig(
             epochs=self.config.epochs, seed=seed, **self.config.trainer_settings()
         )  # fmt: skip
+        if (
+            self.config.model == "dcgan"
+            and device_count(training.accelerator, training.devices) > 1
+        ):
+            raise InputError(
+                "generator.devices: the DCGAN trains on one device (its two optimisers step "
+                "by hand, which data-parallel training does not support); the DDPM trains on "
+                "several"
+            )
         make_trainer(training, validate=False).fit(model, loader)
         self.network = model.ema.cpu().eval()
         return self

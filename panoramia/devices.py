@@ -36,7 +36,8 @@ def inference_device(accelerator: str = "auto", devices: Any = "auto") -> torch.
             return torch.device("cpu")
         raise InputError(f"accelerator {accelerator!r}: no CUDA device on this machine")
     listed = re.findall(r"\d+", str(devices)) if str(devices) not in ("auto", "-1") else []
-    index = int(listed[0]) if listed and "[" in str(devices) else 0
+    listing = "[" in str(devices) or "," in str(devices) or isinstance(devices, list | tuple)
+    index = int(listed[0]) if listed and listing else 0  # "2" is a count, "[2]" / "2," an id
     return torch.device("cuda", index)
 
 

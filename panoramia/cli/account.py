@@ -279,7 +279,8 @@ def _dpsgd_run(
     if not (math.isfinite(epochs) and epochs > 0):
         raise InputError(f"--epochs: must be a positive number, got {epochs}")
     _check_steps(None, epochs * dataset_size / batch_size)
-    return batch_size / dataset_size, math.ceil(epochs * dataset_size / batch_size)
+    sample_rate = batch_size / dataset_size
+    return sample_rate, math.ceil(epochs / sample_rate - 1e-9)  # as DpSgdClaim counts T
 
 
 @exits_on_input_error
@@ -310,6 +311,8 @@ def calibrate(
 
     from panoramia.accounting.calibration import calibrate_dpsgd
 
+    if not 0 < delta < 1:
+        raise InputError(f"--delta: must be in (0, 1), got {delta}")
     sample_rate, steps = _dpsgd_run(sample_rate, steps, epochs, batch_size, dataset_size)
     _check_steps(steps)
     started = time.perf_counter()

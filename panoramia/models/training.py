@@ -159,10 +159,17 @@ def default_precision(precision: str | None) -> str:
     return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
 
 
-class EndProcessGroup(L.Callback):
-    """At the end of a spawned rank's ``fit``, leave the process group (barrier, then
-    destroy): a rank that exits with gloo's threads still running aborts ("terminate called
-    without an active exception") and fails the stage."""
+class SpawnedRanks(L.Callback):
+    """What a spawned rank needs besides its data: this process's thread count (part of every
+    stage key; Lightning would give each rank cpu_count / ranks threads), and, at the end of
+    ``fit``, leaving the process group (barrier, then destroy) — a rank that exits with gloo's
+    threads still running aborts ("terminate called without an active exception")."""
+
+    def __init__(self) -> None:
+        self.threads = torch.get_num_threads()
+
+    def setup(self, trainer: L.Trainer, _module: L.LightningModule, stage: str) -> None:
+        torch.set_num_threads(self.threads)
 
     def on_fit_end(self, trainer: L.Trainer, _module: L.LightningModule) -> None:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -181,6 +188,10 @@ def device_count(accelerator: str, devices: int | str | list) -> int:
     gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
     if text in ("auto", "-1"):
         return max(torch.cuda.device_count(), 1) if gpu else 1
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(
+            f"devices: {devices!r} is not a count ≥ 1, -1, auto or a list of device ids"
+        )
     return int(text)
 
 
@@ -228,7 +239,7 @@ def make_trainer(
         enable_progress_bar=False if _several(config) else None,
         num_sanity_val_steps=0,
         limit_val_batches=1.0 if validate else 0,
-        callbacks=[*(callbacks or []), *([EndProcessGroup()] if _several(config) else [])],
+        callbacks=[*(callbacks or []), *([SpawnedRanks()] if _several(config) else [])],
         # the ranks are this machine's processes, whatever cluster runs the job (under SLURM,
         # Lightning would otherwise expect one SLURM task per device)
         plugins=[LightningEnvironment()] if _several(config) else None,

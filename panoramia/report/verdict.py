@@ -14,6 +14,8 @@ Levels, in the order the rule tries them:
 
 from __future__ import annotations
 
+import math
+
 from panoramia.measure import INTERPRETATION
 
 TOLERANCE = 0.1
@@ -176,27 +178,37 @@ def _caveats(document: dict, games: list[dict], claim: dict) -> list[str]:
     return caveats
 
 
+def _finite(value: object) -> float | None:
+    """``value`` as a finite float; None for anything else (uploaded documents vary)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
     """What this audit's size could not show, in words: where ε̃ reads at most the tolerance,
     or the declared ε is above the most this size can show; None otherwise or without a
     ``detectable`` section (documents before 1.2)."""
-    reach = document.get("detectable") or {}
-    most, doubled = reach.get("eps_tilde_max"), reach.get("eps_tilde_max_doubled")
-    if most is None or doubled is None:
+    reach = document.get("detectable")
+    reach = reach if isinstance(reach, dict) else {}
+    most, doubled = _finite(reach.get("eps_tilde_max")), _finite(reach.get("eps_tilde_max_doubled"))
+    members = _finite(reach.get("members"))
+    if most is None or doubled is None or members is None or doubled <= 0:
         return None
     quiet = max(game["eps_tilde"] for game in games) <= TOLERANCE
-    claimed = (((claim.get("summary") or {}).get("epsilons")) or {}).get("1e-05")
-    beyond = claimed is not None and float(claimed) > float(most)
+    summary = claim.get("summary") if isinstance(claim.get("summary"), dict) else {}
+    epsilons = summary.get("epsilons") if isinstance(summary.get("epsilons"), dict) else {}
+    claimed = _finite(epsilons.get("1e-05"))
+    beyond = claimed is not None and claimed > most
     if not (quiet or beyond):
         return None
-    members = int(reach.get("members") or 0)
     text = (
-        f"At this size ({members:,} members in the audit set) the audit cannot show ε̃ above "
-        f"{float(most):.2f} even if every member guess were right; twice the members would "
-        f"raise that to {float(doubled):.2f}."
+        f"At this size ({int(members):,} members in the audit set) the audit cannot show ε̃ "
+        f"above {most:.2f} even if every member guess were right; twice the members would "
+        f"raise that to {doubled:.2f}."
     )
     if beyond:
-        text += f" The declared ε = {float(claimed):.2f} is beyond what it can confirm."
+        text += f" The declared ε = {claimed:.2f} is beyond what it can confirm."
     return text
 
 

@@ -29,9 +29,44 @@ from panoramia.targets.interface import loss_from_probabilities
 from panoramia.targets.manifest import manifest_file
 
 
+def _objective(booster: xgb.Booster) -> str:
+    """The booster's learning objective (e.g. ``binary:logistic``)."""
+    import json
+
+    try:
+        return str(json.loads(booster.save_config())["learner"]["objective"]["name"])
+    except (KeyError, ValueError, TypeError):
+        return "unknown"
+
+
 def _shown(values: list, most: int = 10) -> str:
     shown = ", ".join(repr(str(v)[:40]) for v in values[:most])
     return f"[{shown}{f', … ({len(values) - most} more)' if len(values) > most else ''}]"
+
+
+def _canonical(value: object) -> str:
+    """A category's value as text that matches across types: 1, 1.0 and "1.0" are "1"."""
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _as_categories(values: pd.Series, known: list | None) -> pd.Series:
+    """``values`` as a pandas categorical over the booster's ``known`` categories (in their
+    stored type); a value the model never saw is missing to it. Without stored categories,
+    the values' text."""
+    if not known:
+        return values.astype(str).astype("category")
+    lookup = {_canonical(category): category for category in known}
+    mapped = values.map(lambda value: lookup.get(_canonical(value)))
+    return pd.Series(pd.Categorical(mapped, categories=known), index=values.index)
+
+
+PROBABILITY_OBJECTIVES = ("binary:logistic", "multi:softprob")
+"""Objectives whose predictions are class probabilities (the losses need them)."""
 
 
 @dataclass
@@ -54,6 +89,12 @@ class XGBoostTarget:
             first = str(error).strip().splitlines()[0]
             raise InputError(f"model {str(model_path)!r}: not an XGBoost model ({first})") from None
         files = {"file": file_sha256(model_path)}
+        objective = _objective(booster)
+        if objective not in PROBABILITY_OBJECTIVES:
+            raise InputError(
+                f"model {str(model_path)!r}: objective {objective!r} does not predict class "
+                f"probabilities; train with {' or '.join(PROBABILITY_OBJECTIVES)}"
+            )
         if "encoder" in manifest:
             encoder_path = manifest_file(directory, manifest, "encoder")
             files["encoder"] = file_sha256(encoder_path)
@@ -92,11 +133,8 @@ class XGBoostTarget:
         known = self._training_categories()
         frame = pd.DataFrame(index=rows.index)
         for name, kind in zip(names, types, strict=True):
-            if kind == "c":  # a category the model never saw is missing to it, as in training
-                values = rows[name].astype(str)
-                if name in known:
-                    values = values.where(values.isin(known[name]))
-                frame[name] = values.astype("category")
+            if kind == "c":  # the model's own categories, matched by value ("1.0" is 1)
+                frame[name] = _as_categories(rows[name], known.get(name))
                 continue
             values = pd.to_numeric(rows[name], errors="coerce")
             if values.isna().any():
@@ -107,17 +145,15 @@ class XGBoostTarget:
             frame[name] = values.astype(np.float64)
         return frame, others[0]
 
-    def _training_categories(self) -> dict[str, set[str]]:
-        """Each categorical feature's categories as the booster stored them (xgboost ≥ 3.1
-        re-codes by them and refuses any other); {} where it stored none."""
+    def _training_categories(self) -> dict[str, list]:
+        """Each categorical feature's categories as the booster stored them, in their own
+        type (xgboost ≥ 3.1 re-codes by them and refuses any other); {} where it stored none."""
         try:
             stored = self.booster.get_categories(export_to_arrow=True).to_arrow()
         except (AttributeError, ValueError, TypeError, xgb.core.XGBoostError):
             return {}
         return {
-            str(name): {str(value) for value in values.to_pylist()}
-            for name, values in (stored or [])
-            if values is not None
+            str(name): values.to_pylist() for name, values in (stored or []) if values is not None
         }
 
     def _labels(self, rows: pd.DataFrame, label: str) -> np.ndarray:
@@ -138,7 +174,11 @@ class XGBoostTarget:
         else:
             features, label = self._split(rows)
             labels = self._labels(rows, label)
-            output = self.booster.predict(xgb.DMatrix(features, enable_categorical=True))
+            try:
+                output = self.booster.predict(xgb.DMatrix(features, enable_categorical=True))
+            except (xgb.core.XGBoostError, ValueError) as error:
+                first = str(error).strip().splitlines()[-1][:300]
+                raise InputError(f"target: the xgboost model refused the data ({first})") from None
         probabilities = np.column_stack([1 - output, output]) if output.ndim == 1 else output
         if probabilities.shape[1] != (
             len(self.classes) if self.classes else probabilities.shape[1]

@@ -96,3 +96,38 @@ def test_a_rank_lost_mid_training_leaves_no_stage_behind(tmp_path) -> None:  # t
         runner.run("target", build, config={"x": 1}, inputs=[])
     assert not any(tmp_path.rglob("_done.json"))
     assert not any(path.name.startswith(".partial") for path in tmp_path.rglob("*"))
+
+
+def test_a_dcgan_on_several_devices_is_one_line() -> None:
+    """The DCGAN's two optimisers step by hand, which DDP does not support: refused before
+    any process starts (the DDPM trains on several devices)."""
+    from generators.image import ImageGenerator, ImageGeneratorConfig
+    from panoramia.data.images import ImageSet
+
+    rng = np.random.default_rng(0)
+    images = ImageSet(rng.integers(0, 255, (32, 16, 16, 1), dtype=np.uint8),
+                      rng.integers(0, 2, 32).astype(np.int64))  # fmt: skip
+    config = ImageGeneratorConfig(model="dcgan", epochs=1, batch_size=8, width=8,
+                                  accelerator="cpu", devices="2")  # fmt: skip
+    with pytest.raises(InputError, match="the DCGAN trains on one device"):
+        ImageGenerator(config).fit(images, seed=0)
+
+
+@pytest.mark.parametrize("devices", ["two", "0", "-3"])
+def test_a_device_count_that_is_not_one_is_one_line(devices: str) -> None:
+    with pytest.raises(InputError, match=f"devices: '{devices}' is not a count"):
+        device_count("cpu", devices)
+
+
+def test_spawned_ranks_train_with_this_processs_thread_count() -> None:
+    from panoramia.models.training import SpawnedRanks
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        ranks = SpawnedRanks()
+        torch.set_num_threads(2)
+        ranks.setup(None, None, "fit")  # type: ignore[arg-type]
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -110,3 +110,12 @@ def test_the_reach_is_logit_of_alpha_to_the_one_over_r() -> None:
         max(0.0, reach["c_plus_eps_max"] - document["c_lb"])
     )
     assert reach["c_plus_eps_max_doubled"] > reach["c_plus_eps_max"]
+
+
+@pytest.mark.parametrize(
+    "reach", [{"members": "many"}, ["x"], {"eps_tilde_max": float("nan")}, None]
+)
+def test_a_malformed_reach_section_never_costs_the_verdict(reach: object) -> None:
+    found = verdict(_document((1.0, 1.02), detectable=reach))
+    assert found["level"] == "no_leak_detected"
+    assert not any(caveat.startswith("At this size") for caveat in found["caveats"])

@@ -64,3 +64,13 @@ def test_cuda_losses_match_the_cpu_within_bf16_rounding(mlp_dir: Path, rows: pd.
     on_cpu = load_target(mlp_dir, device=torch.device("cpu")).per_example_loss(rows)
     on_gpu = load_target(mlp_dir, device=inference_device("gpu")).per_example_loss(rows)
     np.testing.assert_allclose(on_gpu, on_cpu, rtol=2e-2, atol=2e-2)  # bf16: 8 bits of mantissa
+
+
+@pytest.mark.parametrize(
+    ("devices", "index"), [("auto", 0), ("2", 0), ("[1]", 1), ("1,", 1), ("1,2", 1), ([3], 3)]
+)
+def test_the_gpu_is_the_first_listed_id_and_a_bare_number_is_a_count(
+    devices: object, index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert inference_device("gpu", devices) == torch.device("cuda", index)

@@ -548,3 +548,32 @@ def test_an_xgboost_model_as_xgboost_saves_it(rows: pd.DataFrame, tmp_path: Path
         ).per_example_loss(data)
     with pytest.raises(InputError, match=r"needs 'classes' in target\.json"):
         load_target(_native_xgboost(rows, tmp_path / "bare", file="model.json"))
+
+
+def test_xgboost_categories_match_by_value_and_margins_are_refused(tmp_path: Path) -> None:
+    """A category column of integers (1, 2, 3) read back from a CSV as 1.0, 2.0, 3.0 still
+    matches the booster's categories; an objective without probabilities is one line."""
+    import xgboost as xgb
+
+    from panoramia.data.tabular import TabularSchema, conform
+
+    rng = np.random.default_rng(0)
+    grade, other = rng.choice([1, 2, 3], 300), rng.normal(size=300)
+    labels = ((grade == 3) ^ (other > 1)).astype(int)
+    features = pd.DataFrame({"other": other, "grade": pd.Categorical(grade)})
+    model = xgb.XGBClassifier(n_estimators=20, enable_categorical=True).fit(features, labels)
+    model.save_model(tmp_path / "model.json")
+    manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["no", "yes"]}
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    frame = pd.DataFrame({"other": other, "grade": grade.astype(float),
+                          "label": np.where(labels, "yes", "no")})  # fmt: skip
+    rows = conform(frame, TabularSchema("label", (), ("other", "grade")), source="test")
+    expected = model.predict_proba(features)[np.arange(300), labels]
+    np.testing.assert_allclose(
+        load_target(tmp_path).per_example_loss(rows), -np.log(expected), rtol=1e-5
+    )
+    margins = xgb.XGBClassifier(n_estimators=5, objective="binary:logitraw",
+                                enable_categorical=True).fit(features, labels)  # fmt: skip
+    margins.save_model(tmp_path / "model.json")
+    with pytest.raises(InputError, match="objective 'binary:logitraw' does not predict"):
+        load_target(tmp_path)
