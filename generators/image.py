@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from panoramia.data.images import ImageSet
+from panoramia.devices import inference_device
 from panoramia.errors import InputError
 from panoramia.models.device_settings import DeviceSettings
 
@@ -151,7 +152,6 @@ class ImageGenerator:
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
-        from panoramia.errors import InputError
         from panoramia.models.training import TrainingConfig, device_count, make_trainer
 
         self.shape = members.shape
@@ -186,12 +186,6 @@ class ImageGenerator:
         self.network = model.ema.cpu().eval()
         return self
 
-    def _sampling_device(self):
-        import torch
-
-        cuda = torch.cuda.is_available() and self.config.accelerator in ("auto", "gpu", "cuda")
-        return torch.device("cuda" if cuda else "cpu")
-
     def sample(self, n: int, *, seed: int) -> ImageSet:
         """``n`` uint8 images with their classes, reproducible for a given ``seed``."""
         import torch
@@ -201,7 +195,7 @@ class ImageGenerator:
         rng = np.random.default_rng(seed)
         labels = rng.choice(self.class_prior.size, size=n, p=self.class_prior).astype(np.int64)
         generator = torch.Generator().manual_seed(seed)
-        device = self._sampling_device()
+        device = inference_device(self.config.accelerator, self.config.devices)
         network = self.network.to(device)
         parts = []
         for start in range(0, n, SAMPLE_BATCH):

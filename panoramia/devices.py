@@ -12,7 +12,6 @@ differ between devices by bf16 rounding at most. Imports torch lazily.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +34,23 @@ def inference_device(accelerator: str = "auto", devices: Any = "auto") -> torch.
         if accelerator == "auto":
             return torch.device("cpu")
         raise InputError(f"accelerator {accelerator!r}: no CUDA device on this machine")
-    listed = re.findall(r"\d+", str(devices)) if str(devices) not in ("auto", "-1") else []
-    listing = "[" in str(devices) or "," in str(devices) or isinstance(devices, list | tuple)
-    index = int(listed[0]) if listed and listing else 0  # "2" is a count, "[2]" / "2," an id
-    return torch.device("cuda", index)
+    ids = listed_devices(devices)  # "2" is a count (from GPU 0), "[2]" / "2," an id
+    return torch.device("cuda", ids[0] if ids else 0)
+
+
+def listed_devices(devices: Any) -> list[int] | None:
+    """The device ids a Lightning ``devices`` setting lists (``[0, 1]``, ``"[1]"``, ``"1,2"``,
+    ``"1,"``); None when it is a count or ``auto``. InputError for a list of non-ids."""
+    if isinstance(devices, list | tuple):
+        parts = [str(device) for device in devices]
+    else:
+        text = str(devices).strip()
+        if not (text.startswith("[") or "," in text):
+            return None
+        parts = [part.strip() for part in text.strip("[]").split(",") if part.strip()]
+    if not all(part.isdigit() for part in parts):
+        raise InputError(f"devices: {devices!r} is not a list of device ids")
+    return [int(part) for part in parts]
 
 
 def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:

@@ -279,8 +279,12 @@ def _dpsgd_run(
     if not (math.isfinite(epochs) and epochs > 0):
         raise InputError(f"--epochs: must be a positive number, got {epochs}")
     _check_steps(None, epochs * dataset_size / batch_size)
-    sample_rate = batch_size / dataset_size
-    return sample_rate, math.ceil(epochs / sample_rate - 1e-9)  # as DpSgdClaim counts T
+    from panoramia.accounting.claims import DpSgdClaim
+
+    phase = DpSgdClaim.single_phase(  # q and T counted as every claim counts them
+        1.0, batch_size=batch_size, dataset_size=dataset_size, epochs=epochs
+    ).phases[0]
+    return phase.sample_rate, phase.steps
 
 
 @exits_on_input_error

@@ -19,6 +19,7 @@ from lightning.pytorch.plugins.environments import LightningEnvironment
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from panoramia.devices import listed_devices
 from panoramia.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -180,11 +181,10 @@ class SpawnedRanks(L.Callback):
 def device_count(accelerator: str, devices: int | str | list) -> int:
     """How many devices Lightning will train on for these settings (``auto``: every GPU where
     CUDA is present and the accelerator allows it, else one CPU process)."""
-    if isinstance(devices, list | tuple):
-        return len(devices)
+    ids = listed_devices(devices)
+    if ids is not None:
+        return len(ids)
     text = str(devices).strip()
-    if text.startswith("[") or "," in text:
-        return len([part for part in text.strip("[]").split(",") if part.strip()])
     gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
     if text in ("auto", "-1"):
         return max(torch.cuda.device_count(), 1) if gpu else 1

@@ -9,24 +9,16 @@ short lists. A document whose figures cannot be read gets ``verdict: None``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from panoramia.report.verdict import WORDS, verdict
+from panoramia.report.verdict import finite_number as number
 
 MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
 DIGEST_VERSION = 1
-
-
-def number(value: Any) -> float | None:
-    """``value`` as a finite float; None for anything else (bools, strings, NaN, ∞)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def _text(value: Any) -> str:

@@ -178,8 +178,9 @@ def _caveats(document: dict, games: list[dict], claim: dict) -> list[str]:
     return caveats
 
 
-def _finite(value: object) -> float | None:
-    """``value`` as a finite float; None for anything else (uploaded documents vary)."""
+def finite_number(value: object) -> float | None:
+    """``value`` as a finite float; None for anything else: bools, strings, NaN, ∞ (uploaded
+    documents vary)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
@@ -191,14 +192,17 @@ def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
     ``detectable`` section (documents before 1.2)."""
     reach = document.get("detectable")
     reach = reach if isinstance(reach, dict) else {}
-    most, doubled = _finite(reach.get("eps_tilde_max")), _finite(reach.get("eps_tilde_max_doubled"))
-    members = _finite(reach.get("members"))
+    most, doubled = (
+        finite_number(reach.get("eps_tilde_max")),
+        finite_number(reach.get("eps_tilde_max_doubled")),
+    )
+    members = finite_number(reach.get("members"))
     if most is None or doubled is None or members is None or doubled <= 0:
         return None
     quiet = max(game["eps_tilde"] for game in games) <= TOLERANCE
     summary = claim.get("summary") if isinstance(claim.get("summary"), dict) else {}
     epsilons = summary.get("epsilons") if isinstance(summary.get("epsilons"), dict) else {}
-    claimed = _finite(epsilons.get("1e-05"))
+    claimed = finite_number(epsilons.get("1e-05"))
     beyond = claimed is not None and claimed > most
     if not (quiet or beyond):
         return None

@@ -32,3 +32,11 @@ def loss_from_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> np
     """−log p(true class) per row from (n, n_classes) probabilities and int class indices."""
     chosen = probabilities[np.arange(labels.size), labels]
     return -np.log(np.clip(chosen.astype(np.float64), MIN_PROBABILITY, 1.0))
+
+
+def shown_values(values: list, most: int = 10) -> str:
+    """At most ``most`` values, quoted (40 characters each), then how many more: the value
+    lists of the adapters' one-line errors."""
+    shown = ", ".join(repr(str(v)[:40]) for v in values[:most])
+    more = f", … ({len(values) - most} more)" if len(values) > most else ""
+    return f"[{shown}{more}]"

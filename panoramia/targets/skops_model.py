@@ -18,6 +18,7 @@ from panoramia.data.tabular import TabularSchema
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.targets.interface import loss_from_probabilities
+from panoramia.targets.interface import shown_values as _shown
 from panoramia.targets.manifest import manifest_file
 from panoramia.targets.trust import is_trusted
 
@@ -94,10 +95,3 @@ class SkopsTarget:
 
     def identity(self) -> dict[str, object]:
         return {"format": "skops", "sha256": self.files}
-
-
-def _shown(values: list, most: int = 10) -> str:
-    """At most ``most`` values, quoted, then how many more."""
-    shown = ", ".join(repr(str(v)[:40]) for v in values[:most])
-    more = f", … ({len(values) - most} more)" if len(values) > most else ""
-    return f"[{shown}{more}]"

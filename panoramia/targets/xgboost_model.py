@@ -26,6 +26,7 @@ from panoramia.data.encoding import TabularEncoder
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.targets.interface import loss_from_probabilities
+from panoramia.targets.interface import shown_values as _shown
 from panoramia.targets.manifest import manifest_file
 
 
@@ -37,11 +38,6 @@ def _objective(booster: xgb.Booster) -> str:
         return str(json.loads(booster.save_config())["learner"]["objective"]["name"])
     except (KeyError, ValueError, TypeError):
         return "unknown"
-
-
-def _shown(values: list, most: int = 10) -> str:
-    shown = ", ".join(repr(str(v)[:40]) for v in values[:most])
-    return f"[{shown}{f', … ({len(values) - most} more)' if len(values) > most else ''}]"
 
 
 def _canonical(value: object) -> str:

@@ -11,25 +11,11 @@ import pandas as pd
 import pytest
 import torch
 
-from panoramia.datasets.adult import SCHEMA, load_adult
 from panoramia.devices import inference_device
 from panoramia.errors import InputError
-from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
 from panoramia.targets import load_target
 
 CUDA = torch.cuda.is_available()
-
-
-@pytest.fixture(scope="module")
-def rows() -> pd.DataFrame:
-    return load_adult()[0].iloc[:300].reset_index(drop=True)
-
-
-@pytest.fixture(scope="module")
-def mlp_dir(rows: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("mlp")
-    train_mlp_directory(rows, SCHEMA, MlpConfig(epochs=1, hidden=[8]), directory, seed=0)
-    return directory
 
 
 def test_the_settings_pick_the_device() -> None:

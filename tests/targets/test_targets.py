@@ -16,12 +16,10 @@ import pandas as pd
 import pytest
 import torch
 
-from panoramia.datasets.adult import SCHEMA, load_adult
+from panoramia.datasets.adult import SCHEMA
 from panoramia.errors import InputError
 from panoramia.models.tabular_training import (
-    MlpConfig,
     XGBoostTargetConfig,
-    train_mlp_directory,
     train_xgboost_directory,
 )
 from panoramia.targets import (
@@ -34,18 +32,6 @@ from panoramia.targets.manifest import MANIFEST, manifest_file
 from panoramia.targets.trust import import_model_class, is_trusted, json_kwargs
 from tests.cli_support import run_audit
 from tests.conftest import TINY_AUDIT
-
-
-@pytest.fixture(scope="module")
-def rows() -> pd.DataFrame:
-    return load_adult()[0].iloc[:600].reset_index(drop=True)
-
-
-@pytest.fixture(scope="module")
-def mlp_dir(rows: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("mlp")
-    train_mlp_directory(rows, SCHEMA, MlpConfig(epochs=2, hidden=[16, 8]), directory, seed=0)
-    return directory
 
 
 def test_safetensors_target_gives_cross_entropy(mlp_dir: Path, rows: pd.DataFrame) -> None:
