@@ -1,15 +1,17 @@
 """Tabular generators (sdv): fit on D_G only, sample synthetic non-members with a seed.
 
 ``TabularGenerator.fit(members, seed=...)`` / ``.sample(n, seed=...)`` / ``.save(dir)`` /
-``.load(dir)``. The synthesizer is one of sdv's single-table models: ``gaussian_copula``
-(default, fast), ``ctgan`` or ``tvae``. Sampled rows carry the label column, so the synthetic
-data is labelled for the helper model without a separate labeler.
+``.load(dir)``. The synthesizer is ``cart`` (sequential CART over D_G's columns,
+:mod:`generators.tabular_cart`; the default) or one of sdv's single-table models:
+``gaussian_copula`` (fast), ``ctgan`` or ``tvae``. Sampled rows carry the label column, so the
+synthetic data is labelled for the helper model without a separate labeler.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import pickle
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +25,18 @@ from panoramia.errors import InputError
 
 log = logging.getLogger(__name__)
 TABLE = "rows"
-SYNTHESIZERS = ("gaussian_copula", "ctgan", "tvae")
+SYNTHESIZERS = ("cart", "gaussian_copula", "ctgan", "tvae")
+SDV_SYNTHESIZERS = SYNTHESIZERS[1:]
 
 
 @dataclass
 class TabularGeneratorConfig:
-    synthesizer: str = "gaussian_copula"
+    synthesizer: str = "cart"
     epochs: int = 300
-    """Training epochs of ctgan/tvae (unused by gaussian_copula)."""
+    """Training epochs of ctgan/tvae (unused by the others)."""
+    min_leaf: int = 10
+    """cart: the fewest D_G rows in a leaf of each column's tree, i.e. the fewest donors a
+    synthetic value is drawn from (unused by the others)."""
     options: dict = field(default_factory=dict)
     """Extra keyword arguments of the sdv synthesizer."""
     point_mass: float = 0.3
@@ -135,6 +141,13 @@ class TabularGenerator:
 
     def fit(self, members: pd.DataFrame, *, seed: int) -> TabularGenerator:
         """Fit on the generator's training members D_G (conformed rows)."""
+        if self.config.synthesizer == "cart":
+            from generators.tabular_cart import SequentialCart
+
+            categorical = {*self.schema.categorical, self.schema.label}
+            self._synthesizer = SequentialCart(categorical, min_leaf=self.config.min_leaf)
+            self._synthesizer.fit(members, seed=seed)
+            return self
         self.point_masses = find_point_masses(members, self.schema, self.config.point_mass)
         prepared = split_point_masses(members, self.point_masses, np.random.default_rng(seed))
         with global_seed(seed), warnings.catch_warnings():
@@ -151,6 +164,9 @@ class TabularGenerator:
         """
         if self._synthesizer is None:
             raise RuntimeError("fit or load the generator before sampling")
+        if self.config.synthesizer == "cart":
+            rows = self._synthesizer.sample(n, seed=seed)
+            return conform(rows, self.schema, source="generated rows")
         with global_seed(seed), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._synthesizer.reset_sampling()
@@ -162,8 +178,13 @@ class TabularGenerator:
         )
 
     def save(self, directory: Path) -> None:
-        """Write the fitted synthesizer (sdv's own format) and the point masses."""
-        self._synthesizer.save(str(Path(directory) / "synthesizer.pkl"))
+        """Write the fitted synthesizer (sdv's own format, or a pickle of the CART trees) and
+        the point masses."""
+        path = Path(directory) / "synthesizer.pkl"
+        if self.config.synthesizer == "cart":
+            path.write_bytes(pickle.dumps(self._synthesizer))
+        else:
+            self._synthesizer.save(str(path))
         masses = [{"column": m.column, "value": m.value} for m in self.point_masses]
         (Path(directory) / "point_masses.json").write_text(json.dumps(masses))
 
@@ -175,7 +196,11 @@ class TabularGenerator:
         from sdv.utils import load_synthesizer
 
         generator = cls(schema, config)
-        generator._synthesizer = load_synthesizer(str(Path(directory) / "synthesizer.pkl"))
+        path = Path(directory) / "synthesizer.pkl"
+        if config.synthesizer == "cart":
+            generator._synthesizer = pickle.loads(path.read_bytes())
+        else:
+            generator._synthesizer = load_synthesizer(str(path))
         masses = json.loads((Path(directory) / "point_masses.json").read_text())
         generator.point_masses = [PointMass(m["column"], m["value"]) for m in masses]
         return generator

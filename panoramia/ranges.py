@@ -59,7 +59,7 @@ LEVEL = Range(0, 1, open_low=True, open_high=True)
 RATE = Range(0, 10, open_low=True)
 
 _TABLE = (
-    ("epochs head_epochs labeler_epochs batch_size labeler_batch_size bins chunk_length "
+    ("epochs min_leaf head_epochs labeler_epochs batch_size labeler_batch_size bins chunk_length "
      "max_chunks_per_document samples_per_prompt sampling_steps diffusion_steps d_model "
      "n_embd n_head n_layer heads layers latent width widen blocks n_estimators max_depth "
      "top_k generation_batch pool_size pool_chunks chunks max_members max_examples n_jobs "
