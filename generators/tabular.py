@@ -193,13 +193,13 @@ class TabularGenerator:
         cls, directory: Path, schema: TabularSchema, config: TabularGeneratorConfig
     ) -> TabularGenerator:
         """Load a synthesizer this project saved (pickle-based: only from its own cache)."""
-        from sdv.utils import load_synthesizer
-
         generator = cls(schema, config)
         path = Path(directory) / "synthesizer.pkl"
         if config.synthesizer == "cart":
             generator._synthesizer = pickle.loads(path.read_bytes())
         else:
+            from sdv.utils import load_synthesizer
+
             generator._synthesizer = load_synthesizer(str(path))
         masses = json.loads((Path(directory) / "point_masses.json").read_text())
         generator.point_masses = [PointMass(m["column"], m["value"]) for m in masses]

@@ -8,18 +8,21 @@ non-members, with the target's losses), ``baseline`` (the same without the targe
 
 A DP guarantee bounds how well any test separates members from *real* non-members drawn from
 the same distribution; it says nothing about generated ones. So only a game with real
-non-members (``rmrn``) can contradict the claim (a red banner). The attack and the baseline
+non-members (``rmrn``) can contradict the claim (a red banner). The game compares the target
+trained with a shown member against the target trained with a hidden one, i.e. replace-one
+neighbours (docs/SPEC.md §2.8): an add/remove DP-SGD claim is checked through its replace-one
+account, which is what it implies for that game. The attack and the baseline
 play members against generated non-members: their points beating the claimed curve are listed
 as ``inconclusive`` with a note, never as a violation. Measured figures: docs/RESULTS.md §7.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from panoramia.accounting.claims import Claim, NoClaim
+from panoramia.accounting.claims import Claim, DpSgdClaim, NoClaim
 from panoramia.accounting.consistency import ConsistencyCheck, check_consistency
 from panoramia.accounting.summary import ClaimSummary, summarize_claim
 
@@ -36,6 +39,9 @@ class ClaimSection:
     summary: ClaimSummary
     checks: dict[str, ConsistencyCheck]
     confidence: float
+    game_summary: ClaimSummary | None = None
+    """The claim under the game's replace-one relation (docs/SPEC.md §2.8), whose curve the
+    checks use: an add/remove DP-SGD claim re-accounted; the claim itself otherwise."""
 
     def _beats(self, name: str) -> bool:
         return name in self.checks and not self.checks[name].consistent
@@ -106,10 +112,19 @@ class ClaimSection:
             lines.append(f"The model is {summary.mu:.4g}-GDP (regret {summary.regret:.1e}).")
         return lines
 
+    def _checked_as(self) -> dict | None:
+        """The relation and figures of the curve the checks use, when it is not the claim's
+        own (an add/remove DP-SGD claim checked as replace-one, docs/SPEC.md §2.8)."""
+        game = self.game_summary
+        if game is None or game is self.summary:
+            return None
+        return {"neighbouring": "replace_one", "mu": game.mu, "epsilons": game.epsilons}
+
     def to_dict(self) -> dict:
         return {
             "summary": self.summary.to_dict(),
             "consistency": {name: check.to_dict() for name, check in self.checks.items()},
+            "checked_as": self._checked_as(),
             "violation": bool(self.violated_by),
             "violated_by": self.violated_by,
             "inconclusive": self.inconclusive,
@@ -128,11 +143,14 @@ def claim_section(
     """Summarise ``claim`` and check each game (scores: higher = member; membership 1 =
     member) against the curve the released model satisfies."""
     summary = summarize_claim(claim)
+    game_summary = summary
+    if isinstance(claim, DpSgdClaim) and claim.neighbouring == "add_remove":
+        game_summary = summarize_claim(replace(claim, neighbouring="replace_one"))
     checks = {}
     if not isinstance(claim, NoClaim):
-        curve = summary.check_curve
+        curve = game_summary.check_curve
         checks = {
             name: check_consistency(curve, scores, membership, confidence=confidence)
             for name, (scores, membership) in games.items()
         }
-    return ClaimSection(summary, checks, confidence)
+    return ClaimSection(summary, checks, confidence, game_summary)

@@ -218,11 +218,16 @@ class TargetConfigBase:
 
     TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("train",)
     """Values of ``kind`` that train a demo target here (``path`` opens a directory)."""
+    CONTROL_MEMBERS: ClassVar[tuple[str, ...]] = ("disjoint",)
+    """Values of ``members`` that make a negative control (never trained on D_in)."""
 
     kind: str = "train"
     name: str = "target"
     members: str = "same"
-    """Demo targets: ``same`` (trained on the audited members) or ``disjoint`` (control)."""
+    """Demo targets: ``same`` (trained on the audited members), ``disjoint`` (the negative
+    control: a pool disjoint from the known members) or ``disjoint+generator_data`` (tables: a
+    control that also trains on D_G, the members the generator learnt from, so that it knows
+    the generator's sources as the audited target does while never seeing D_in)."""
     train_seed: int = 0
     path: str | None = None
     """kind=path: a target directory with target.json (see panoramia.targets)."""
@@ -234,11 +239,12 @@ class TargetConfigBase:
             raise InputError(f"target.kind: {self.kind!r} is not one of {', '.join(kinds)}")
         if self.kind == "path" and not self.path:
             raise InputError("target.path: a target directory is required for target.kind=path")
-        if self.members not in ("same", "disjoint"):
-            raise InputError(f"target.members: {self.members!r} is not same or disjoint")
-        if self.members == "disjoint" and not data.has_control_pool():
+        if self.members not in ("same", *self.CONTROL_MEMBERS):
+            choices = ", ".join(("same", *self.CONTROL_MEMBERS))
+            raise InputError(f"target.members: {self.members!r} is not one of {choices}")
+        if self.members != "same" and not data.has_control_pool():
             raise InputError(
-                f"target.members=disjoint needs embedded data with a control pool, not "
+                f"target.members={self.members} needs embedded data with a control pool, not "
                 f"data.source={data.source}"
             )
 

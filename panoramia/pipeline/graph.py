@@ -231,6 +231,11 @@ class AuditPipeline(ABC):
             return self._external_target(config, data)
         config.pop("name")
         config.pop("path")
+        if self.job.target.members == "disjoint+generator_data":  # D_G is in its training set
+            config["generator_data"] = {
+                "fractions": asdict(self.job.data.split),
+                "generation_seed": self.generation_seed,
+            }
 
         def build(directory: Path) -> dict:
             metrics = self._train_demo_target(data, directory)

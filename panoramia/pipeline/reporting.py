@@ -12,6 +12,7 @@ import numpy as np
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
+from panoramia.measure.gdp import gdp_section
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
     measure_two_sided,
@@ -58,6 +59,18 @@ def claimed_guarantee(job: JobConfigBase, target_info: dict) -> tuple[Claim, str
     except InputError as error:  # e.g. so little noise that its privacy loss is unbounded here
         return declared, f"none (the training's claim cannot be accounted: {error})"
     return claim, "training"
+
+
+def claimed_mu(section: object) -> float | None:
+    """The μ a claim guarantees under replace-one neighbours, the relation of the audit's game
+    (docs/SPEC.md §2.8): μ* of the claim section's replace-one account (an add/remove DP-SGD
+    claim re-accounted; its add/remove μ* would understate it, about twice as much for the
+    demo's DP-SGD target). None for a bare (ε, δ), a tuned claim (its released curve is the
+    tuned profile's) or no claim. ``section`` is a ``ClaimSection``."""
+    game = section.game_summary
+    if game is None or game.mu is None or game.tuned:
+        return None
+    return float(game.mu)
 
 
 def two_sided_section(
@@ -187,6 +200,7 @@ def build_report(
     claim, claim_source = claimed_guarantee(job, stages["target"].info)
     section = claim_section(claim, games, confidence=audit.confidence)
     document["claim"] = section.to_dict() | {"source": claim_source}
+    document["gdp"] = gdp_section(result, rmrn_result, claimed_mu=claimed_mu(section))
     document["verdict"] = verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
     if examples:
         document["examples"] = examples

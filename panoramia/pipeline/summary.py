@@ -25,12 +25,12 @@ from rich.table import Table
 from panoramia.measure import aggregate
 
 QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "eps_tilde_two_sided",
-              "rmrn_two_sided")  # fmt: skip
+              "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip
 """Per run: the paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃
 and RM;RN bound (docs/SPEC.md §2.6)."""
 HEADERS = {"eps_tilde": "ε̃", "c_lb": "c_lb", "c_plus_eps_lb": "{c+ε}_lb", "o1": "O(1)",
            "rmrn": "RM;RN", "eps_tilde_two_sided": "ε̃ two-sided",
-           "rmrn_two_sided": "RM;RN two-sided"}  # fmt: skip
+           "rmrn_two_sided": "RM;RN two-sided", "mu_tilde": "μ̃", "rmrn_mu": "RM;RN μ"}  # fmt: skip
 """Column headers of the printed summary table."""
 GAMES = {"one-sided": ("eps_tilde", "unreliable"),
          "two-sided": ("eps_tilde_two_sided", "unreliable_two_sided")}  # fmt: skip
@@ -44,6 +44,7 @@ REPEATS = ("seed", "generation_seed", "target")
 def _quantities(report: dict) -> dict[str, float | None]:
     reference = report.get("reference_audits") or {}
     two_sided = report.get("two_sided") or {}
+    gdp = report.get("gdp") or {}
     return {
         "eps_tilde": report["eps_tilde"],
         "c_lb": report["c_lb"],
@@ -52,6 +53,8 @@ def _quantities(report: dict) -> dict[str, float | None]:
         "rmrn": (reference.get("rmrn") or {}).get("eps_lb"),
         "eps_tilde_two_sided": two_sided.get("eps_tilde"),
         "rmrn_two_sided": (two_sided.get("rmrn") or {}).get("eps_lb"),
+        "mu_tilde": gdp.get("mu_tilde"),
+        "rmrn_mu": (gdp.get("rmrn") or {}).get("mu_lb"),
     }
 
 
@@ -75,10 +78,11 @@ def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
         "run": run.name,
         "group": group,
         "pair": (report["seed"], _generation_seed(report), varied),
-        "control": (report["config"].get("target") or {}).get("members") == "disjoint",
+        "control": (report["config"].get("target") or {}).get("members", "same") != "same",
         "unreliable": bool(report.get("unreliable")),
         "unreliable_two_sided": bool((report.get("two_sided") or {}).get("unreliable")),
         "claimed_epsilon": claimed,
+        "claimed_mu": (report.get("gdp") or {}).get("claimed_mu"),
         "violation": bool(claim.get("violation")),
         **_quantities(report),
     }
@@ -200,6 +204,16 @@ def _target_entry(
                                       if r[key] > r["claimed_epsilon"]],
             "violations": [r["run"] for r in claimed if r["violation"]],
         }  # fmt: skip
+    with_mu = [r for r in rows if r["claimed_mu"] is not None]
+    if with_mu and key == "eps_tilde":  # μ̃ is measured in the paper's game only
+        entry["claim_mu"] = {
+            "runs": len(with_mu),
+            "claimed_mu": max(r["claimed_mu"] for r in with_mu),
+            "mu_tilde_above_claim": [r["run"] for r in with_mu
+                                     if (r["mu_tilde"] or 0) > r["claimed_mu"]],
+            "rmrn_mu_above_claim": [r["run"] for r in with_mu
+                                    if (r["rmrn_mu"] or 0) > r["claimed_mu"]],
+        }  # fmt: skip
     return entry
 
 
@@ -281,6 +295,13 @@ def validity_lines(checked: dict) -> list[str]:
                     f"[{game}] {name}: claimed ε {claim['claimed_epsilon']:.3g}; ε̃ above it in "
                     f"{len(claim['eps_tilde_above_claim'])} run(s), claim violations in "
                     f"{len(claim['violations'])}"
+                )
+            if "claim_mu" in figures:
+                claim = figures["claim_mu"]
+                lines.append(
+                    f"[{game}] {name}: claimed μ {claim['claimed_mu']:.3g}; μ̃ above it in "
+                    f"{len(claim['mu_tilde_above_claim'])} run(s), RM;RN μ above it in "
+                    f"{len(claim['rmrn_mu_above_claim'])}"
                 )
             if figures["unreliable_runs"]:
                 lines.append(

@@ -1,7 +1,8 @@
 """Leakage reports: ``report.json`` (versioned schema) and a self-contained ``report.html``."""
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """1.1 adds ``verdict`` (docs/SPEC.md §3.1); a 1.0 document's verdict is
-:func:`panoramia.report.verdict.verdict` of its own figures."""
-SCHEMA_VERSIONS = ("1.0", "1.1")
+:func:`panoramia.report.verdict.verdict` of its own figures; 1.2 adds ``detectable``, 1.3
+``gdp`` (μ̃, docs/SPEC.md §2.8)."""
+SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 """Every schema version the service and the tools still read."""

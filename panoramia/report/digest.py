@@ -84,9 +84,9 @@ def report_digest(document: Any) -> dict[str, Any]:
     """The digest of a report document (see the module docstring): ``verdict`` (or None), the
     one-sided ``c_plus_eps_lb``, the two-sided ``eps_tilde_two_sided``, ``c_lb_two_sided``,
     ``c_plus_eps_lb_two_sided``, ``o1_eps_lb``, ``confidence``, the claim's ``claimed_epsilon``
-    (at δ = 1e-5) and ``claimed_mu``, and ``declared_claim`` (the claim itself, validated, or
-    None); every figure a finite float or None (nats, except the
-    confidence, a probability)."""
+    (at δ = 1e-5) and ``claimed_mu``, ``declared_claim`` (the claim itself, validated, or
+    None), and ``mu_tilde`` and ``rmrn_mu`` (the ``gdp`` section, docs/SPEC.md §2.8); every
+    figure a finite float or None (nats, except the confidence, a probability)."""
     document = document if isinstance(document, dict) else {}
     two_sided = _section(document, "two_sided")
     summary = _section(_section(document, "claim"), "summary")
@@ -104,4 +104,6 @@ def report_digest(document: Any) -> dict[str, Any]:
         "claimed_epsilon": number(epsilons.get("1e-05")) if isinstance(epsilons, dict) else None,
         "claimed_mu": number(summary.get("mu")),
         "declared_claim": _declared_claim(summary),
+        "mu_tilde": number(_section(document, "gdp").get("mu_tilde")),
+        "rmrn_mu": number(_section(_section(document, "gdp"), "rmrn").get("mu_lb")),
     }

@@ -199,6 +199,23 @@ def _claim_html(section: ClaimSection | None) -> str:
     return "".join(parts)
 
 
+def _gdp_rows(gdp: dict) -> list[tuple[str, float]]:
+    """The figures on a GDP claim's scale (docs/SPEC.md §2.8): μ̃ at c_lb, RM;RN's μ_lb and
+    the claimed μ, where the report has them."""
+    if "mu_tilde" not in gdp:
+        return []
+    rows = [("μ̃ (paper's game, on a GDP claim's scale; not a lower bound on μ)",
+             gdp["mu_tilde"])]  # fmt: skip
+    if gdp.get("mu_tilde_max") is not None:
+        rows.append(("the largest μ̃ this audit's size can show", gdp["mu_tilde_max"]))
+    if gdp.get("rmrn"):
+        rows.append(("RM;RN μ_lb (real non-members)", gdp["rmrn"]["mu_lb"]))
+    if gdp.get("claimed_mu") is not None:
+        rows.append(("claimed μ under replace-one neighbours (the game's relation)",
+                     gdp["claimed_mu"]))  # fmt: skip
+    return rows
+
+
 def render_html(
     document: dict,
     measurement: Measurement,
@@ -246,6 +263,7 @@ def render_html(
                      two_sided["eps_tilde"]))  # fmt: skip
         if "rmrn" in two_sided:
             rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["eps_lb"]))
+    rows.extend(_gdp_rows(document.get("gdp") or {}))
     table = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.3f}</td></tr>" for k, v in rows)
     saturated = (
         "<p class=warn>A maximiser has precision 1 (saturated): its bound counts error-free "

@@ -426,3 +426,27 @@ def test_calibrate_counts_steps_as_the_claim_does_and_checks_delta() -> None:
                               "--steps", "10", "--delta", "0"])  # fmt: skip
     assert bad.exit_code == 2
     assert "--delta: must be in (0, 1)" in bad.output
+
+
+def test_an_add_remove_claim_is_checked_and_read_on_the_mu_scale_as_replace_one() -> None:
+    """The game compares the target trained with a shown member against it trained with a
+    hidden one (replace-one, docs/SPEC.md §2.8): the claim section checks an add/remove DP-SGD
+    claim through its replace-one account and the μ̃ comparison uses that account's μ*; a
+    replace-one claim is checked as it is."""
+    from panoramia.accounting.report_section import claim_section
+    from panoramia.pipeline.reporting import claimed_mu
+
+    add_remove = DpSgdClaim.single_phase(2.8125, sample_rate=0.0171, steps=1740,
+                                         dataset_size=15000)  # fmt: skip
+    section = claim_section(add_remove, {})
+    checked = section.to_dict()["checked_as"]
+    assert checked["neighbouring"] == "replace_one"
+    assert section.summary.mu == pytest.approx(0.268, abs=0.005)
+    assert claimed_mu(section) == checked["mu"] == pytest.approx(0.507, abs=0.01)
+    replace_one = DpSgdClaim.single_phase(
+        2.8125, sample_rate=0.0171, steps=1740, dataset_size=15000, neighbouring="replace_one"
+    )
+    same = claim_section(replace_one, {})
+    assert same.to_dict()["checked_as"] is None
+    assert claimed_mu(same) == pytest.approx(same.summary.mu)
+    assert claimed_mu(claim_section(EpsDeltaClaim(1.0, 1e-5), {})) is None

@@ -166,3 +166,27 @@ def test_rows_follow_the_sweeps_job_numbers() -> None:
     runs = [Path(f"sweep/{n}-mlp-seed0/report.json") for n in (10, 2, 1, 0, 11, 9)]
     ordered = [path.parent.name.split("-")[0] for path in sorted(runs, key=_job_order)]
     assert ordered == ["0", "1", "2", "9", "10", "11"]
+
+
+def test_mu_tilde_is_summarised_and_checked_against_the_claimed_mu(tmp_path: Path) -> None:
+    """μ̃ and RM;RN's μ_lb (docs/SPEC.md §2.8) are aggregated, and a DP target's runs whose
+    μ̃ or RM;RN μ exceed the claimed μ are listed under the paper's game only."""
+    for seed in range(3):
+        _report(tmp_path, name="control", members="disjoint", seed=seed, eps=0.0)
+        _report(tmp_path, name="dp", members="same", seed=seed, eps=0.1, claimed=1.0)
+    for seed, run in enumerate(sorted(tmp_path.iterdir())):
+        document = json.loads((run / "report.json").read_text())
+        document["gdp"] = {"mu_tilde": 0.1 * seed, "rmrn": {"mu_lb": 0.3 if seed == 5 else 0.0},
+                           "claimed_mu": 0.25 if "dp" in run.name else None}  # fmt: skip
+        (run / "report.json").write_text(json.dumps(document))
+    summary = summarise(tmp_path)
+    assert summary["dp"]["mu_tilde"]["n"] == 3
+    assert summary["dp"]["rmrn_mu"]["mean"] == pytest.approx(0.1)
+    checked = validity(tmp_path)
+    claim = checked["targets"]["dp"]["one-sided"]["claim_mu"]
+    assert claim["claimed_mu"] == 0.25
+    assert claim["mu_tilde_above_claim"] == ["3-dp-seed1", "5-dp-seed2"]
+    assert claim["rmrn_mu_above_claim"] == ["5-dp-seed2"]
+    assert "claim_mu" not in checked["targets"]["dp"].get("two-sided", {})
+    text = "\n".join(validity_lines(checked))
+    assert "[one-sided] dp: claimed μ 0.25; μ̃ above it in 2 run(s), RM;RN μ above it in 1" in text

@@ -36,6 +36,7 @@ class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
     """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
 
     TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("mlp", "xgboost")
+    CONTROL_MEMBERS: ClassVar[tuple[str, ...]] = ("disjoint", "disjoint+generator_data")
 
     kind: str = "mlp"
     name: str = "mlp"

@@ -80,16 +80,23 @@ class TabularPipeline(AuditPipeline):
         )
 
     def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
-        """Train the demo target (mlp or xgboost) into ``directory``; returns its metrics."""
+        """Train the demo target (mlp or xgboost) into ``directory``; returns its metrics and
+        ``trained_on``, the rows it trained on."""
+        members = self.job.target.members
+        rows = pd.read_parquet(data.directory / (MEMBERS if members == "same" else CONTROL_POOL))
+        if members == "disjoint+generator_data":  # a control that knows D_G, never D_in
+            known, parts = self._member_parts(data)
+            rows = pd.concat([rows, known.iloc[parts["generator"]]], ignore_index=True)
+        schema = load_schema(data.directory)
+        return {"trained_on": len(rows), **self._fit_demo_target(rows, schema, directory)}
+
+    def _fit_demo_target(self, rows: pd.DataFrame, schema: Any, directory: Path) -> dict:
         from panoramia.models.tabular_training import (
             XGBoostTargetConfig,
             train_mlp_directory,
             train_xgboost_directory,
         )
 
-        pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
-        rows = pd.read_parquet(data.directory / pool)
-        schema = load_schema(data.directory)
         if self.job.target.kind == "xgboost":
             xgb_config = XGBoostTargetConfig(
                 self.job.target.n_estimators, self.job.target.max_depth,

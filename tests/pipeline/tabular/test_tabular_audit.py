@@ -262,6 +262,32 @@ def test_attack_with_the_helpers_losses_too(artifacts: Path, tmp_path: Path) -> 
     assert set(record["inputs"]) >= {"losses_target", "losses_helper"}
 
 
+def test_a_control_that_knows_d_g_trains_on_the_pool_and_d_g_only(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """target.members=disjoint+generator_data (docs/SPEC.md §1.1): the control's training set
+    is the control pool and D_G, never a member the distinguishers or the game see; its stage
+    key follows the generation seed, and the summary counts it as a control."""
+    from panoramia.pipeline.summary import _records
+
+    sweep = tmp_path / "sweep"
+    done = run_command(
+        ["-m", *TINY, f"artifacts_dir={artifacts}", "target.members=disjoint+generator_data",
+         "target.name=knows-dg", "generation_seed=0,1", f"hydra.sweep.dir={sweep}"]
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    reports = [json.loads(path.read_text()) for path in sorted(sweep.glob("*/report.json"))]
+    assert len(reports) == 2
+    assert reports[0]["timings"]["target"]["key"] != reports[1]["timings"]["target"]["key"]
+    for report in reports:
+        pool = pd.read_parquet(stage_directory(artifacts, report, "data") / "control_pool.parquet")
+        d_g = pd.read_parquet(
+            stage_directory(artifacts, report, "generator_data") / "member_generator.parquet"
+        )
+        assert report["target"]["trained_on"] == len(pool) + len(d_g)
+    assert all(record["control"] for record in _records(sweep))
+
+
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     done = run_command(
         ["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7", f"hydra.sweep.dir={tmp_path}"]
@@ -383,6 +409,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("seed=-1", "seed: -1 is not an integer in [0, 4294967295]"),
         ("target.hidden=[" + ",".join(["64"] * 33) + "]", "target.hidden: 33 entries, at most 32"),
         ("+nonexistent=1", "+nonexistent: not a setting"),
+        ("target.members=some", "target.members: 'some' is not one of same, disjoint, "),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:

@@ -1,0 +1,185 @@
+"""μ̃: the measurement on a Gaussian-DP claim's scale (docs/SPEC.md §2.8).
+
+The hypothesis H(c, μ): the generator is (one-sided) c-close and the target is μ-GDP. Under it
+the game's observation, as a function of one coin S_i (all else fixed), is f-DP with the
+trade-off of one-sided c-closeness composed with G_μ, whose *blow-up inverse* (the least
+probability under "non-member" of an event whose probability under "member" is y) is
+
+    B⁻¹(y) = e^(−c) · Φ(Φ⁻¹(y) − μ)
+
+(a member's pair (x, f) against a generated one's: x's likelihood ratio is at most e^c, then
+f's is that of a μ-GDP mechanism; SPEC §2.8 has the derivation). The one-run f-DP audit of
+Mahloujifar, Melis and Chaudhuri (2024, "Auditing f-Differential Privacy in One Run",
+Algorithm ``audit_rh_with_cap``) turns a count of correct "member" guesses among k guesses on
+m slots into a test of any f-DP hypothesis: :func:`rejects` runs its recursion, vectorised
+over thresholds. μ_lb at a threshold is the largest μ whose H(c, μ) that threshold rejects at
+level α; μ̃ is the largest over the thresholds, at c = the baseline's c_lb (as ε̃ is: "if c_lb
+is tight"). With real non-members (RM;RN) c = 0 and μ_lb is a lower bound on the μ of a GDP
+claim, under the caveat of SPEC §2.4.
+
+Only member guesses are counted (the paper's one-sided game); the two-sided game has no μ̃.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from panoramia.measure.jsonable import number
+
+MU_MAX = 20.0
+"""The largest μ tried: a GDP claim above it protects nothing a count could show."""
+_BISECTIONS = 20
+
+
+def blow_up_inverse(y: np.ndarray, *, c: float, mu: np.ndarray) -> np.ndarray:
+    """B⁻¹(y) = e^(−c) Φ(Φ⁻¹(y) − μ) elementwise; y in [0, 1], c ≥ 0 (nats), μ ≥ 0."""
+    from scipy.special import ndtr, ndtri
+
+    with np.errstate(invalid="ignore"):
+        return np.exp(-c) * ndtr(ndtri(np.clip(y, 0.0, 1.0)) - mu)
+
+
+def rejects(
+    k: np.ndarray, v: np.ndarray, *, m: int, alpha: float, c: float, mu: np.ndarray
+) -> np.ndarray:
+    """Whether v correct "member" guesses among k guesses on m slots reject H(c, μ) at level
+    ``alpha``, elementwise over thresholds (arrays of one shape; 0 ≤ v ≤ k ≤ m).
+
+    The recursion of Mahloujifar et al. (2024): r and h start at α·v/m and α·(k−v)/m (the
+    mass of right and wrong guesses an f-DP mechanism would need for a tail of α); walking
+    the correct guesses down from v − 1 to 0, h rises to B⁻¹(r) and r by i/(k−i) of that
+    rise; the hypothesis is rejected when r + h exceeds k/m (the guesses' whole mass)."""
+    k = np.asarray(k, dtype=float)
+    v = np.asarray(v, dtype=float)
+    mu = np.broadcast_to(np.asarray(mu, dtype=float), k.shape)
+    r = alpha * v / m
+    h = alpha * (k - v) / m
+    for step in range(int(v.max(initial=0))):
+        i = v - 1 - step
+        active = i >= 0
+        h_new = np.where(active, np.maximum(h, blow_up_inverse(r, c=c, mu=mu)), h)
+        if not np.any(h_new > h):
+            break  # neither h nor r can move again
+        gap = np.where(active, k - i, 1.0)
+        r = np.where(active, np.minimum(r + i / gap * (h_new - h), 1.0), r)
+        h = h_new
+    return (k > 0) & (r + h > k / m)
+
+
+def mu_lb(k: np.ndarray, v: np.ndarray, *, m: int, alpha: float, c: float) -> np.ndarray:
+    """The largest μ in [0, :data:`MU_MAX`] whose H(c, μ) each threshold rejects (0 where
+    even μ = 0 stands), by bisection to about 2e-5, vectorised over thresholds."""
+    k = np.asarray(k, dtype=float)
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(k.shape)
+    live = rejects(k, v, m=m, alpha=alpha, c=c, mu=np.zeros(k.shape))
+    if not live.any():
+        return out
+    k_live, v_live = k[live], v[live]
+    low = np.zeros(k_live.shape)
+    high = np.full(k_live.shape, MU_MAX)
+    for _ in range(_BISECTIONS):
+        middle = (low + high) / 2
+        rejected = rejects(k_live, v_live, m=m, alpha=alpha, c=c, mu=middle)
+        low = np.where(rejected, middle, low)
+        high = np.where(rejected, high, middle)
+    out[live] = low
+    return out
+
+
+@dataclass(frozen=True)
+class GdpBound:
+    """The largest μ one classifier's thresholds reject at closeness ``c``."""
+
+    mu_lb: float
+    """max over thresholds of μ_lb (0 when no threshold rejects H(c, 0))."""
+    c: float
+    """The closeness assumed, nats (the baseline's c_lb; 0 against real non-members)."""
+    alpha: float
+    """Level of each threshold's test (the sweep's)."""
+    m: int
+    """Slots in the tested set."""
+    tau: float | None
+    """The maximising threshold (None when μ_lb is 0)."""
+    r: int
+    """Member guesses at ``tau``."""
+    v: int
+    """Correct ones among them."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "mu_lb": number(self.mu_lb),
+            "c": number(self.c),
+            "alpha": number(self.alpha),
+            "m": self.m,
+            "tau": None if self.tau is None else number(self.tau),
+            "r": self.r,
+            "v": self.v,
+        }
+
+
+def gdp_bound(
+    tau: np.ndarray, r: np.ndarray, v: np.ndarray, *, m: int, alpha: float, c: float
+) -> GdpBound:
+    """μ_lb of a classifier from its threshold table (τ, member guesses r, correct v; shape
+    (K,)) on m slots, each threshold tested at level ``alpha``; ties go to the smallest τ."""
+    bounds = mu_lb(r, v, m=m, alpha=alpha, c=c)
+    best = int(np.argmax(bounds)) if bounds.size else 0
+    if not bounds.size or bounds[best] <= 0:
+        return GdpBound(0.0, c, alpha, m, None, 0, 0)
+    return GdpBound(float(bounds[best]), c, alpha, m, float(tau[best]), int(r[best]), int(v[best]))
+
+
+MU_INTERPRETATION = (
+    "μ̃ is not a lower bound on μ. The audit could not reject c-closeness of the generator for "
+    "c = c_lb; if that is tight, the target cannot be μ-GDP for any μ below μ̃. With real "
+    "non-members (RM;RN, c = 0) μ_lb is a lower bound on the μ of any GDP guarantee the "
+    "target has, as far as the held-out split stands in for random inclusion."
+)
+
+
+def gdp_section(
+    measurement: object, rmrn_result: object | None, *, claimed_mu: float | None
+) -> dict[str, object]:
+    """The report's ``gdp`` section (docs/SPEC.md §2.8): μ̃ of the paper's game at c_lb, its
+    reach ``mu_tilde_max`` (μ̃ if every member of the audit set were guessed and no other
+    slot), RM;RN's μ_lb at c = 0 (when real non-members exist), the claimed μ (None without a GDP
+    reading of the claim) and whether each exceeds it. ``measurement`` is a
+    :class:`~panoramia.measure.Measurement`, ``rmrn_result`` an ``RmRnResult``. Relaxed tests
+    (γ or δ > 0) and ``split:f`` (whose table is not the tested set) are skipped."""
+    if measurement.gamma > 0 or measurement.delta > 0:
+        return {"skipped": "μ̃ has only the exact test (γ = δ = 0)"}
+    if measurement.strategy.kind == "split":
+        return {"skipped": "μ̃ needs every threshold counted on the tested set (not split:f)"}
+    table = measurement.attack.table
+    attack = gdp_bound(
+        table.tau, table.r, table.v, m=measurement.m, alpha=measurement.alpha_per_test,
+        c=measurement.c_lb,
+    )  # fmt: skip
+    reference = None
+    if rmrn_result is not None and rmrn_result.delta == 0:
+        ref_table, roc = rmrn_result.attack.table, rmrn_result.attack.roc
+        reference = gdp_bound(
+            ref_table.tau, ref_table.r, ref_table.v, m=int(roc.n_positive + roc.n_negative),
+            alpha=rmrn_result.alpha, c=0.0,
+        )  # fmt: skip
+    members = int(measurement.attack.roc.n_positive)
+    reach = mu_lb(
+        np.array([members]), np.array([members]), m=measurement.m,
+        alpha=measurement.alpha_per_test, c=measurement.c_lb,
+    )  # fmt: skip
+    section: dict[str, object] = {
+        "game": "one-sided",
+        "mu_tilde": number(attack.mu_lb),
+        "mu_tilde_max": number(float(reach[0])),
+        "attack": attack.to_dict(),
+        "rmrn": None if reference is None else reference.to_dict(),
+        "claimed_mu": None if claimed_mu is None else number(claimed_mu),
+        "interpretation": MU_INTERPRETATION,
+    }
+    if claimed_mu is not None:
+        section["mu_tilde_above_claim"] = attack.mu_lb > claimed_mu
+        section["rmrn_above_claim"] = reference is not None and reference.mu_lb > claimed_mu
+    return section
