@@ -87,13 +87,17 @@ class AuditConfig:
     ``target+helper`` (f's and h's losses). With ``target+helper`` the attack knows all that
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
     h (h, trained on synthetic data, finds real images harder) may out-score an attack that
-    lacks h, and ε̃ reads 0 whatever f leaks."""
+    lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference`` adds, for the j-th
+    distinguisher, the losses of every stand-in but f̂_j as reference models (f's loss
+    against models that never saw the example, as in LiRA/RMIA); it goes with
+    ``baseline_side=stand_in+helper+reference`` and ``ensemble`` ≥ 2."""
     baseline_side: str = "helper"
     """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
     ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's
     side with f replaced by a real-trained model that never saw an audited or distinguisher
-    member, docs/SPEC.md §2.7). ``stand_in+helper`` mirrors ``attack_side=target+helper`` and
-    ``stand_in`` mirrors ``target``."""
+    member, docs/SPEC.md §2.7). ``stand_in+helper`` mirrors ``attack_side=target+helper``,
+    ``stand_in`` mirrors ``target`` and ``stand_in+helper+reference`` mirrors
+    ``target+helper+reference`` (f̂_j, h, then the other stand-ins)."""
     stand_in: StandInConfig = field(default_factory=StandInConfig)
     ensemble: int = 1
     """Distinguishers trained per side (seeds apart), whose scores are averaged: the baseline's,

@@ -27,9 +27,11 @@ from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.targets import load_target
 
-ATTACK_SIDES = ("target", "target+helper")
-"""Values of ``audit.attack_side``: the losses the attack sees (f's; f's and h's)."""
-BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper")
+ATTACK_SIDES = ("target", "target+helper", "target+helper+reference")
+"""Values of ``audit.attack_side``: the losses the attack sees (f's; f's and h's; f's, h's and
+the other stand-ins' as reference models, docs/SPEC.md §2.7)."""
+BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper", "stand_in+helper+reference")
+REFERENCE = "+reference"
 """Values of ``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s;
 f̂'s and h's), docs/SPEC.md §2.7."""
 STAND_IN_RECIPES = ("helper", "target")
@@ -591,6 +593,16 @@ class AuditPipeline(ABC):
                 f"audit.baseline_side: {self.job.audit.baseline_side!r} is not one of "
                 f"{BASELINE_SIDES}"
             )
+        attack_reference = self.job.audit.attack_side.endswith(REFERENCE)
+        baseline_reference = self.job.audit.baseline_side.endswith(REFERENCE)
+        if (attack_reference or baseline_reference) and (
+            not (attack_reference and baseline_reference) or self.job.audit.ensemble < 2
+        ):
+            raise InputError(
+                "audit.attack_side=target+helper+reference goes with "
+                "audit.baseline_side=stand_in+helper+reference and audit.ensemble ≥ 2 (the "
+                "reference models are the other stand-ins, on both sides)"
+            )
         if self.job.audit.stand_in.recipe not in STAND_IN_RECIPES:
             raise InputError(
                 f"audit.stand_in.recipe: {self.job.audit.stand_in.recipe!r} is not one of "
@@ -636,26 +648,35 @@ class AuditPipeline(ABC):
         }
         for stand_in, losses in zip(stand_ins, losses_s, strict=True):
             stages[stand_in.name], stages[losses.name] = stand_in, losses
-        # The attack's side: f's losses, then h's when it is to know all the baseline knows.
+        # The attack's side: f's losses, then h's when it is to know all the baseline knows;
+        # with reference models, member j also sees every stand-in but f̂_j (SPEC §2.7).
         attack_side = [losses_f, losses_h] if self.job.audit.attack_side != "target" else [losses_f]
+
+        def references(j: int) -> list[StageResult]:
+            if not self.job.audit.attack_side.endswith(REFERENCE):
+                return []
+            return [losses for i, losses in enumerate(losses_s) if i != j]
+
+        attack_sides = [[*attack_side, *references(j)] for j in range(k)]
         # The baseline's: h's (the paper's), or a stand-in's in f's place (SPEC §2.7), one
-        # stand-in per member of the ensemble.
+        # stand-in per member of the ensemble, and the same reference models as the attack's.
         baseline_sides = [
-            {"helper": [losses_h], "stand_in": [s], "stand_in+helper": [s, losses_h]}[
+            {"helper": [losses_h], "stand_in": [s], "stand_in+helper": [s, losses_h],
+             "stand_in+helper+reference": [s, losses_h, *references(j)]}[
                 self.job.audit.baseline_side
             ]
-            for s in (losses_s or [losses_h] * k)
-        ]
+            for j, s in enumerate(losses_s or [losses_h] * k)
+        ]  # fmt: skip
         stages["baseline"] = self.distinguisher(
             "baseline", data, split, synthetic, baseline_sides, game
         )
         stages["attack"] = self.distinguisher(
-            "attack", data, split, synthetic, [attack_side] * k, game
+            "attack", data, split, synthetic, attack_sides, game
         )
         has_reference = bool(game.info.get("m_reference"))
         if self.job.audit.reference.rmrn and has_reference:
             stages["attack_rmrn"] = self.distinguisher(
-                "attack_rmrn", data, split, synthetic, [attack_side] * k, game,
+                "attack_rmrn", data, split, synthetic, attack_sides, game,
                 real_nonmembers=True,
             )  # fmt: skip
         return stages

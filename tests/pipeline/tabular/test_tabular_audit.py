@@ -288,6 +288,25 @@ def test_a_control_that_knows_d_g_trains_on_the_pool_and_d_g_only(
     assert all(record["control"] for record in _records(sweep))
 
 
+def test_reference_models_on_both_sides(artifacts: Path, tmp_path: Path) -> None:
+    """audit.attack_side=target+helper+reference (docs/SPEC.md §2.7): each distinguisher of
+    the attack and of the baseline also sees the other stand-ins' losses; only the
+    distinguisher stages change."""
+    done = audit("audit.attack_side=target+helper+reference",
+                 "audit.baseline_side=stand_in+helper+reference",
+                 artifacts=artifacts, run_dir=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["sides"]["attack"] == "target+helper+reference"
+    stand_ins = {f"losses_stand_in_{i}" for i in (1, 2, 3)}
+    for stage in ("attack", "baseline"):
+        record = json.loads((stage_directory(artifacts, report, stage) / "_done.json").read_text())
+        assert set(record["inputs"]) >= stand_ins | {"losses_helper"}
+    assert "losses_target" in json.loads(
+        (stage_directory(artifacts, report, "attack") / "_done.json").read_text()
+    )["inputs"]
+
+
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     done = run_command(
         ["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7", f"hydra.sweep.dir={tmp_path}"]
@@ -410,6 +429,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("target.hidden=[" + ",".join(["64"] * 33) + "]", "target.hidden: 33 entries, at most 32"),
         ("+nonexistent=1", "+nonexistent: not a setting"),
         ("target.members=some", "target.members: 'some' is not one of same, disjoint, "),
+        ("audit.attack_side=target+helper+reference", "goes with audit.baseline_side=stand_in+"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
