@@ -85,7 +85,8 @@ def report_digest(document: Any) -> dict[str, Any]:
     one-sided ``c_plus_eps_lb``, the two-sided ``eps_tilde_two_sided``, ``c_lb_two_sided``,
     ``c_plus_eps_lb_two_sided``, ``o1_eps_lb``, ``confidence``, the claim's ``claimed_epsilon``
     (at δ = 1e-5) and ``claimed_mu``, ``declared_claim`` (the claim itself, validated, or
-    None), and ``mu_tilde`` and ``rmrn_mu`` (the ``gdp`` section, docs/SPEC.md §2.8); every
+    None), and ``mu_tilde``, ``rmrn_mu`` and ``claimed_mu_replace_one`` (the ``gdp``
+    section, docs/SPEC.md §2.8: the claim's μ as the game reads it); every
     figure a finite float or None (nats, except the confidence, a probability)."""
     document = document if isinstance(document, dict) else {}
     two_sided = _section(document, "two_sided")
@@ -106,4 +107,5 @@ def report_digest(document: Any) -> dict[str, Any]:
         "declared_claim": _declared_claim(summary),
         "mu_tilde": number(_section(document, "gdp").get("mu_tilde")),
         "rmrn_mu": number(_section(_section(document, "gdp"), "rmrn").get("mu_lb")),
+        "claimed_mu_replace_one": number(_section(document, "gdp").get("claimed_mu")),
     }
