@@ -90,7 +90,8 @@ class AuditConfig:
     lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference`` adds, for the j-th
     distinguisher, the losses of every stand-in but f̂_j as reference models (f's loss
     against models that never saw the example, as in LiRA/RMIA); it goes with
-    ``baseline_side=stand_in+helper+reference`` and ``ensemble`` ≥ 2."""
+    ``baseline_side=stand_in+helper+reference`` and ``ensemble`` ≥ 2, and RM;RN is not run
+    with it (the stand-ins train on the data's real non-members, RM;RN's among them)."""
     baseline_side: str = "helper"
     """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
     ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's

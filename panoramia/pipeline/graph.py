@@ -279,12 +279,13 @@ class AuditPipeline(ABC):
 
     def stand_in(self, data: StageResult, known: StageResult, index: int = 1) -> StageResult:
         """The stand-in f̂: h's recipe trained on real examples that no distinguisher and no
-        game sees (docs/SPEC.md §2.7): ``audit.stand_in.training_data`` names them (the real
-        non-members, D_G, or both; D_G alone when the data has no real non-members). At most
-        ``max_examples`` of them (default: as many as the known members), drawn by
-        ``generation_seed``; a fifth is held out to choose the epoch as for h when
-        ``select_epoch``. The ``index``-th stand-in (1 … ``audit.ensemble``) trains on the same
-        examples with a seed of its own."""
+        PANORAMIA game sees (docs/SPEC.md §2.7; the real non-members among them may be in the
+        reference game of RM;RN and O(1), which only f's and h's losses meet):
+        ``audit.stand_in.training_data`` names them (the real non-members, D_G, or both; D_G
+        alone when the data has no real non-members). At most ``max_examples`` of them
+        (default: as many as the known members), drawn by ``generation_seed``; a fifth is held
+        out to choose the epoch as for h when ``select_epoch``. The ``index``-th stand-in
+        (1 … ``audit.ensemble``) trains on the same examples with a seed of its own."""
         setting = self.job.audit.stand_in
         nonmembers = data.directory / self.NONMEMBERS_FILE
         generator_data = known.directory / f"member_generator{self.SET_SUFFIX}"
@@ -455,6 +456,10 @@ class AuditPipeline(ABC):
         }
         if len(sides) > 1:
             config["ensemble"] = len(sides)
+        if any(len(losses) > 2 for losses in sides):
+            # The inputs are a set: with reference models (each member's own choice of the
+            # other stand-ins) they no longer say which member sees which losses.
+            config["sides"] = [[stage.name for stage in losses] for losses in sides]
         inputs = list({stage.key: stage for losses in sides for stage in losses}.values())
         return self.runner.run(
             name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
@@ -674,7 +679,10 @@ class AuditPipeline(ABC):
             "attack", data, split, synthetic, attack_sides, game
         )
         has_reference = bool(game.info.get("m_reference"))
-        if self.job.audit.reference.rmrn and has_reference:
+        # The stand-ins train on the data's real non-members, RM;RN's too: an attack that
+        # sees them as reference models would tell those non-members by their low losses.
+        with_references = self.job.audit.attack_side.endswith(REFERENCE)
+        if self.job.audit.reference.rmrn and has_reference and not with_references:
             stages["attack_rmrn"] = self.distinguisher(
                 "attack_rmrn", data, split, synthetic, attack_sides, game,
                 real_nonmembers=True,

@@ -294,10 +294,18 @@ def test_reference_models_on_both_sides(artifacts: Path, tmp_path: Path) -> None
     distinguisher stages change."""
     done = audit("audit.attack_side=target+helper+reference",
                  "audit.baseline_side=stand_in+helper+reference",
-                 artifacts=artifacts, run_dir=tmp_path)  # fmt: skip
+                 artifacts=artifacts, run_dir=tmp_path / "reference")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = json.loads((tmp_path / "reference" / "report.json").read_text())
     assert report["sides"]["attack"] == "target+helper+reference"
+    # the stand-ins saw the data's real non-members: no RM;RN with them as references
+    assert report["reference_audits"]["rmrn"] is None
+    assert "attack_rmrn" not in report["timings"]
+    plain = audit(artifacts=artifacts, run_dir=tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    other = json.loads((tmp_path / "plain" / "report.json").read_text())
+    # the baseline's inputs are the same stages; its key still tells the layouts apart
+    assert other["timings"]["baseline"]["key"] != report["timings"]["baseline"]["key"]
     stand_ins = {f"losses_stand_in_{i}" for i in (1, 2, 3)}
     for stage in ("attack", "baseline"):
         record = json.loads((stage_directory(artifacts, report, stage) / "_done.json").read_text())
