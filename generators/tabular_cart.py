@@ -52,18 +52,13 @@ class SequentialCart:
         self.first: np.ndarray = np.empty(0)
         self.models: list[_ColumnModel] = []
 
-    def _features(self, rows: pd.DataFrame, columns: list[str]) -> np.ndarray:
-        """The trees' input, shape (len(rows), n_features): one-hot categories (D_G's levels;
-        an unseen level is all zeros), continuous values as float64."""
-        parts = []
-        for column in columns:
-            values = rows[column].to_numpy()
-            if column in self.categorical:
-                levels = self.levels[column]
-                parts.append((values[:, None] == levels[None, :]).astype(np.float32))
-            else:
-                parts.append(values.astype(np.float64)[:, None])
-        return np.hstack(parts)
+    def _encoded(self, values: np.ndarray, column: str) -> np.ndarray:
+        """One column as the trees see it, shape (n, width): one-hot categories (D_G's levels;
+        an unseen level is all zeros) or the continuous value as float64. A tree's input is
+        the earlier columns' blocks side by side, built up one column at a time."""
+        if column in self.categorical:
+            return (values[:, None] == self.levels[column][None, :]).astype(np.float32)
+        return values.astype(np.float64)[:, None]
 
     def fit(self, rows: pd.DataFrame, *, seed: int) -> SequentialCart:
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
@@ -77,8 +72,9 @@ class SequentialCart:
         }
         self.first = rows[self.columns[0]].to_numpy()
         self.models = []
-        for position, column in enumerate(self.columns[1:], start=1):
-            features = self._features(rows, self.columns[:position])
+        blocks = [self._encoded(self.first, self.columns[0])]
+        for column in self.columns[1:]:
+            features = np.hstack(blocks)
             values = rows[column].to_numpy()
             if column in self.categorical:
                 tree = DecisionTreeClassifier(min_samples_leaf=self.min_leaf, random_state=seed)
@@ -92,6 +88,7 @@ class SequentialCart:
             self.models.append(
                 _ColumnModel(column, tree, leaf_ids, np.r_[starts, len(order)], values[order])
             )
+            blocks.append(self._encoded(values, column))
         return self
 
     def sample(self, n: int, *, seed: int) -> pd.DataFrame:
@@ -99,9 +96,11 @@ class SequentialCart:
             raise RuntimeError("fit the synthesizer before sampling")
         rng = np.random.default_rng(seed)
         out = pd.DataFrame({self.columns[0]: rng.choice(self.first, n)})
-        for position, model in enumerate(self.models, start=1):
-            leaves = model.tree.apply(self._features(out, self.columns[:position]))
+        blocks = [self._encoded(out[self.columns[0]].to_numpy(), self.columns[0])]
+        for model in self.models:
+            leaves = model.tree.apply(np.hstack(blocks))
             slot = np.searchsorted(model.leaf_ids, leaves)
             start, stop = model.starts[slot], model.starts[slot + 1]
             out[model.column] = model.donors[start + rng.integers(0, stop - start)]
+            blocks.append(self._encoded(out[model.column].to_numpy(), model.column))
         return out.astype(self.dtypes)
