@@ -156,6 +156,14 @@ def poll(client: httpx.Client, audit_id: str) -> dict:
     return client.get(f"/v1/audits/{audit_id}").json()
 
 
+def wait_ended(client: httpx.Client, audit_id: str, *, timeout: float) -> dict:
+    """The audit's view once it has succeeded or failed (AssertionError after ``timeout`` s)."""
+    return wait_for(
+        lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
+        timeout=timeout,
+    )
+
+
 def healthy(client: httpx.Client) -> bool:
     """Whether the server answers its health check (False while it starts or stops)."""
     try:

@@ -30,19 +30,13 @@ from tests.service_support import (
     redis_database,
     report_document_for_test,
     settings_for,
+    wait_ended,
     wait_for,
 )
 
 BIN = Path(sys.executable).parent
 BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"},
         "overrides": TINY_AUDIT}  # fmt: skip
-
-
-def _ended(client: httpx.Client, audit_id: str, timeout: float) -> dict:
-    return wait_for(
-        lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
-        timeout=timeout,
-    )
 
 
 def test_a_manifest_naming_a_callable_runs_nothing_in_the_worker(tmp_path: Path) -> None:
@@ -62,7 +56,7 @@ def test_a_manifest_naming_a_callable_runs_nothing_in_the_worker(tmp_path: Path)
     with live_service(settings) as service, service.client(service.token("mallory")) as mallory:
         response = mallory.post("/v1/audits", json=body)
         assert response.status_code == 202, response.text
-        done = _ended(mallory, response.json()["id"], timeout=180)
+        done = wait_ended(mallory, response.json()["id"], timeout=180)
     assert done["status"] == "failed"
     assert "'subprocess' is not trusted" in done["error"]
     assert not marker.exists()
@@ -74,7 +68,7 @@ def test_an_audit_past_the_wall_clock_limit_is_stopped_and_failed(tmp_path: Path
     settings = replace(settings, limits=replace(settings.limits, audit_timeout_s=2))
     with live_service(settings) as service, service.client(service.token("alice")) as alice:
         audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
-        done = _ended(alice, audit_id, timeout=60)
+        done = wait_ended(alice, audit_id, timeout=60)
     assert done["status"] == "failed"
     assert "PANORAMIA_AUDIT_TIMEOUT_S" in done["error"]
     assert done["timings"]["run_s"] < 20

@@ -27,6 +27,7 @@ from tests.service_support import (
     poll,
     redis_database,
     settings_for,
+    wait_ended,
     wait_for,
 )
 
@@ -41,10 +42,7 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
         running = wait_for(lambda: poll(alice, audit_id)["progress"].get("done"), timeout=60)
         assert running >= 1
-        done = wait_for(
-            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
-            timeout=180,
-        )
+        done = wait_ended(alice, audit_id, timeout=180)
         assert done["status"] == "succeeded", done["error"]
         assert done["progress"] == {"stage": "attack_rmrn", "state": "done", "done": 20,
                                     "total": 20}  # fmt: skip
@@ -70,10 +68,7 @@ def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
             "data": {"source": "digits"}, "overrides": TINY_IMAGE_AUDIT}  # fmt: skip
     with live_service(settings) as service, service.client(service.token("alice")) as alice:
         audit_id = alice.post("/v1/audits", json=body).json()["id"]
-        done = wait_for(
-            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
-            timeout=300,
-        )
+        done = wait_ended(alice, audit_id, timeout=300)
         assert done["status"] == "succeeded", done["error"]
         assert done["progress"]["done"] == done["progress"]["total"] == 20
         report = alice.get(f"/v1/reports/{done['report_id']}").json()["document"]
@@ -157,10 +152,7 @@ def test_server_killed_mid_audit_then_restarted_resumes_it(service_env: dict, tm
         wait_for(lambda: not audit_processes(audit_id), timeout=10)
         server = _start(serve, service_env, tmp_path / "serve.log")
         wait_for(lambda: healthy(client), timeout=60)
-        done = wait_for(
-            lambda: (a := poll(client, audit_id))["status"] in ("succeeded", "failed") and a,
-            timeout=240,
-        )
+        done = wait_ended(client, audit_id, timeout=240)
     finally:
         _kill(server)
         client.close()
@@ -193,10 +185,7 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
             _kill(first)
             wait_for(lambda: not audit_processes(audit_id), timeout=10)
             second = _start(worker, env, tmp_path / "worker2.log")
-            done = wait_for(
-                lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
-                timeout=240,
-            )
+            done = wait_ended(alice, audit_id, timeout=240)
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:
@@ -214,9 +203,6 @@ def test_a_finished_audit_records_its_last_stage_even_between_heartbeats(tmp_pat
     settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=600)
     with live_service(settings) as service, service.client(service.token("alice")) as alice:
         audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
-        done = wait_for(
-            lambda: (a := poll(alice, audit_id))["status"] in ("succeeded", "failed") and a,
-            timeout=180,
-        )
+        done = wait_ended(alice, audit_id, timeout=180)
         assert done["status"] == "succeeded", done["error"]
         assert done["progress"]["done"] == done["progress"]["total"] == 20
