@@ -65,6 +65,8 @@ _TABLE = (
      "top_k generation_batch pool_size pool_chunks chunks max_members max_examples n_jobs "
      "threads hidden", COUNT),
     ("ensemble", Range(1, 64, integer=True)),
+    ("draws", Range(19, 10_000, integer=True)),
+    ("false_alarm_rate", Range(0.001, 0.5, open_high=True)),
     ("vocab_size", Range(256, 10**7, integer=True)),
     ("num_workers", Range(0, 256, integer=True)),
     ("n_rows n_images n_chunks", AMOUNT),

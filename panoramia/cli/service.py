@@ -176,12 +176,25 @@ def reports_list(
     from rich.table import Table
 
     table = Table(title=model)
-    for header in ("id", "version", "modality", "c_lb", "{c+ε}_lb", "ε̃", "stored"):
+    headers = ("id", "version", "verdict", "ε̃ quoted (game, interval)", "modality",
+               "ε̃ one-sided", "stored")  # fmt: skip
+    for header in headers:
         table.add_column(header, no_wrap=header in ("id", "stored"))
     for r in found:
-        numbers = [f"{r[k]:.3f}" for k in ("c_lb", "c_plus_eps_lb", "eps_tilde")]
-        table.add_row(r["id"], r["version"], r["modality"], *numbers, r["created_at"])
+        table.add_row(
+            r["id"], r["version"], r.get("headline") or "—", quoted_figure(r.get("quoted")),
+            r["modality"], f"{r['eps_tilde']:.3f}", r["created_at"],
+        )  # fmt: skip
     table_console().print(table)
+
+
+def quoted_figure(quoted: dict | None) -> str:
+    """The verdict's figure in a cell: ``2.39 (two-sided; 2.10–2.70)``."""
+    if not quoted:
+        return "—"
+    text = f"{quoted['value']:.2f} ({str(quoted.get('game', '')).replace('_', '-')}"
+    interval = quoted.get("interval")
+    return text + (f"; {interval[0]:.2f}–{interval[1]:.2f})" if interval else ")")
 
 
 @reports.command("show")
@@ -201,12 +214,21 @@ def reports_show(
     if as_json:
         print_json(report)
         return
-    typer.echo(
+    from panoramia.report.html import quote_text
+
+    found = (report.get("document") or {}).get("verdict")
+    lines = [
         f"{report['model']} version {report['version']} ({report['modality']}), stored "
-        f"{report['created_at']}\nc_lb = {report['c_lb']:.3f}, {{c+ε}}_lb = "
-        f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}\n"
-        f"{report['document'].get('interpretation', '')}"
-    )
+        f"{report['created_at']}"
+    ]
+    if isinstance(found, dict):
+        lines += [f"{found['headline']}: {quote_text(found)}", found["sentence"]]
+    lines += [
+        f"paper's one-sided game: c_lb = {report['c_lb']:.3f}, {{c+ε}}_lb = "
+        f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}",
+        report["document"].get("interpretation", ""),
+    ]
+    typer.echo("\n".join(line for line in lines if line))
 
 
 @reports.command("upload")

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
+from rich.markup import escape
 
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
@@ -28,6 +29,7 @@ from panoramia.pipeline.registry import (
     modality_of_command_line,
     register_schemas,
 )
+from panoramia.report.html import quote_text
 
 log = logging.getLogger("panoramia.audit")
 UNRELIABLE_NOTE = (
@@ -114,14 +116,13 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         "rmrn_eps_lb": reference["rmrn"]["eps_lb"] if reference["rmrn"] else None,
         "eps_tilde_two_sided": document["two_sided"].get("eps_tilde"),
         "verdict": document["verdict"]["level"],
+        "p_value": (document["verdict"].get("null") or {}).get("p_value"),
     }
     log.info("audit done in %.1f s: %s", elapsed, headline)
     found = document["verdict"]
     console.print(  # the answer first, then the figures
-        f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found['headline']}[/] "
-        f"(ε̃ = {found['quote']['value']:.2f}, "
-        f"{'two-sided' if found['quote']['game'] == 'two_sided' else 'one-sided'} game)"
-        f"  ({elapsed:.0f} s)\n  {found['sentence']}",
+        f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found['headline']}[/] — "
+        f"{escape(quote_text(found))}  ({elapsed:.0f} s)\n  {escape(found['sentence'])}",
         soft_wrap=True,  # a pipe or a log keeps each line whole
         markup=True,
     )
@@ -137,7 +138,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     if "eps_tilde" in document["two_sided"]:
         two_sided = document["two_sided"]
         console.print(
-            f"  two-sided game (docs/SPEC.md §2.6, beside the paper's): c_lb = "
+            f"  two-sided game (docs/SPEC.md §2.6): c_lb = "
             f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
             f"ε̃ = {two_sided['eps_tilde']:.3f}"
             + (UNRELIABLE_NOTE if two_sided.get("unreliable") else ""),

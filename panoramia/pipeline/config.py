@@ -75,6 +75,17 @@ class StandInConfig:
 
 
 @dataclass
+class NullConfig:
+    """The in-audit null that holds the verdict's false alarms (docs/SPEC.md §3.1)."""
+
+    draws: int = 999
+    """B, the paired bootstrap draws of the quoted game's gap (p-values step by 1/(B+1))."""
+    false_alarm_rate: float = 0.05
+    """α: a run on a model that never saw the members reads "leak detected" with at most
+    this probability (as far as the null draws reproduce that model's spread)."""
+
+
+@dataclass
 class AuditConfig:
     """Parameters of the tests (docs/SPEC.md §2)."""
 
@@ -105,6 +116,7 @@ class AuditConfig:
     the attack's and RM;RN's. With a stand-in there are as many stand-ins f̂_1 … f̂_k, and the
     baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    null: NullConfig = field(default_factory=NullConfig)
 
 
 @dataclass
@@ -275,6 +287,10 @@ class JobConfigBase:
     """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
     ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
     distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
+    control: str | None = None
+    """In a multirun, the ``target.name`` of one's own negative control: the same recipe
+    trained on rows that exclude the members. ``validity.json`` then pairs every other target
+    with it, as it pairs the demo targets with ``target.members=disjoint``."""
     artifacts_dir: str = ".panoramia/artifacts"
     threads: int | None = None
     """Pin torch (and xgboost) threads (1 when jobs run in parallel on few cores)."""

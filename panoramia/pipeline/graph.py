@@ -675,9 +675,7 @@ class AuditPipeline(ABC):
         stages["baseline"] = self.distinguisher(
             "baseline", data, split, synthetic, baseline_sides, game
         )
-        stages["attack"] = self.distinguisher(
-            "attack", data, split, synthetic, attack_sides, game
-        )
+        stages["attack"] = self.distinguisher("attack", data, split, synthetic, attack_sides, game)
         has_reference = bool(game.info.get("m_reference"))
         # The stand-ins train on the data's real non-members, RM;RN's too: an attack that
         # sees them as reference models would tell those non-members by their low losses.

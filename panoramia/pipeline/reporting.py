@@ -13,6 +13,7 @@ from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.measure.gdp import gdp_section
+from panoramia.measure.null import NullTest, mirrored, null_test
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
     measure_two_sided,
@@ -102,6 +103,38 @@ def two_sided_section(
     return section
 
 
+def _member_scores(stage: StageResult) -> np.ndarray:
+    """The ensemble members' audit scores in seed order, (k, m) (k = 1: the stage's own)."""
+    members = sorted(
+        stage.directory.glob("scores_*.npz"), key=lambda path: int(path.stem.split("_")[1])
+    )
+    files = members or [stage.directory / "scores.npz"]
+    return np.stack([np.load(path)["scores"] for path in files])
+
+
+def null_section(
+    job: JobConfigBase, stages: dict[str, StageResult], membership: np.ndarray, game: str
+) -> NullTest | dict[str, str]:
+    """The quoted game's gap against this audit's null draws (docs/SPEC.md §3.1,
+    :func:`panoramia.measure.null.null_test`); ``{"skipped": reason}`` when the baseline's side
+    does not mirror the attack's (no null hypothesis makes the two exchangeable)."""
+    audit = job.audit
+    if not mirrored(audit.attack_side, audit.baseline_side):
+        return {
+            "skipped": f"audit.baseline_side={audit.baseline_side} does not mirror "
+            f"audit.attack_side={audit.attack_side}: the baseline knows less than the attack, "
+            "so no null makes them exchangeable"
+        }
+    result = null_test(
+        membership, _member_scores(stages["attack"]), _member_scores(stages["baseline"]),
+        game=game, thresholds=audit.thresholds, confidence=audit.confidence,
+        gamma=audit.gamma, delta=audit.delta, draws=audit.null.draws,
+        false_alarm_rate=audit.null.false_alarm_rate, seed=child_seed(job.seed, "null"),
+        split_seed=child_seed(job.seed, "measure/split"),
+    )  # fmt: skip
+    return result
+
+
 def build_report(
     job: JobConfigBase,
     stages: dict[str, StageResult],
@@ -185,6 +218,9 @@ def build_report(
     document["two_sided"] = two_sided_section(
         job, membership, baseline["scores"], attack["scores"], games.get("rmrn")
     )
+    quoted_game = "two_sided" if "eps_tilde" in document["two_sided"] else "one_sided"
+    null = null_section(job, stages, membership, quoted_game)
+    document["null"] = null.to_dict() if isinstance(null, NullTest) else null
     document["sides"] = {
         "attack": job.audit.attack_side,
         "baseline": job.audit.baseline_side,
@@ -219,7 +255,14 @@ def build_report(
     write_atomic(
         run_dir / "report.html",
         render_html(
-            document, result, roc_curves, loss_groups, galleries, claim=section, examples=examples
+            document,
+            result,
+            roc_curves,
+            loss_groups,
+            galleries,
+            claim=section,
+            examples=examples,
+            null=null if isinstance(null, NullTest) else None,
         ),
     )
     return document

@@ -24,21 +24,31 @@ from rich.table import Table
 
 from panoramia.measure import aggregate
 
-QUANTITIES = ("eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "eps_tilde_two_sided",
-              "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip
-"""Per run: the paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃
-and RM;RN bound (docs/SPEC.md §2.6)."""
-HEADERS = {"eps_tilde": "ε̃", "c_lb": "c_lb", "c_plus_eps_lb": "{c+ε}_lb", "o1": "O(1)",
+QUANTITIES = ("quoted", "eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn",
+              "eps_tilde_two_sided", "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip
+"""Per run: the verdict's quoted ε̃ (its game fixed before the run, docs/SPEC.md §3.1), the
+paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃ and RM;RN bound
+(docs/SPEC.md §2.6)."""
+HEADERS = {"quoted": "ε̃ quoted", "eps_tilde": "ε̃ one-sided", "c_lb": "c_lb one-sided",
+           "c_plus_eps_lb": "{c+ε}_lb one-sided", "o1": "O(1)",
            "rmrn": "RM;RN", "eps_tilde_two_sided": "ε̃ two-sided",
            "rmrn_two_sided": "RM;RN two-sided", "mu_tilde": "μ̃", "rmrn_mu": "RM;RN μ"}  # fmt: skip
 """Column headers of the printed summary table."""
-GAMES = {"one-sided": ("eps_tilde", "unreliable"),
+GAMES = {"quoted": ("quoted", "unreliable_quoted"), "one-sided": ("eps_tilde", "unreliable"),
          "two-sided": ("eps_tilde_two_sided", "unreliable_two_sided")}  # fmt: skip
-"""Each game's ε̃ quantity and unreliable flag, as the validity check reads them."""
+"""Each game's ε̃ quantity and unreliable flag, as the validity check reads them (``quoted``:
+the verdict's figure, whichever game it comes from)."""
 CLAIM_DELTA = "1e-05"
 """δ at which a run's ε̃ is compared with its claimed ε."""
-REPEATS = ("seed", "generation_seed", "target")
-"""Overrides that repeat or name an audit; runs that differ in any other are summarised apart."""
+REPEATS = ("seed", "generation_seed", "target", "target.path", "target.name", "control")
+"""Overrides that repeat or name an audit; runs that differ in any other are summarised apart
+(one's own model and one's own control differ by ``target.path`` and pair up)."""
+
+
+def _verdict(report: dict) -> dict:
+    from panoramia.report.verdict import verdict
+
+    return report.get("verdict") or verdict(report)
 
 
 def _quantities(report: dict) -> dict[str, float | None]:
@@ -46,6 +56,7 @@ def _quantities(report: dict) -> dict[str, float | None]:
     two_sided = report.get("two_sided") or {}
     gdp = report.get("gdp") or {}
     return {
+        "quoted": _verdict(report)["quote"]["value"],
         "eps_tilde": report["eps_tilde"],
         "c_lb": report["c_lb"],
         "c_plus_eps_lb": report["c_plus_eps_lb"],
@@ -71,16 +82,36 @@ def _setting(run_dir: Path) -> set[str]:
     return {item for item in overrides if item.split("=")[0].lstrip("+~") not in REPEATS}
 
 
+def _is_control(report: dict) -> bool:
+    """A demo target trained on a disjoint pool, or the target the job names as its own
+    control (``control=<target.name>``)."""
+    config = report["config"]
+    named = config.get("control")
+    return (config.get("target") or {}).get("members", "same") != "same" or (
+        named is not None and named == report["target"]["name"]
+    )
+
+
 def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
     claim = report.get("claim") or {}
     claimed = ((claim.get("summary") or {}).get("epsilons") or {}).get(CLAIM_DELTA)
+    found = _verdict(report)
+    quoted_game = found["quote"]["game"]
+    unreliable = {
+        "one_sided": bool(report.get("unreliable")),
+        "two_sided": bool((report.get("two_sided") or {}).get("unreliable")),
+    }
     return {
         "run": run.name,
         "group": group,
         "pair": (report["seed"], _generation_seed(report), varied),
-        "control": (report["config"].get("target") or {}).get("members", "same") != "same",
-        "unreliable": bool(report.get("unreliable")),
-        "unreliable_two_sided": bool((report.get("two_sided") or {}).get("unreliable")),
+        "control": _is_control(report),
+        "level": found["level"],
+        "detected": bool(found.get("detected", found["level"] == "leak_detected")),
+        "quoted_game": quoted_game,
+        "unreliable_quoted": unreliable.get(quoted_game, False),
+        "unreliable": unreliable["one_sided"],
+        "unreliable_two_sided": unreliable["two_sided"],
         "claimed_epsilon": claimed,
         "claimed_mu": (report.get("gdp") or {}).get("claimed_mu"),
         "violation": bool(claim.get("violation")),
@@ -99,6 +130,12 @@ def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
     for group, rows in _by_group(records).items():
         summary[group] = {
             "runs": len(rows),
+            "detected_runs": sum(row["detected"] for row in rows),
+            "levels": {
+                level: sum(r["level"] == level for r in rows)
+                for level in dict.fromkeys(r["level"] for r in rows)
+            },
+            "quoted_games": sorted({row["quoted_game"] for row in rows}),
             "generation_seeds": sorted({row["pair"][1] for row in rows}),
             "unreliable_runs": sum(row["unreliable"] for row in rows),
             "unreliable_runs_two_sided": sum(row["unreliable_two_sided"] for row in rows),
@@ -170,7 +207,10 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
 
 
 def _control_entry(rows: list[dict], key: str, confidence: float) -> dict[str, object]:
-    return {
+    entry: dict[str, object] = {}
+    if key == "quoted":  # the verdict's false alarms: a control read as leaking
+        entry["detected_runs"] = [r["run"] for r in rows if r["detected"]]
+    return entry | {
         "share_eps_tilde_positive": sum(r[key] > 0 for r in rows) / len(rows),
         "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
     }
@@ -185,6 +225,8 @@ def _target_entry(
     entry: dict[str, object] = {
         "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
     }
+    if key == "quoted":
+        entry["detected_runs"] = sum(r["detected"] for r in rows)
     o1 = [r["o1"] for r in rows if r["o1"] is not None]
     if o1 and sum(o1) > 0:
         entry["eps_tilde_over_o1"] = sum(r[key] for r in rows) / sum(o1)
@@ -229,8 +271,9 @@ class MultirunSummary(Callback):
         seeds = sorted({s for row in summary.values() for s in row["generation_seeds"]})
         pooled = f"; pooled over generation seeds {seeds}" if len(seeds) > 1 else ""
         title = f"multirun summary (mean [95 % CI]{pooled})"
-        headers = ["target", "runs", *(HEADERS[name] for name in QUANTITIES)]
-        rows = [[target, str(row["runs"]), *(_cell(row, name) for name in QUANTITIES)]
+        headers = ["target", "runs", "leak called", *(HEADERS[name] for name in QUANTITIES)]
+        rows = [[target, str(row["runs"]), f"{row['detected_runs']}/{row['runs']}",
+                 *(_cell(row, name) for name in QUANTITIES)]
                 for target, row in summary.items()]  # fmt: skip
         (sweep_dir / "summary.md").write_text(_markdown(title, headers, rows))
         _write_csv(sweep_dir / "summary.csv", summary)
@@ -255,6 +298,7 @@ class MultirunSummary(Callback):
 
 UNRELIABLE_COUNTS = {"eps_tilde": "unreliable_runs",
                      "eps_tilde_two_sided": "unreliable_runs_two_sided"}  # fmt: skip
+"""(The quoted figure has its own null: a baseline bound of 0 does not make it unreliable.)"""
 """The summary's count of runs whose baseline bound is 0, per ε̃ quantity."""
 
 
@@ -265,6 +309,9 @@ def _cell(row: dict, name: str) -> str:
     stats = row.get(name)
     if stats is None:
         return "—"
+    if name == "quoted":
+        games = "/".join(g.replace("_", "-") for g in row.get("quoted_games", []))
+        return _interval(stats) + (f" ({games})" if games else "")
     unreliable = row.get(UNRELIABLE_COUNTS.get(name, ""), 0)
     if unreliable and unreliable == row["runs"]:
         return f"unreliable ({unreliable}/{row['runs']} runs: baseline c_lb 0)"
@@ -279,14 +326,24 @@ def validity_lines(checked: dict) -> list[str]:
     for game in GAMES:
         for name, row in checked["controls"].items():
             if game in row:
+                called = row[game].get("detected_runs")
                 lines.append(
                     f"[{game}] control {name}: ε̃ {_interval(row[game]['eps_tilde'])}, "
                     f"{row[game]['share_eps_tilde_positive']:.0%} of runs > 0"
+                    + (
+                        f", leak called in {len(called)} of {row['runs']}"
+                        if called is not None
+                        else ""
+                    )
                 )
         for name, row in checked["targets"].items():
             figures = row.get(game)
             if figures is None:
                 continue
+            if "detected_runs" in figures:
+                lines.append(
+                    f"[{game}] {name}: leak called in {figures['detected_runs']} of {row['runs']}"
+                )
             for control, difference in figures["paired_difference"].items():
                 lines.append(f"[{game}] {name} − {control} (paired): {_interval(difference)}")
             if "claim" in figures:
@@ -303,7 +360,7 @@ def validity_lines(checked: dict) -> list[str]:
                     f"{len(claim['mu_tilde_above_claim'])} run(s), RM;RN μ above it in "
                     f"{len(claim['rmrn_mu_above_claim'])}"
                 )
-            if figures["unreliable_runs"]:
+            if figures["unreliable_runs"] and game != "quoted":
                 lines.append(
                     f"[{game}] {name}: {figures['unreliable_runs']} unreliable run(s) "
                     "(baseline c_lb 0)"

@@ -18,7 +18,9 @@ MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
+"""2 adds the verdict's ``detected``, ``false_alarm_rate``, the quote's ``interval`` and the
+null's ``p_value`` (reports of schema 1.4)."""
 
 
 def _text(value: Any) -> str:
@@ -45,11 +47,22 @@ def _verdict(document: dict) -> dict | None:
     value, confidence = number(quote.get("value")), number(quote.get("confidence"))
     if found["level"] not in WORDS or value is None or confidence is None:
         return None
+    interval = quote.get("interval")
+    interval = [number(end) for end in interval] if isinstance(interval, list) else None
+    null = found.get("null") if isinstance(found.get("null"), dict) else {}
     return {
         "level": found["level"],
         "headline": WORDS[found["level"]],
+        "detected": bool(found.get("detected")),
+        "false_alarm_rate": number(found.get("false_alarm_rate")),
+        "p_value": number(null.get("p_value")),
         "sentence": _text(found["sentence"]),
-        "quote": {"value": value, "game": _text(quote.get("game")), "confidence": confidence},
+        "quote": {
+            "value": value,
+            "game": _text(quote.get("game")),
+            "confidence": confidence,
+            "interval": interval if interval and None not in interval else None,
+        },
         "caveats": _texts(found["caveats"]),
         "claim": _texts(found["claim"]),
         "meaning": _texts(found["meaning"]),

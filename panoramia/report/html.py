@@ -10,6 +10,7 @@ import numpy as np
 
 from panoramia.accounting.report_section import ClaimSection
 from panoramia.measure import Measurement, max_precision_allowed
+from panoramia.measure.null import NullTest
 
 LOSS_FLOOR = 1e-6
 """Losses below this are drawn at it (log axis)."""
@@ -169,9 +170,35 @@ def _tradeoff_plane(section: ClaimSection):
 
 
 def _unreliable_html(document: dict) -> str:
-    """Why this run's ε̃ should not be read as leakage, if it should not."""
+    """The paper's game's c_lb = 0, named as that game's (the quoted figure may be another)."""
     reasons = document.get("unreliable") or []
-    return "".join(f"<p class=note>Unreliable: {html.escape(reason)}</p>" for reason in reasons)
+    return "".join(
+        f"<p class=note>The paper's one-sided game: {html.escape(reason)}</p>" for reason in reasons
+    )
+
+
+def _null_plot(null: NullTest):
+    """The quoted game's gap against this audit's null draws: where the run's Δ falls."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    game = "two-sided game" if null.game == "two_sided" else "paper's one-sided game"
+    figure, axis = plt.subplots(figsize=(7, 3.6))
+    axis.hist(null.centred, bins=40, color="#999999", label=f"null draws (B = {null.draws})")
+    axis.axvline(
+        null.threshold,
+        color="black",
+        linestyle="--",
+        label=f"{1 - null.false_alarm_rate:.0%} of the null: {null.threshold:.2f}",
+    )
+    axis.axvline(null.observed, color="#b00000", linewidth=2,
+                 label=f"this run: Δ = {null.observed:.2f} (p = {null.p_value:.3f})")  # fmt: skip
+    axis.set(xlabel="{c+ε}_lb − c_lb (nats)", ylabel="null draws",
+             title=f"The quoted figure against this audit's null ({game})")  # fmt: skip
+    axis.legend(fontsize=9)
+    return figure
 
 
 def _claim_html(section: ClaimSection | None) -> str:
@@ -225,16 +252,20 @@ def render_html(
     *,
     claim: ClaimSection | None = None,
     examples: dict[str, list[str]] | None = None,
+    null: NullTest | None = None,
 ) -> str:
     """The report page: headline numbers, the meaning of ε̃, the declared guarantee beside the
     audit, figures, reference audits.
 
     ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids;
-    ``examples``: texts by caption (decoded chunks), listed under "Examples".
+    ``examples``: texts by caption (decoded chunks), listed under "Examples"; ``null``: the
+    quoted game's null test, drawn first.
     """
     import matplotlib.pyplot as plt
 
     figures = [_curves(measurement), _roc(roc_curves), _histograms(losses)]
+    if null is not None:
+        figures.insert(0, _null_plot(null))
     if claim is not None and claim.summary.curve is not None:
         figures.append(_tradeoff_plane(claim))
     if galleries:
@@ -243,9 +274,10 @@ def render_html(
     plt.close("all")
     reference = document["reference_audits"]
     rows = [
-        ("c_lb (baseline)", document["c_lb"]),
-        ("{c+ε}_lb (attack)", document["c_plus_eps_lb"]),
-        ("ε̃", document["eps_tilde"]),
+        *_quoted_rows(document),
+        ("paper's one-sided game: c_lb (baseline)", document["c_lb"]),
+        ("paper's one-sided game: {c+ε}_lb (attack)", document["c_plus_eps_lb"]),
+        ("paper's one-sided game: ε̃", document["eps_tilde"]),
     ]
     if reference["o1"]:
         rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
@@ -259,15 +291,19 @@ def render_html(
     two_sided = document.get("two_sided") or {}
     if "eps_tilde" in two_sided:
         rows.append((f"two-sided game: c_lb {two_sided['c_lb']:.3f}, {{c+ε}}_lb "
-                    f"{two_sided['c_plus_eps_lb']:.3f}; ε̃ (beside the paper's)",
+                    f"{two_sided['c_plus_eps_lb']:.3f}; ε̃",
                      two_sided["eps_tilde"]))  # fmt: skip
         if "rmrn" in two_sided:
             rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["eps_lb"]))
     rows.extend(_gdp_rows(document.get("gdp") or {}))
-    table = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.3f}</td></tr>" for k, v in rows)
+    table = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape(v if isinstance(v, str) else f'{v:.3f}')}"
+        "</td></tr>"
+        for k, v in rows
+    )
     saturated = (
-        "<p class=warn>A maximiser has precision 1 (saturated): its bound counts error-free "
-        "guesses and sits at the ceiling for its number of guesses.</p>"
+        "<p class=warn>The paper's one-sided game: a maximiser has precision 1 (saturated): its "
+        "bound counts error-free guesses and sits at the ceiling for its number of guesses.</p>"
         if document["saturated"]
         else ""
     )
@@ -280,8 +316,9 @@ td{{padding:2px 12px;}} .warn{{color:#a60;}}
 .note{{background:#fd8;padding:8px;}}
 .verdict{{border-left:8px solid #888;padding:4px 16px;margin:1em 0;background:#f7f7f7;}}
 .verdict h2{{margin:.3em 0;}}
-.verdict.leak_detected,.verdict.leak_beyond_claim{{border-color:#c00;}}
-.verdict.no_leak_detected{{border-color:#2a7;}} .verdict.inconclusive{{border-color:#d90;}}
+.verdict.clear_leak,.verdict.leak_beyond_claim{{border-color:#7a1010;}}
+.verdict.leak_detected{{border-color:#b42318;}} .verdict.borderline{{border-color:#8a5300;}}
+.verdict.no_leak_detected{{border-color:#2f7d4f;}} .verdict.inconclusive{{border-color:#5b6270;}}
 .sentence{{font-size:1.15em;}}
 img{{max-width:100%;margin:8px 0;}}
 pre.chunk{{white-space:pre-wrap;background:#f4f4f4;padding:4px;}}</style></head>
@@ -305,8 +342,6 @@ def _verdict_html(document: dict) -> str:
     from panoramia.report.verdict import verdict
 
     found = document.get("verdict") or verdict(document)  # a 1.0 document: from its figures
-    quote = found["quote"]
-    game = "two-sided game" if quote["game"] == "two_sided" else "paper's one-sided game"
 
     def items(lines: list[str]) -> str:
         return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
@@ -320,12 +355,37 @@ def _verdict_html(document: dict) -> str:
         f'<div class="verdict {html.escape(found["level"])}">'
         f"<h2>{html.escape(found['headline'])}</h2>"
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"
-        f"<p>Figure to quote: <b>ε̃ = {quote['value']:.2f}</b> ({html.escape(game)}, "
-        f"{quote['confidence']:.0%} confidence; up to {found['tolerance']:g} reads as no leak)."
-        f"</p>{caveats}<p><b>What it means, and what it does not</b></p>"
+        f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>{caveats}"
+        "<p><b>What it means, and what it does not</b></p>"
         f"<ul>{items(found['meaning'])}</ul>"
         f"<p><b>Declared guarantee</b></p><ul>{items(found['claim'])}</ul></div>"
     )
+
+
+def quote_text(found: dict) -> str:
+    """The verdict's quoted figure in one phrase: ε̃, its game, this run's interval and the
+    false-alarm rate (or, before the in-audit null, the tolerance)."""
+    quote = found["quote"]
+    game = "two-sided game" if quote["game"] == "two_sided" else "paper's one-sided game"
+    text = f"ε̃ = {quote['value']:.2f} ({game}"
+    interval, rate = quote.get("interval"), found.get("false_alarm_rate")
+    if interval and rate:
+        text += (
+            f", {1 - 2 * rate:.0%} interval {interval[0]:.2f}–{interval[1]:.2f}; false alarms "
+            f"held to {rate:.0%}, p = {found['null']['p_value']:.3f})"
+        )
+    else:
+        tolerance = found.get("tolerance") or 0.0
+        text += f", {quote['confidence']:.0%} confidence; up to {tolerance:g} read as no leak)"
+    return text
+
+
+def _quoted_rows(document: dict) -> list[tuple[str, object]]:
+    """The table's first rows: the verdict's level and the figure it quotes."""
+    from panoramia.report.verdict import verdict
+
+    found = document.get("verdict") or verdict(document)
+    return [("verdict", found["headline"]), ("figure to quote", quote_text(found))]
 
 
 def _examples_html(examples: dict[str, list[str]] | None) -> str:

@@ -1,15 +1,25 @@
-"""The verdict of one audit run: a level, one sentence, the figure to quote, what it means
-and the caveats of this run — read off a finished report document, so that a document of an
-older schema (1.0, no ``verdict``) gets the same verdict from its figures (docs/SPEC.md §3.1).
+"""The verdict of one audit run: a graded level, one sentence, the figure to quote with this
+run's interval, what it means and the caveats that hold — read off a finished report document,
+so that a stored or uploaded document gets the same verdict from its own figures
+(docs/SPEC.md §3.1).
 
-Levels, in the order the rule tries them:
+The quoted figure is ε̃ of one game fixed before the run: the two-sided game where it is
+played, else the paper's. Its decision holds false alarms to a stated rate through the
+document's ``null`` section (schema 1.4, :mod:`panoramia.measure.null`). Levels, in the order
+the rule tries them:
 
 - ``leak_beyond_claim``: the declared guarantee's checks found a measured point it forbids;
-- ``leak_detected``: a game whose baseline measured the generator (c_lb > 0) read
-  ε̃ > :data:`TOLERANCE`;
-- ``inconclusive``: only a game whose baseline measured nothing (c_lb = 0) read more than
-  :data:`TOLERANCE` — the gap cannot be told from the generator's own flaws;
-- ``no_leak_detected``: otherwise.
+- ``clear_leak``: detected, and even the low end of this run's interval is at least
+  :data:`STRONG` (the model at least doubles the odds of a right guess);
+- ``leak_detected``: the gap beats this audit's null at its false-alarm rate α;
+- ``borderline``: it would at 2α, not at α — repeat before acting on it;
+- ``no_leak_detected``: otherwise;
+- ``inconclusive``: the baseline's side does not mirror the attack's, so there is no null to
+  hold the gap to, and the gap is above 0.
+
+A document without a ``null`` section (schema 1.0–1.3) keeps the rule it was written under:
+a game whose baseline measured the generator reading ε̃ above :data:`TOLERANCE`; its
+``false_alarm_rate`` is None.
 """
 
 from __future__ import annotations
@@ -18,164 +28,27 @@ import math
 
 from panoramia.measure import INTERPRETATION
 
+STRONG = math.log(2.0)
+"""ε̃ (nats) from which a detected leak is called clear when the low end of its interval
+reaches it: e^ε̃ = 2, the model doubles an attacker's odds over the generated data's."""
 TOLERANCE = 0.1
-"""ε̃ (nats) up to which a run reads as no leak: the mean a disjoint control (a model of the
-same recipe that never saw the members) stays under in the validity sweeps (docs/RESULTS.md)."""
-CONTROL_SINGLE_RUNS_ABOVE = "about 1 in 5"
-"""How often a disjoint control's single run read ε̃ > TOLERANCE in the larger reliable game,
-in words; the counts per modality are in docs/RESULTS.md §13."""
+"""The rule before the in-audit null (schema < 1.4): ε̃ (nats) up to which a run read as no
+leak."""
 LOW_FIDELITY_AUC = 0.75
-"""A real-vs-synthetic AUC above this is a caveat: a leak can hide behind what the baseline
-already sees in the generated data."""
+"""A real-vs-synthetic AUC above this is a caveat of a quiet run: a leak can hide behind what
+the baseline already sees in the generated data."""
 WORDS = {
     "leak_beyond_claim": "Leak beyond the declared guarantee",
+    "clear_leak": "Clear leak",
     "leak_detected": "Leak detected",
-    "inconclusive": "Inconclusive",
+    "borderline": "Borderline: repeat",
     "no_leak_detected": "No leak detected",
+    "inconclusive": "Inconclusive",
 }
-"""Each level as a person reads it."""
-
-
-def _games(document: dict) -> list[dict]:
-    """The games this run reports: the paper's one-sided game, and the two-sided one where
-    it was played; each with its figures and whether its baseline measured anything."""
-    games = [
-        {
-            "game": "the paper's one-sided game",
-            "key": "one_sided",
-            "eps_tilde": float(document["eps_tilde"]),
-            "c_lb": float(document["c_lb"]),
-            "c_plus_eps_lb": float(document["c_plus_eps_lb"]),
-            "saturated": bool(document.get("saturated")),
-        }
-    ]
-    two_sided = document.get("two_sided") or {}
-    if "eps_tilde" in two_sided:
-        games.append(
-            {
-                "game": "the two-sided game",
-                "key": "two_sided",
-                "eps_tilde": float(two_sided["eps_tilde"]),
-                "c_lb": float(two_sided["c_lb"]),
-                "c_plus_eps_lb": float(two_sided["c_plus_eps_lb"]),
-                "saturated": bool(two_sided.get("saturated")),
-            }
-        )
-    for game in games:
-        game["reliable"] = game["c_lb"] > 0
-    return games
-
-
-def _level(games: list[dict], claim: dict) -> tuple[str, dict]:
-    """The level and the game whose ε̃ is quoted (the largest among reliable games)."""
-    reliable = [g for g in games if g["reliable"]]
-    quoted = max(reliable or games, key=lambda g: g["eps_tilde"])
-    if claim.get("violation"):
-        return "leak_beyond_claim", quoted
-    if reliable and quoted["eps_tilde"] > TOLERANCE:
-        return "leak_detected", quoted
-    loudest = max(games, key=lambda g: g["eps_tilde"])
-    if not reliable and loudest["eps_tilde"] > TOLERANCE:
-        return "inconclusive", loudest
-    return "no_leak_detected", quoted
-
-
-def _sentence(level: str, quoted: dict, confidence: float, claim: dict) -> str:
-    eps, game = quoted["eps_tilde"], quoted["game"]
-    sure = f"{confidence:.0%} confidence"
-    if level == "leak_beyond_claim":
-        return (
-            f"This model leaks more than its declared guarantee allows: "
-            f"{claim.get('banner') or 'a measured point lies below the claim’s trade-off curve'}"
-            f" (ε̃ = {eps:.2f} in {game}, {sure})."
-        )
-    if level == "leak_detected":
-        within = (
-            " It stays within the declared guarantee."
-            if claim.get("source") not in (None, "none") and not claim.get("violation")
-            else ""
-        )
-        return (
-            f"This model leaks information about its training data: the audit measured "
-            f"ε̃ = {eps:.2f} in {game} at {sure}, above the {TOLERANCE:g} that models which "
-            f"never saw these records read on average.{within}"
-        )
-    if level == "inconclusive":
-        return (
-            f"Inconclusive: the attack read ε̃ = {eps:.2f} in {game}, but the baseline could "
-            "not tell the generated data from the real (c_lb = 0), so this gap cannot be told "
-            "apart from the generator's own flaws."
-        )
-    return (
-        f"This audit found no leak beyond what the generated data explains (ε̃ = {eps:.2f} in "
-        f"{game}, at most {TOLERANCE:g} in every game). That does not show the model is "
-        "private: a stronger attack or a larger audit may find one."
-    )
-
-
-def _meaning(document: dict, quoted: dict) -> list[str]:
-    reference = document.get("reference_audits") or {}
-    lines = [
-        INTERPRETATION,
-        f"c_lb = {quoted['c_lb']:.2f} measures how well the generated non-members can be told "
-        "from real members without the model; ε̃ is what the model's losses add to that.",
-    ]
-    o1 = reference.get("o1")
-    if o1:
-        lines.append(
-            f"O(1) ε_lb = {o1['eps_lb']:.2f} uses real held-out non-members: a lower bound on ε "
-            "if membership was randomised, an approximation of that game otherwise."
-        )
-    else:
-        lines.append(
-            "No real non-members were held out, so O(1) and RM;RN (lower bounds on ε) are "
-            "not available for this run."
-        )
-    return lines
-
-
-def _caveats(document: dict, games: list[dict], claim: dict) -> list[str]:
-    caveats = []
-    for game in games:
-        if not game["reliable"]:
-            caveats.append(
-                f"In {game['game']} the baseline's bound c_lb is 0: its ε̃ is the attack's raw "
-                "bound, not a gap over a generator the baseline could measure."
-            )
-        if game["saturated"]:
-            caveats.append(
-                f"In {game['game']} a classifier made only right guesses (saturated): its "
-                "figure is limited by how many guesses it made, so ε̃ there compares counts "
-                "of guesses rather than their precision; treat it as rough."
-            )
-    synthetic = (document.get("data") or {}).get("synthetic") or {}
-    fidelity = synthetic.get("real_vs_synthetic_auc")
-    if fidelity is not None and fidelity > LOW_FIDELITY_AUC:
-        caveats.append(
-            f"The generated rows are easy to tell from real ones (AUC {fidelity:.2f}; 0.5 is "
-            "indistinguishable): a leak can hide behind what the baseline already sees."
-        )
-    for name in claim.get("inconclusive") or []:
-        caveats.append(
-            f"The {name}'s guesses beat the declared guarantee's curve, but against generated "
-            "non-members, which a DP guarantee says nothing about: no evidence against it."
-        )
-    o1 = ((document.get("reference_audits") or {}).get("o1") or {}).get("eps_lb")
-    if o1 is not None and float(o1) > TOLERANCE:
-        caveats.append(
-            f"With real held-out non-members, the O(1) audit reads ε_lb = {float(o1):.2f}: "
-            "this model does leak something about its training rows, even where the audit "
-            "against generated rows finds little."
-        )
-    reach = _reach(document, games, claim)
-    if reach:
-        caveats.append(reach)
-    caveats.append(
-        f"One run: a model that never saw the members still read above {TOLERANCE:g} in "
-        f"{CONTROL_SINGLE_RUNS_ABOVE} of the validity sweeps' single runs (docs/RESULTS.md "
-        "§13); repeat over seeds (a multirun) for a paired interval against a control."
-    )
-    return caveats
+"""Each level as a person reads it, most severe first."""
+DETECTED = ("leak_beyond_claim", "clear_leak", "leak_detected")
+"""The levels that say the model leaks."""
+GAME_WORDS = {"one_sided": "the paper's one-sided game", "two_sided": "the two-sided game"}
 
 
 def finite_number(value: object) -> float | None:
@@ -186,9 +59,285 @@ def finite_number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
-    """What this audit's size could not show, in words: where ε̃ reads at most the tolerance,
-    or the declared ε is above the most this size can show; None otherwise or without a
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _games(document: dict) -> dict[str, dict]:
+    """The games this run reports by key: the paper's one-sided game, and the two-sided one
+    where it was played; each with its figures."""
+    games = {
+        "one_sided": {
+            "key": "one_sided",
+            "eps_tilde": float(document["eps_tilde"]),
+            "c_lb": float(document["c_lb"]),
+            "c_plus_eps_lb": float(document["c_plus_eps_lb"]),
+            "saturated": bool(document.get("saturated")),
+        }
+    }
+    two_sided = document.get("two_sided")
+    if isinstance(two_sided, dict) and "eps_tilde" in two_sided:
+        games["two_sided"] = {
+            "key": "two_sided",
+            "eps_tilde": float(two_sided["eps_tilde"]),
+            "c_lb": float(two_sided["c_lb"]),
+            "c_plus_eps_lb": float(two_sided["c_plus_eps_lb"]),
+            "saturated": bool(two_sided.get("saturated")),
+        }
+    for game in games.values():
+        game["game"] = GAME_WORDS[game["key"]]
+    return games
+
+
+def read_null(document: dict) -> dict | None:
+    """The document's null test, checked and recomputed from its counts: ``game``, ``draws``,
+    ``exceed``, ``p_value``, ``false_alarm_rate``, ``threshold``, ``interval``, ``detected``,
+    ``borderline``, ``ensemble``; ``{"skipped": reason}`` when the audit had none; None when
+    the document has no (readable) section."""
+    section = document.get("null")
+    if not isinstance(section, dict):
+        return None
+    if isinstance(section.get("skipped"), str):
+        return {"skipped": section["skipped"][:500]}
+    draws, exceed = _count(section.get("draws")), _count(section.get("exceed"))
+    rate = finite_number(section.get("false_alarm_rate"))
+    observed, threshold = (
+        finite_number(section.get("observed")),
+        finite_number(section.get("threshold")),
+    )
+    interval = section.get("interval")
+    high = finite_number(interval[1]) if isinstance(interval, list) and len(interval) == 2 else None
+    if (
+        section.get("game") not in GAME_WORDS
+        or draws is None
+        or exceed is None
+        or not 0 <= exceed <= draws
+        or rate is None
+        or not 0 < rate < 0.5
+        or None in (observed, threshold, high)
+    ):
+        return None
+    p_value = (1 + exceed) / (draws + 1)
+    low = max(0.0, observed - threshold)
+    return {
+        "game": section["game"],
+        "draws": draws,
+        "exceed": exceed,
+        "p_value": p_value,
+        "false_alarm_rate": rate,
+        "threshold": threshold,
+        "interval": [low, max(low, high)],
+        "detected": p_value <= rate,
+        "borderline": p_value <= 2 * rate,
+        "ensemble": _count(section.get("ensemble")),
+    }
+
+
+def _legacy_level(games: dict[str, dict], claim: dict) -> tuple[str, dict]:
+    """The rule of schema 1.1–1.3 (no in-audit null): the larger ε̃ of the games whose c_lb
+    is above 0, against :data:`TOLERANCE`."""
+    reliable = [g for g in games.values() if g["c_lb"] > 0]
+    quoted = max(reliable or games.values(), key=lambda g: g["eps_tilde"])
+    if claim.get("violation"):
+        return "leak_beyond_claim", quoted
+    if reliable and quoted["eps_tilde"] > TOLERANCE:
+        return "leak_detected", quoted
+    loudest = max(games.values(), key=lambda g: g["eps_tilde"])
+    if not reliable and loudest["eps_tilde"] > TOLERANCE:
+        return "inconclusive", loudest
+    return "no_leak_detected", quoted
+
+
+def _level(games: dict[str, dict], null: dict | None, claim: dict) -> tuple[str, dict]:
+    """The level and the quoted game's figures."""
+    if null is None:
+        return _legacy_level(games, claim)
+    if "skipped" in null:
+        quoted = games.get("two_sided", games["one_sided"])
+    else:
+        quoted = games.get(null["game"], games["one_sided"])
+    if claim.get("violation"):
+        return "leak_beyond_claim", quoted
+    if "skipped" in null:
+        return ("inconclusive" if quoted["eps_tilde"] > 0 else "no_leak_detected"), quoted
+    if null["detected"]:
+        return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
+    return ("borderline" if null["borderline"] else "no_leak_detected"), quoted
+
+
+def _odds(value: float) -> str:
+    return f"{math.exp(value):.1f}×" if value < 20 else "more than a million times"
+
+
+def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
+    eps, game = quoted["eps_tilde"], quoted["game"]
+    held = null if null and "skipped" not in null else None
+    where = f"ε̃ = {eps:.2f} in {game}"
+    if held:
+        low, high = held["interval"]
+        span = 1 - 2 * held["false_alarm_rate"]
+        where += f" ({span:.0%} interval {low:.2f}–{high:.2f})"
+        rate = f"{held['false_alarm_rate']:.0%}"
+    within = (
+        " It stays within the declared guarantee."
+        if claim.get("source") not in (None, "none") and not claim.get("violation")
+        else ""
+    )
+    if level == "leak_beyond_claim":
+        return (
+            "This model leaks more than its declared guarantee allows: "
+            f"{claim.get('banner') or 'a measured point lies below the claim’s trade-off curve'}"
+            f" ({where})."
+        )
+    if level == "clear_leak" and held:
+        return (
+            f"This model clearly leaks information about its training data: {where}. Even the "
+            f"interval's low end multiplies an attacker's odds of a right guess by "
+            f"{_odds(held['interval'][0])} over what the generated data gives away (at the "
+            f"figure itself: {_odds(eps)}). A model that never saw these records reads a leak "
+            f"at most {rate} of the time.{within}"
+        )
+    if level == "leak_detected" and held:
+        return (
+            f"This model leaks information about its training data: {where}, above the "
+            f"{held['threshold']:.2f} that this audit's null draws exceed only {rate} of the "
+            f"time. A model that never saw these records reads a leak at most {rate} of the "
+            f"time.{within}"
+        )
+    if level == "borderline" and held:
+        return (
+            f"Borderline: {where} is above most of this audit's null draws, but not far "
+            f"enough to call at a {rate} false-alarm rate (p = {held['p_value']:.3f}). Repeat "
+            "the audit over more seeds (a multirun) or with a larger audit set before acting "
+            "on it."
+        )
+    if level == "no_leak_detected" and held:
+        return (
+            f"No leak detected: {where} is within what this audit's null draws reach (p = "
+            f"{held['p_value']:.3f}); this run puts ε̃ at most {held['interval'][1]:.2f}. That "
+            "does not show the model is private: a stronger attack or a larger audit may find "
+            "a leak."
+        )
+    if level == "inconclusive" and null and "skipped" in null:
+        return (
+            f"Inconclusive: {where}, but the baseline does not see what the attack sees "
+            f"({null['skipped']}), so the gap cannot be held to a false-alarm rate."
+        )
+    # Documents before the in-audit null (schema < 1.4) keep their rule's sentences.
+    if level == "leak_detected":
+        return (
+            f"This model leaks information about its training data: the audit measured {where}, "
+            f"above the {TOLERANCE:g} that models which never saw these records read on "
+            f"average.{within}"
+        )
+    if level == "inconclusive":
+        return (
+            f"Inconclusive: the attack read {where}, but the baseline could not tell the "
+            "generated data from the real (c_lb = 0), so this gap cannot be told apart from "
+            "the generator's own flaws."
+        )
+    return (
+        f"This audit found no leak beyond what the generated data explains ({where}). That "
+        "does not show the model is private: a stronger attack or a larger audit may find one."
+    )
+
+
+def _o1(document: dict) -> float | None:
+    reference = document.get("reference_audits")
+    o1 = reference.get("o1") if isinstance(reference, dict) else None
+    return finite_number(o1.get("eps_lb")) if isinstance(o1, dict) else None
+
+
+def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> list[str]:
+    lines = [
+        INTERPRETATION,
+        f"c_lb = {quoted['c_lb']:.2f} measures how well the generated non-members can be told "
+        "from real members without the model; ε̃ is what the model's losses add to that: the "
+        f"odds of a right guess multiplied by e^ε̃ = {_odds(quoted['eps_tilde'])}.",
+    ]
+    if null and "skipped" not in null:
+        lines.append(
+            f"False alarms: this audit drew {null['draws']} times from its own null (the "
+            "audit's slots and the ensemble's distinguishers resampled, attack and baseline "
+            "together) and calls a leak only where the gap beats all but "
+            f"{null['false_alarm_rate']:.0%} of them: a model that never saw these records "
+            f"reads a leak at most {null['false_alarm_rate']:.0%} of the time. docs/RESULTS.md "
+            "§13 counts how often it did in validation runs."
+        )
+    o1 = _o1(document)
+    if o1 is None:
+        lines.append(
+            "No real non-members were held out, so O(1) and RM;RN (lower bounds on ε) are "
+            "not available for this run."
+        )
+    elif o1 > 0 and level in DETECTED:
+        lines.append(
+            f"With real held-out non-members, the O(1) audit agrees: ε_lb = {o1:.2f}, a lower "
+            "bound on ε if membership was randomised."
+        )
+    else:
+        lines.append(
+            f"O(1) ε_lb = {o1:.2f} uses real held-out non-members: a lower bound on ε if "
+            "membership was randomised, an approximation of that game otherwise."
+        )
+    return lines
+
+
+def _caveats(document: dict, level: str, quoted: dict, null: dict | None, claim: dict) -> list[str]:
+    caveats = []
+    quiet = level not in DETECTED
+    if quoted["c_lb"] == 0:
+        caveats.append(
+            f"In {quoted['game']} the baseline's bound c_lb is 0: it could not tell the "
+            "generated data from the real, so ε̃ is the attack's whole bound."
+            + ("" if null else " This report predates the in-audit null: read it as rough.")
+        )
+    if quoted["saturated"]:
+        caveats.append(
+            f"In {quoted['game']} a classifier made only right guesses (saturated): the "
+            "figure is limited by how many guesses this audit set allows, not by their "
+            "precision; a larger audit set could read it differently."
+        )
+    if null and "skipped" not in null and (null.get("ensemble") or 0) < 2:
+        caveats.append(
+            "With one distinguisher per side (audit.ensemble=1) the null draws cannot see "
+            "how much a distinguisher's training moves its bound: the false-alarm rate may "
+            "be above the stated one."
+        )
+    synthetic = (document.get("data") or {}).get("synthetic") or {}
+    fidelity = finite_number(synthetic.get("real_vs_synthetic_auc"))
+    if quiet and fidelity is not None and fidelity > LOW_FIDELITY_AUC:
+        caveats.append(
+            f"The generated rows are easy to tell from real ones (AUC {fidelity:.2f}; 0.5 is "
+            "indistinguishable): a leak can hide behind what the baseline already sees."
+        )
+    for name in claim.get("inconclusive") or []:
+        caveats.append(
+            f"The {name}'s guesses beat the declared guarantee's curve, but against generated "
+            "non-members, which a DP guarantee says nothing about: no evidence against it."
+        )
+    o1 = _o1(document)
+    if quiet and o1 is not None and o1 > 0:
+        caveats.append(
+            f"With real held-out non-members, the O(1) audit reads ε_lb = {o1:.2f}: "
+            "this model does leak something about its training rows, which the audit against "
+            "generated rows did not establish."
+        )
+    reach = _reach(document, quoted, claim, quiet)
+    if reach:
+        caveats.append(reach)
+    if null is None:
+        caveats.append(
+            "This report predates the in-audit null (schema < 1.4): its level follows the "
+            f"earlier rule (ε̃ above {TOLERANCE:g} in a game with c_lb > 0), whose false-alarm "
+            "rate was not measured per run."
+        )
+    return caveats
+
+
+def _reach(document: dict, quoted: dict, claim: dict, quiet: bool) -> str | None:
+    """What this audit's size could not show, in words: where no leak was called, or the
+    declared ε is above the most this size can show; None otherwise or without a
     ``detectable`` section (documents before 1.2)."""
     reach = document.get("detectable")
     reach = reach if isinstance(reach, dict) else {}
@@ -199,7 +348,6 @@ def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
     members = finite_number(reach.get("members"))
     if most is None or doubled is None or members is None or doubled <= 0:
         return None
-    quiet = max(game["eps_tilde"] for game in games) <= TOLERANCE
     summary = claim.get("summary") if isinstance(claim.get("summary"), dict) else {}
     epsilons = summary.get("epsilons") if isinstance(summary.get("epsilons"), dict) else {}
     claimed = finite_number(epsilons.get("1e-05"))
@@ -218,25 +366,37 @@ def _reach(document: dict, games: list[dict], claim: dict) -> str | None:
 
 def verdict(document: dict) -> dict:
     """The ``verdict`` section of a report document (schema 1.0 or later): ``level`` (one of
-    :data:`WORDS`), ``headline`` (the level in words), ``sentence``, ``quote`` (figure, value in
-    nats, game, confidence), ``tolerance``, ``meaning`` and ``caveats`` (lists of sentences) and
-    ``claim`` (the declared guarantee in words)."""
+    :data:`WORDS`), ``headline``, ``detected`` (the level says the model leaks),
+    ``false_alarm_rate`` (α the decision is held to; None without an in-audit null),
+    ``sentence``, ``quote`` (figure, value in nats, game, confidence and ``interval``, this
+    run's [low, high] of ε̃ or None), ``null`` (p-value, draws, threshold, or why there is
+    none), ``meaning`` and ``caveats`` (lists of sentences) and ``claim`` (the declared
+    guarantee in words)."""
     claim = document.get("claim") or {}
     games = _games(document)
-    level, quoted = _level(games, claim)
-    confidence = float(document["confidence"])
+    null = read_null(document)
+    level, quoted = _level(games, null, claim)
+    held = null if null and "skipped" not in null else None
     return {
         "level": level,
         "headline": WORDS[level],
-        "sentence": _sentence(level, quoted, confidence, claim),
+        "detected": level in DETECTED,
+        "false_alarm_rate": held["false_alarm_rate"] if held else None,
+        "sentence": _sentence(level, quoted, null, claim),
         "quote": {
             "figure": "ε̃",
             "value": quoted["eps_tilde"],
             "game": quoted["key"],
-            "confidence": confidence,
+            "confidence": float(document["confidence"]),
+            "interval": list(held["interval"]) if held else None,
         },
-        "tolerance": TOLERANCE,
-        "meaning": _meaning(document, quoted),
-        "caveats": _caveats(document, games, claim),
+        "null": (
+            {key: held[key] for key in ("p_value", "draws", "threshold", "false_alarm_rate")}
+            if held
+            else ({"skipped": null["skipped"]} if null else None)
+        ),
+        "tolerance": None if null else TOLERANCE,
+        "meaning": _meaning(document, level, quoted, null),
+        "caveats": _caveats(document, level, quoted, null, claim),
         "claim": list(claim.get("statements") or ["The model's owner declares no guarantee."]),
     }

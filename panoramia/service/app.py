@@ -36,6 +36,7 @@ from panoramia.service.schemas import (
     Health,
     ModelRef,
     ModelView,
+    QuotedFigure,
     ReportSummary,
     ReportUpload,
     ReportView,
@@ -109,11 +110,18 @@ def _printable(value: object) -> str:
 
 
 def _summary(report: Report) -> ReportSummary:
+    digest = report.digest if isinstance(report.digest, dict) else {}
+    found = digest.get("verdict") if isinstance(digest.get("verdict"), dict) else {}
+    quote = found.get("quote") if isinstance(found.get("quote"), dict) else None
     return ReportSummary(
         id=report.id,
         model=report.model.name,
         version=report.model.version,
         modality=report.modality,
+        level=found.get("level"),
+        headline=found.get("headline"),
+        quoted=QuotedFigure(**quote) if quote else None,
+        p_value=found.get("p_value"),
         c_lb=report.c_lb,
         c_plus_eps_lb=report.c_plus_eps_lb,
         eps_tilde=report.eps_tilde,

@@ -12,7 +12,6 @@ Pages carry :data:`CONSOLE_POLICY` (no script at all, styles from ``/console/sta
 import base64
 import functools
 import io
-import math
 import re
 import secrets
 from collections.abc import Callable
@@ -132,40 +131,66 @@ MAX_HISTORY = 100
 
 
 def history_plot(lines: list[dict[str, Any]]) -> str | None:
-    """A PNG (data URI) of ε̃ in both games over the reports, oldest first, with the claimed
-    ε (δ = 1e-5) as a dashed line where one was declared; None without reports."""
+    """A PNG (data URI) of each report's quoted ε̃, oldest first, one marker per report (never
+    joined: versions are not a trend), with this run's interval where the report has one,
+    each game its own marker, and the claimed ε (δ = 1e-5) as a dashed line where one was
+    declared; None without reports."""
     if not lines:
         return None
-    one = tuple(line["eps_tilde"] for line in lines)
-    two = tuple(line["eps_tilde_two_sided"] for line in lines)
+    points = []
+    for line in lines:
+        found = line.get("verdict") or {}
+        quote = found.get("quote") or {}
+        interval = quote.get("interval")
+        points.append((
+            line.get("version") or "",
+            number(quote.get("value")),
+            str(quote.get("game") or ""),
+            tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None,
+        ))  # fmt: skip
     claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
-    return _plot(one, two, claimed[-1] if claimed else None)
+    return _plot(tuple(points), claimed[-1] if claimed else None)
+
+
+GAME_MARKERS = {"one_sided": ("o", "#1f4e79", "paper's one-sided game"),
+                "two_sided": ("s", "#7a1010", "two-sided game")}  # fmt: skip
+"""How each game's quoted figures are drawn on a model's history."""
 
 
 @functools.lru_cache(maxsize=256)
 def _plot(
-    one: tuple[float | None, ...], two: tuple[float | None, ...], claimed: float | None
+    points: tuple[tuple[str, float | None, str, tuple[float, float] | None], ...],
+    claimed: float | None,
 ) -> str:
-    """The plot of :func:`history_plot` for these figures (cached: a page that reloads
-    while an audit runs draws it once)."""
+    """The plot of :func:`history_plot` for these (version, quoted ε̃, game, interval)
+    points (cached: a page that reloads while an audit runs draws it once)."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(7.2, 3.0), dpi=110, layout="constrained")
     axes = figure.add_subplot()
-    order = list(range(1, len(one) + 1))
-    axes.plot(order, [math.nan if v is None else v for v in one], "o-", label="ε̃, one-sided game")
-    if any(value is not None for value in two):
-        values = [math.nan if value is None else value for value in two]
-        axes.plot(order, values, "s-", label="ε̃, two-sided game")
+    order = list(range(1, len(points) + 1))
+    for game, (marker, colour, label) in GAME_MARKERS.items():
+        drawn = [
+            (x, p) for x, p in zip(order, points, strict=True) if p[2] == game and p[1] is not None
+        ]
+        if not drawn:
+            continue
+        xs = [x for x, _ in drawn]
+        ys = [p[1] for _, p in drawn]
+        low = [p[1] - p[3][0] if p[3] else 0.0 for _, p in drawn]
+        high = [p[3][1] - p[1] if p[3] else 0.0 for _, p in drawn]
+        axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, color=colour, capsize=3,
+                      linestyle="none", label=f"ε̃ quoted, {label}")  # fmt: skip
     if claimed is not None:
         axes.axhline(claimed, color="tab:red", ls="--", label=f"claimed ε = {claimed:.3g}")
-    axes.axhline(0.1, color="0.6", ls=":", label="0.1: no leak at or below")
-    shown = [value for value in (*one, *two) if value is not None]
+    shown = [v for p in points for v in (p[1], *(p[3] or ())) if v is not None]
     highest = min(max([0.2, *shown, *([claimed] if claimed is not None else [])]), 1e6)
     axes.set_ylim(0, highest * 1.15)
-    axes.set_xlabel("report (oldest → newest)")
-    axes.set_ylabel("ε̃ (nats)")
-    axes.set_xticks(order if len(order) <= 20 else order[:: max(1, len(order) // 10)])
+    axes.set_xlabel("report, oldest → newest (model version)")
+    axes.set_ylabel("ε̃ quoted (nats)")
+    ticks = order if len(order) <= 20 else order[:: max(1, len(order) // 10)]
+    axes.set_xticks(ticks, [f"{x}\n{points[x - 1][0]}" for x in ticks])
+    axes.set_xlim(0.5, len(order) + 0.5)
     axes.legend(loc="best", fontsize="small")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

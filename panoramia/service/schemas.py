@@ -222,11 +222,11 @@ def _finite(value: float) -> float:
 
 
 class ReportDocument(BaseModel):
-    """``report.json`` of schema version 1.0 to 1.3 (1.1 adds ``verdict``, 1.2
-    ``detectable``, 1.3 ``gdp``; extra keys are kept as they are)."""
+    """``report.json`` of schema version 1.0 to 1.4 (1.1 adds ``verdict``, 1.2
+    ``detectable``, 1.3 ``gdp``, 1.4 ``null``; extra keys are kept as they are)."""
 
     model_config = ConfigDict(extra="allow")
-    schema_version: Literal["1.0", "1.1", "1.2", "1.3"]
+    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4"]
     kind: Literal["panoramia-audit-report"]
     created: datetime
     modality: ModalityName  # type: ignore[valid-type]
@@ -267,14 +267,27 @@ class ReportUpload(CleanBody):
     artifact_location: Annotated[str, Field(max_length=2000)] | None = None
 
 
+class QuotedFigure(BaseModel):
+    """The verdict's figure: ε̃ (nats) of one game, with this run's interval where the report
+    has an in-audit null (schema 1.4)."""
+
+    value: float
+    game: str
+    interval: list[float] | None = None
+
+
 class ReportSummary(BaseModel):
     id: str
     model: str
     version: str
     modality: str
-    c_lb: float
-    c_plus_eps_lb: float
-    eps_tilde: float
+    level: str | None = Field(None, description="The verdict's level (docs/SPEC.md §3.1).")
+    headline: str | None = None
+    quoted: QuotedFigure | None = None
+    p_value: float | None = None
+    c_lb: float = Field(description="The paper's one-sided game.")
+    c_plus_eps_lb: float = Field(description="The paper's one-sided game.")
+    eps_tilde: float = Field(description="The paper's one-sided game.")
     created_at: datetime
     audit_id: str | None
 

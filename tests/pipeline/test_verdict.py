@@ -1,12 +1,13 @@
-"""The verdict rule (docs/SPEC.md §3.1) on report documents: the level, the figure quoted,
-the caveats; a schema-1.0 document gets its verdict from its own figures."""
+"""The verdict rule (docs/SPEC.md §3.1) on report documents: the graded level against the
+in-audit null, the figure quoted with its interval, the caveats that hold; a document without
+a null section (schema < 1.4) keeps the earlier rule."""
 
 from __future__ import annotations
 
 import pytest
 
 from panoramia.report.html import _verdict_html
-from panoramia.report.verdict import TOLERANCE, verdict
+from panoramia.report.verdict import STRONG, TOLERANCE, verdict
 from tests.service_support import report_document_for_test
 
 
@@ -23,6 +24,94 @@ def _document(one: tuple[float, float], two: tuple[float, float] | None = None, 
     return document | more
 
 
+def _null(
+    observed: float,
+    exceed: int,
+    *,
+    threshold: float = 0.3,
+    high: float | None = None,
+    game: str = "two_sided",
+    draws: int = 999,
+    rate: float = 0.05,
+    ensemble: int = 3,
+) -> dict:
+    """A null section (schema 1.4) with these counts."""
+    return {
+        "game": game, "observed": observed, "draws": draws, "exceed": exceed,
+        "p_value": (1 + exceed) / (draws + 1), "false_alarm_rate": rate,
+        "threshold": threshold, "interval": [max(0.0, observed - threshold),
+                                             high if high is not None else observed + 0.3],
+        "detected": (1 + exceed) / (draws + 1) <= rate, "ensemble": ensemble, "seed": 0,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("two", "null", "level"),
+    [
+        ((0.1, 2.5), _null(2.4, 0, threshold=0.3), "clear_leak"),  # low end 2.1 ≥ ln 2
+        ((0.1, 0.6), _null(0.5, 3, threshold=0.2), "leak_detected"),  # low end 0.3 < ln 2
+        ((0.0, 0.6), _null(0.6, 10, threshold=0.25), "leak_detected"),  # c_lb 0 still counts
+        ((0.1, 0.3), _null(0.2, 70, threshold=0.3), "borderline"),  # p 0.071: under 2α only
+        ((0.1, 0.15), _null(0.05, 400, threshold=0.3), "no_leak_detected"),
+        ((0.2, 0.1), _null(-0.1, 900, threshold=0.3), "no_leak_detected"),
+    ],
+)
+def test_the_graded_level_comes_from_this_runs_null(two, null: dict, level: str) -> None:  # type: ignore[no-untyped-def]
+    found = verdict(_document((0.5, 0.6), two, null=null))
+    assert found["level"] == level
+    assert found["detected"] == (level in ("clear_leak", "leak_detected"))
+    assert found["false_alarm_rate"] == 0.05
+    assert found["quote"]["game"] == "two_sided"
+    assert found["quote"]["value"] == pytest.approx(max(0.0, two[1] - two[0]))
+    low, high = found["quote"]["interval"]
+    assert low == pytest.approx(max(0.0, null["observed"] - null["threshold"]))
+    assert (low >= STRONG) == (level == "clear_leak")
+    assert found["null"]["draws"] == 999
+    assert not any("predates" in caveat for caveat in found["caveats"])
+    assert any("False alarms" in line for line in found["meaning"])
+    if level == "borderline":
+        assert "Repeat" in found["sentence"]
+    if level == "no_leak_detected":
+        assert "does not show the model is private" in found["sentence"]
+
+
+def test_the_levels_counts_are_recomputed_not_copied() -> None:
+    forged = _null(0.05, 900) | {"detected": True, "p_value": 0.001}
+    assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=forged))["level"] == "no_leak_detected"
+    broken = _null(0.5, 0) | {"exceed": 5000}  # more than the draws: not a null section
+    assert verdict(_document((0.5, 0.6), (0.1, 0.6), null=broken))["false_alarm_rate"] is None
+
+
+def test_unmirrored_sides_have_no_null_and_are_inconclusive_when_the_gap_is_open() -> None:
+    skipped = {"skipped": "audit.baseline_side=helper does not mirror audit.attack_side"}
+    found = verdict(_document((0.5, 0.9), (0.1, 0.6), null=skipped))
+    assert found["level"] == "inconclusive" and not found["detected"]
+    assert found["false_alarm_rate"] is None and found["quote"]["interval"] is None
+    assert "does not mirror" in found["sentence"]
+    closed = verdict(_document((0.5, 0.4), (0.6, 0.5), null=skipped))
+    assert closed["level"] == "no_leak_detected"
+
+
+def test_caveats_only_when_they_hold() -> None:
+    document = _document((1.0, 3.0), (1.0, 3.5), null=_null(2.5, 0))
+    document["data"] = {"synthetic": {"real_vs_synthetic_auc": 0.9}}
+    document["reference_audits"] = {"o1": {"eps_lb": 2.4}}
+    loud = verdict(document)
+    assert loud["level"] == "clear_leak"
+    assert not any("AUC" in caveat for caveat in loud["caveats"])  # a leak found: no hiding
+    assert not any("O(1)" in caveat for caveat in loud["caveats"])
+    assert any("O(1) audit agrees" in line for line in loud["meaning"])
+    document["null"] = _null(0.0, 500)
+    document["two_sided"]["c_plus_eps_lb"] = 1.0
+    document["two_sided"]["eps_tilde"] = 0.0
+    quiet = verdict(document)
+    assert quiet["level"] == "no_leak_detected"
+    assert any("AUC 0.90" in caveat for caveat in quiet["caveats"])
+    assert any("O(1) audit reads ε_lb = 2.40" in caveat for caveat in quiet["caveats"])
+    single = verdict(_document((1.0, 1.5), (1.0, 1.5), null=_null(0.5, 0, ensemble=1)))
+    assert any("audit.ensemble=1" in caveat for caveat in single["caveats"])
+
+
 @pytest.mark.parametrize(
     ("one", "two", "level", "quoted"),
     [
@@ -34,15 +123,19 @@ def _document(one: tuple[float, float], two: tuple[float, float] | None = None, 
         ((0.0, 0.9), (0.5, 0.55), "no_leak_detected", 0.05),  # only reliable games are quoted
     ],
 )
-def test_the_level_and_the_quoted_figure(one, two, level: str, quoted: float) -> None:  # type: ignore[no-untyped-def]
+def test_a_document_without_a_null_keeps_the_earlier_rule(
+    one, two, level: str, quoted: float
+) -> None:  # type: ignore[no-untyped-def]
     found = verdict(_document(one, two))
+    assert found["false_alarm_rate"] is None and found["quote"]["interval"] is None
+    assert any("predates the in-audit null" in caveat for caveat in found["caveats"])
     assert found["level"] == level
     assert found["quote"]["value"] == pytest.approx(quoted)
     assert found["sentence"].endswith(".")
     if level == "no_leak_detected":
         assert "does not show the model is private" in found["sentence"]
-    if one[0] == 0:
-        assert any("c_lb is 0" in caveat for caveat in found["caveats"])
+    quoted_c_lb = (two or one)[0] if found["quote"]["game"] == "two_sided" else one[0]
+    assert any("c_lb is 0" in caveat for caveat in found["caveats"]) == (quoted_c_lb == 0)
 
 
 def test_a_violated_claim_comes_first_and_the_claim_is_in_words() -> None:
@@ -59,7 +152,7 @@ def test_a_violated_claim_comes_first_and_the_claim_is_in_words() -> None:
 
 
 def test_caveats_of_the_run_and_what_the_figures_mean() -> None:
-    document = _document((2.0, 2.5), saturated=True)
+    document = _document((2.0, 2.05), saturated=True)
     document["data"] = {"synthetic": {"real_vs_synthetic_auc": 0.9}}
     found = verdict(document)
     assert any("saturated" in caveat for caveat in found["caveats"])
@@ -81,7 +174,7 @@ def test_a_leak_real_non_members_show_is_a_caveat_of_a_quiet_run() -> None:
     found = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.15}}))
     assert found["level"] == "no_leak_detected"
     assert any("O(1) audit reads ε_lb = 0.15" in caveat for caveat in found["caveats"])
-    quiet = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.05}}))
+    quiet = verdict(_document((1.0, 1.02), reference_audits={"o1": {"eps_lb": 0.0}}))
     assert not any("O(1)" in caveat for caveat in quiet["caveats"])
 
 

@@ -57,7 +57,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.3"
+    assert report["schema_version"] == "1.4"
     assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
     assert report["detectable"]["eps_tilde_max"] > 0
     assert report["verdict"]["level"] in ("no_leak_detected", "leak_detected", "inconclusive")
