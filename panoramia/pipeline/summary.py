@@ -45,10 +45,20 @@ REPEATS = ("seed", "generation_seed", "target", "target.path", "target.name", "c
 (one's own model and one's own control differ by ``target.path`` and pair up)."""
 
 
+NO_VERDICT = {"level": None, "detected": False, "quote": {"value": None, "game": None}}
+"""What a run whose figures give no verdict (a hand-made or truncated report) counts as."""
+
+
 def _verdict(report: dict) -> dict:
     from panoramia.report.verdict import verdict
 
-    return report.get("verdict") or verdict(report)
+    found = report.get("verdict")
+    if isinstance(found, dict):
+        return found
+    try:
+        return verdict(report)
+    except (KeyError, TypeError, ValueError):
+        return NO_VERDICT
 
 
 def _quantities(report: dict) -> dict[str, float | None]:
@@ -135,7 +145,7 @@ def summarise(sweep_dir: Path, *, confidence: float = 0.95) -> dict[str, dict]:
                 level: sum(r["level"] == level for r in rows)
                 for level in dict.fromkeys(r["level"] for r in rows)
             },
-            "quoted_games": sorted({row["quoted_game"] for row in rows}),
+            "quoted_games": sorted({row["quoted_game"] for row in rows if row["quoted_game"]}),
             "generation_seeds": sorted({row["pair"][1] for row in rows}),
             "unreliable_runs": sum(row["unreliable"] for row in rows),
             "unreliable_runs_two_sided": sum(row["unreliable_two_sided"] for row in rows),

@@ -197,7 +197,7 @@ def _null_plot(null: NullTest):
                  label=f"this run: Δ = {null.observed:.2f} (p = {null.p_value:.3f})")  # fmt: skip
     axis.set(xlabel="{c+ε}_lb − c_lb (nats)", ylabel="null draws",
              title=f"The quoted figure against this audit's null ({game})")  # fmt: skip
-    axis.legend(fontsize=9)
+    axis.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure
 
 

@@ -275,7 +275,7 @@ def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> lis
             f"With real held-out non-members, the O(1) audit agrees: ε_lb = {o1:.2f}, a lower "
             "bound on ε if membership was randomised."
         )
-    else:
+    elif not (o1 > 0 and level not in DETECTED):  # else a caveat says it
         lines.append(
             f"O(1) ε_lb = {o1:.2f} uses real held-out non-members: a lower bound on ε if "
             "membership was randomised, an approximation of that game otherwise."

@@ -190,3 +190,40 @@ def test_mu_tilde_is_summarised_and_checked_against_the_claimed_mu(tmp_path: Pat
     assert "claim_mu" not in checked["targets"]["dp"].get("two-sided", {})
     text = "\n".join(validity_lines(checked))
     assert "[one-sided] dp: claimed μ 0.25; μ̃ above it in 2 run(s), RM;RN μ above it in 1" in text
+
+
+def test_ones_own_control_is_named_and_pairs_across_paths(tmp_path: Path) -> None:
+    """Two brought models, ``target.path=…/mine,…/mine_control`` with ``control=mine_control``:
+    the control is the named one, and the differing paths do not split the pairs; the quoted
+    entry counts the runs that called a leak."""
+    for seed in range(3):
+        for name, eps in (("mine", 1.5 + seed / 10), ("mine_control", 0.0)):
+            run = tmp_path / f"{len(list(tmp_path.iterdir()))}-{name}-seed{seed}"
+            (run / ".hydra").mkdir(parents=True)
+            (run / ".hydra" / "overrides.yaml").write_text(
+                f"- seed={seed}\n- target=path\n- target.path=models/{name}\n"
+                "- control=mine_control\n- data=csv\n"
+            )
+            report = {
+                "target": {"name": name}, "seed": seed, "eps_tilde": eps, "c_lb": 0.5,
+                "c_plus_eps_lb": 0.5 + eps, "confidence": 0.95, "reference_audits": {},
+                "config": {"generation_seed": None, "control": "mine_control",
+                           "target": {"members": "same"}}, "claim": {},
+                "null": {"game": "one_sided", "observed": eps, "draws": 999,
+                         "exceed": 0 if eps else 600, "false_alarm_rate": 0.05,
+                         "threshold": 0.2, "interval": [max(0.0, eps - 0.2), eps + 0.2]},
+            }  # fmt: skip
+            (run / "report.json").write_text(json.dumps(report))
+    checked = validity(tmp_path)
+    assert checked is not None
+    assert list(checked["controls"]) == ["mine_control"]
+    quoted = checked["targets"]["mine"]["quoted"]
+    assert quoted["paired_difference"]["mine_control"]["n"] == 3
+    assert quoted["detected_runs"] == 3
+    assert checked["controls"]["mine_control"]["quoted"]["detected_runs"] == []
+    summary = summarise(tmp_path)
+    assert summary["mine"]["detected_runs"] == 3
+    assert summary["mine"]["levels"] == {"clear_leak": 3}
+    assert summary["mine"]["quoted"]["mean"] == pytest.approx(1.6)
+    lines = validity_lines(checked)
+    assert any(line.endswith("leak called in 0 of 3") for line in lines)
