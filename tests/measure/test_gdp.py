@@ -134,8 +134,10 @@ def test_the_vectorised_test_is_the_published_recursion_for_any_c_and_mu() -> No
         m = int(rng.integers(50, 3000))
         k = int(rng.integers(1, m // 2 + 1))
         v = int(rng.integers(0, k + 1))
-        alpha, c, mu = float(rng.uniform(1e-5, 0.3)), float(rng.uniform(0, 2)), float(
-            rng.uniform(0, 3)
+        alpha, c, mu = (
+            float(rng.uniform(1e-5, 0.3)),
+            float(rng.uniform(0, 2)),
+            float(rng.uniform(0, 3)),
         )
 
         def inverse(y: float, c: float = c, mu: float = mu) -> float:

@@ -63,7 +63,7 @@ def test_the_graded_level_comes_from_this_runs_null(two, null: dict, level: str)
     assert found["false_alarm_rate"] == 0.05
     assert found["quote"]["game"] == "two_sided"
     assert found["quote"]["value"] == pytest.approx(max(0.0, two[1] - two[0]))
-    low, high = found["quote"]["interval"]
+    low, _high = found["quote"]["interval"]
     assert low == pytest.approx(max(0.0, null["observed"] - null["threshold"]))
     assert (low >= STRONG) == (level == "clear_leak")
     assert found["null"]["draws"] == 999
@@ -85,8 +85,10 @@ def test_the_levels_counts_are_recomputed_not_copied() -> None:
 def test_unmirrored_sides_have_no_null_and_are_inconclusive_when_the_gap_is_open() -> None:
     skipped = {"skipped": "audit.baseline_side=helper does not mirror audit.attack_side"}
     found = verdict(_document((0.5, 0.9), (0.1, 0.6), null=skipped))
-    assert found["level"] == "inconclusive" and not found["detected"]
-    assert found["false_alarm_rate"] is None and found["quote"]["interval"] is None
+    assert found["level"] == "inconclusive"
+    assert not found["detected"]
+    assert found["false_alarm_rate"] is None
+    assert found["quote"]["interval"] is None
     assert "does not mirror" in found["sentence"]
     closed = verdict(_document((0.5, 0.4), (0.6, 0.5), null=skipped))
     assert closed["level"] == "no_leak_detected"
@@ -127,7 +129,8 @@ def test_a_document_without_a_null_keeps_the_earlier_rule(
     one, two, level: str, quoted: float
 ) -> None:  # type: ignore[no-untyped-def]
     found = verdict(_document(one, two))
-    assert found["false_alarm_rate"] is None and found["quote"]["interval"] is None
+    assert found["false_alarm_rate"] is None
+    assert found["quote"]["interval"] is None
     assert any("predates the in-audit null" in caveat for caveat in found["caveats"])
     assert found["level"] == level
     assert found["quote"]["value"] == pytest.approx(quoted)

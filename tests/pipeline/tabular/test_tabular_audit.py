@@ -310,9 +310,12 @@ def test_reference_models_on_both_sides(artifacts: Path, tmp_path: Path) -> None
     for stage in ("attack", "baseline"):
         record = json.loads((stage_directory(artifacts, report, stage) / "_done.json").read_text())
         assert set(record["inputs"]) >= stand_ins | {"losses_helper"}
-    assert "losses_target" in json.loads(
-        (stage_directory(artifacts, report, "attack") / "_done.json").read_text()
-    )["inputs"]
+    assert (
+        "losses_target"
+        in json.loads((stage_directory(artifacts, report, "attack") / "_done.json").read_text())[
+            "inputs"
+        ]
+    )
 
 
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
