@@ -139,7 +139,8 @@ def settings_for(home: Path, database_url: str, **changes: object) -> ServiceSet
 
 
 def report_document_for_test(seed: int = 0, *, shift: float = 1.0) -> dict:
-    """A real schema-1.0 report document: the measurement of simulated scores."""
+    """A real report document of the measurement of simulated scores, as schema 1.3 wrote it
+    (no in-audit null: its verdict follows the earlier rule, docs/SPEC.md §3.1)."""
     rng = np.random.default_rng(seed)
     membership, attack = simulated_scores(rng, 400, shift=shift)
     baseline = np.clip(attack + rng.normal(0, 0.05, attack.size), 0, 1)
@@ -148,7 +149,7 @@ def report_document_for_test(seed: int = 0, *, shift: float = 1.0) -> dict:
         modality="tabular", measurement=result, o1=None, rmrn=None, seed=seed,
         config={"source": "test"}, timings={}, target={"name": "test"}, data={},
         distinguishers={},
-    )  # fmt: skip
+    ) | {"schema_version": "1.3"}  # fmt: skip
 
 
 def poll(client: httpx.Client, audit_id: str) -> dict:

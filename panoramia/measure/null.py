@@ -93,6 +93,29 @@ class NullTest:
         }
 
 
+def largest_exceed(draws: int, false_alarm_rate: float) -> int:
+    """The most centred draws at or above Δ that still give p = (1 + E)/(B + 1) ≤ α (−1: none),
+    by the very comparison :attr:`NullTest.detected` makes."""
+    allowed = math.floor(false_alarm_rate * (draws + 1)) - 1
+    while (allowed + 2) / (draws + 1) <= false_alarm_rate:
+        allowed += 1
+    while allowed >= 0 and (allowed + 1) / (draws + 1) > false_alarm_rate:
+        allowed -= 1
+    return allowed
+
+
+def check_null_settings(draws: int, false_alarm_rate: float) -> None:
+    """:class:`InputError` naming ``audit.null.*`` when the rate is outside (0, 0.5) or B draws
+    cannot reach a p-value at or under it."""
+    if not 0.0 < false_alarm_rate < 0.5:
+        raise InputError(f"audit.null.false_alarm_rate: {false_alarm_rate} is not in (0, 0.5)")
+    if largest_exceed(draws, false_alarm_rate) < 0:
+        raise InputError(
+            f"audit.null.draws: {draws} draws cannot reach a p-value of {false_alarm_rate} "
+            f"(at least {math.ceil(1 / false_alarm_rate) - 1} are needed)"
+        )
+
+
 def mirrored(attack_side: str, baseline_side: str) -> bool:
     """Whether the baseline's side mirrors the attack's (H₀ makes them exchangeable)."""
     return MIRRORED_SIDES.get(attack_side) == baseline_side
@@ -179,12 +202,7 @@ def null_test(
             f"null test: attack scores {attack.shape} and baseline scores {baseline.shape} "
             f"must both be (k, {labels.size})"
         )
-    if not 0.0 < false_alarm_rate < 0.5:
-        raise InputError(f"audit.null.false_alarm_rate: {false_alarm_rate} is not in (0, 0.5)")
-    if draws < math.ceil(1 / false_alarm_rate) - 1:
-        raise InputError(
-            f"audit.null.draws: {draws} draws cannot reach a p-value of {false_alarm_rate}"
-        )
+    check_null_settings(draws, false_alarm_rate)
     strategy = ThresholdStrategy.parse(thresholds)
     beta = 1.0 - confidence
     if game == "two_sided":
@@ -214,7 +232,7 @@ def null_test(
         members = rng.integers(0, k, k)
         centred[b] = gap(members, weights) - observed
     ranked = np.sort(centred)
-    allowed = math.floor(false_alarm_rate * (draws + 1)) - 1  # draws ≥ Δ a detection allows
+    allowed = largest_exceed(draws, false_alarm_rate)
     threshold = float(ranked[draws - allowed - 1])
     lower = float(ranked[allowed])
     return NullTest(

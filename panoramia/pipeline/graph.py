@@ -618,6 +618,9 @@ class AuditPipeline(ABC):
                 f"audit.stand_in.training_data: {self.job.audit.stand_in.training_data!r} is "
                 f"not one of {STAND_IN_DATA}"
             )
+        from panoramia.measure.null import check_null_settings
+
+        check_null_settings(self.job.audit.null.draws, self.job.audit.null.false_alarm_rate)
         data = self.data()
         target = self.target(data)
         known = self.generator_data(data)

@@ -121,9 +121,9 @@ def null_section(
     audit = job.audit
     if not mirrored(audit.attack_side, audit.baseline_side):
         return {
-            "skipped": f"audit.baseline_side={audit.baseline_side} does not mirror "
-            f"audit.attack_side={audit.attack_side}: the baseline knows less than the attack, "
-            "so no null makes them exchangeable"
+            "skipped": f"the baseline does not see what the attack sees "
+            f"(audit.baseline_side={audit.baseline_side} does not mirror "
+            f"audit.attack_side={audit.attack_side}), so no null makes them exchangeable"
         }
     result = null_test(
         membership, _member_scores(stages["attack"]), _member_scores(stages["baseline"]),

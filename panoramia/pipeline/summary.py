@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from panoramia.measure import aggregate
+from panoramia.report.verdict import DETECTED
 
 QUANTITIES = ("quoted", "eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn",
               "eps_tilde_two_sided", "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip
@@ -117,7 +118,7 @@ def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
         "pair": (report["seed"], _generation_seed(report), varied),
         "control": _is_control(report),
         "level": found["level"],
-        "detected": bool(found.get("detected", found["level"] == "leak_detected")),
+        "detected": bool(found.get("detected", found["level"] in DETECTED)),
         "quoted_game": quoted_game,
         "unreliable_quoted": unreliable.get(quoted_game, False),
         "unreliable": unreliable["one_sided"],
@@ -219,7 +220,8 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
 def _control_entry(rows: list[dict], key: str, confidence: float) -> dict[str, object]:
     entry: dict[str, object] = {}
     if key == "quoted":  # the verdict's false alarms: a control read as leaking
-        entry["detected_runs"] = [r["run"] for r in rows if r["detected"]]
+        entry["detected_runs"] = sum(r["detected"] for r in rows)
+        entry["detected_run_names"] = [r["run"] for r in rows if r["detected"]]
     return entry | {
         "share_eps_tilde_positive": sum(r[key] > 0 for r in rows) / len(rows),
         "eps_tilde": aggregate([r[key] for r in rows], confidence=confidence).to_dict(),
@@ -340,11 +342,7 @@ def validity_lines(checked: dict) -> list[str]:
                 lines.append(
                     f"[{game}] control {name}: ε̃ {_interval(row[game]['eps_tilde'])}, "
                     f"{row[game]['share_eps_tilde_positive']:.0%} of runs > 0"
-                    + (
-                        f", leak called in {len(called)} of {row['runs']}"
-                        if called is not None
-                        else ""
-                    )
+                    + (f", leak called in {called} of {row['runs']}" if called is not None else "")
                 )
         for name, row in checked["targets"].items():
             figures = row.get(game)
@@ -392,15 +390,24 @@ def _write_csv(path: Path, summary: dict[str, dict]) -> None:
 
     with path.open("w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(["target", "runs", "quantity", "mean", "ci_low", "ci_high", "unreliable"])
+        out.writerow(["target", "runs", "leak_called", "quantity", "game", "mean", "ci_low",
+                      "ci_high", "unreliable"])  # fmt: skip
         for target, row in summary.items():
             for name in QUANTITIES:
                 stats = row.get(name)
                 if stats is None:
                     continue
                 unreliable = row.get(UNRELIABLE_COUNTS.get(name, ""), 0)
-                out.writerow([target, row["runs"], name, stats["mean"], stats["ci_low"],
-                              stats["ci_high"], unreliable])  # fmt: skip
+                game = (
+                    "/".join(row.get("quoted_games", []))
+                    if name == "quoted"
+                    else "two_sided"
+                    if name.endswith("two_sided")
+                    else "one_sided"
+                )
+                out.writerow([target, row["runs"], row["detected_runs"], name, game,
+                              stats["mean"], stats["ci_low"], stats["ci_high"],
+                              unreliable])  # fmt: skip
 
 
 def _interval(stats: dict) -> str:

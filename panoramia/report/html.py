@@ -11,6 +11,7 @@ import numpy as np
 from panoramia.accounting.report_section import ClaimSection
 from panoramia.measure import Measurement, max_precision_allowed
 from panoramia.measure.null import NullTest
+from panoramia.report.verdict import percent
 
 LOSS_FLOOR = 1e-6
 """Losses below this are drawn at it (log axis)."""
@@ -369,15 +370,18 @@ def quote_text(found: dict) -> str:
     game = "two-sided game" if quote["game"] == "two_sided" else "paper's one-sided game"
     text = f"ε̃ = {quote['value']:.2f} ({game}"
     interval, rate = quote.get("interval"), found.get("false_alarm_rate")
-    if interval and rate:
-        text += (
-            f", {1 - 2 * rate:.0%} interval {interval[0]:.2f}–{interval[1]:.2f}; false alarms "
-            f"held to {rate:.0%}, p = {found['null']['p_value']:.3f})"
+    null = found.get("null") if isinstance(found.get("null"), dict) else {}
+    if interval and rate and "p_value" in null:
+        return text + (
+            f", {percent(1 - 2 * rate)} interval {interval[0]:.2f}–{interval[1]:.2f}; false "
+            f"alarms held to {percent(rate)}, p = {null['p_value']:.3f})"
         )
-    else:
-        tolerance = found.get("tolerance") or 0.0
-        text += f", {quote['confidence']:.0%} confidence; up to {tolerance:g} read as no leak)"
-    return text
+    if found.get("tolerance") is None:  # a 1.4 document whose null was skipped
+        return text + "; no null to hold it to)"
+    return text + (
+        f", {percent(quote['confidence'])} confidence; before the in-audit null, up to "
+        f"{found['tolerance']:g} read as no leak)"
+    )
 
 
 def _quoted_rows(document: dict) -> list[tuple[str, object]]:

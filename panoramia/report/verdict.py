@@ -89,16 +89,26 @@ def _games(document: dict) -> dict[str, dict]:
     return games
 
 
-def read_null(document: dict) -> dict | None:
-    """The document's null test, checked and recomputed from its counts: ``game``, ``draws``,
-    ``exceed``, ``p_value``, ``false_alarm_rate``, ``threshold``, ``interval``, ``detected``,
-    ``borderline``, ``ensemble``; ``{"skipped": reason}`` when the audit had none; None when
-    the document has no (readable) section."""
+MALFORMED = "this report's null section cannot be read or does not match its figures"
+"""Why a schema-1.4 document without a usable ``null`` section has no null to hold its gap to."""
+
+
+def read_null(document: dict, games: dict[str, dict] | None = None) -> dict | None:
+    """The document's null test, checked against the document's own figures and recomputed
+    from its counts: ``game``, ``draws``, ``exceed``, ``p_value``, ``false_alarm_rate``,
+    ``threshold``, ``interval``, ``detected``, ``borderline``, ``ensemble``;
+    ``{"skipped": reason}`` when the audit had none or the section cannot be used (an uploaded
+    document's is not trusted: its game must be the pre-registered one, its observed gap the
+    game's ε̃, its detection its threshold's); None for a document written before the null
+    (schema < 1.4, no section)."""
     section = document.get("null")
-    if not isinstance(section, dict):
+    if section is None and str(document.get("schema_version", "1.4")) < "1.4":
         return None
+    if not isinstance(section, dict):
+        return {"skipped": MALFORMED}
     if isinstance(section.get("skipped"), str):
         return {"skipped": section["skipped"][:500]}
+    games = games if games is not None else _games(document)
     draws, exceed = _count(section.get("draws")), _count(section.get("exceed"))
     rate = finite_number(section.get("false_alarm_rate"))
     observed, threshold = (
@@ -107,30 +117,42 @@ def read_null(document: dict) -> dict | None:
     )
     interval = section.get("interval")
     high = finite_number(interval[1]) if isinstance(interval, list) and len(interval) == 2 else None
+    expected_game = "two_sided" if "two_sided" in games else "one_sided"
     if (
-        section.get("game") not in GAME_WORDS
+        section.get("game") != expected_game
         or draws is None
         or exceed is None
         or not 0 <= exceed <= draws
         or rate is None
         or not 0 < rate < 0.5
-        or None in (observed, threshold, high)
+        or observed is None
+        or threshold is None
+        or high is None
+        or abs(max(0.0, observed) - games[expected_game]["eps_tilde"]) > 1e-6
     ):
-        return None
+        return {"skipped": MALFORMED}
     p_value = (1 + exceed) / (draws + 1)
+    detected = p_value <= rate
+    if detected != (observed > threshold):
+        return {"skipped": MALFORMED}
     low = max(0.0, observed - threshold)
     return {
-        "game": section["game"],
+        "game": expected_game,
         "draws": draws,
         "exceed": exceed,
         "p_value": p_value,
         "false_alarm_rate": rate,
         "threshold": threshold,
         "interval": [low, max(low, high)],
-        "detected": p_value <= rate,
+        "detected": detected,
         "borderline": p_value <= 2 * rate,
         "ensemble": _count(section.get("ensemble")),
     }
+
+
+def percent(rate: float) -> str:
+    """A rate as a person reads it: 0.05 → "5%", 0.025 → "2.5%"."""
+    return f"{100 * rate:g}%"
 
 
 def _legacy_level(games: dict[str, dict], claim: dict) -> tuple[str, dict]:
@@ -176,8 +198,8 @@ def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
     if held:
         low, high = held["interval"]
         span = 1 - 2 * held["false_alarm_rate"]
-        where += f" ({span:.0%} interval {low:.2f}–{high:.2f})"
-        rate = f"{held['false_alarm_rate']:.0%}"
+        where += f" ({percent(span)} interval {low:.2f}–{high:.2f})"
+        rate = percent(held["false_alarm_rate"])
     within = (
         " It stays within the declared guarantee."
         if claim.get("source") not in (None, "none") and not claim.get("violation")
@@ -194,15 +216,14 @@ def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
             f"This model clearly leaks information about its training data: {where}. Even the "
             f"interval's low end multiplies an attacker's odds of a right guess by "
             f"{_odds(held['interval'][0])} over what the generated data gives away (at the "
-            f"figure itself: {_odds(eps)}). A model that never saw these records reads a leak "
-            f"at most {rate} of the time.{within}"
+            f"figure itself: {_odds(eps)}). The call is held to a {rate} false-alarm rate."
+            f"{within}"
         )
     if level == "leak_detected" and held:
         return (
             f"This model leaks information about its training data: {where}, above the "
             f"{held['threshold']:.2f} that this audit's null draws exceed only {rate} of the "
-            f"time. A model that never saw these records reads a leak at most {rate} of the "
-            f"time.{within}"
+            f"time: the call is held to a {rate} false-alarm rate.{within}"
         )
     if level == "borderline" and held:
         return (
@@ -220,8 +241,8 @@ def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
         )
     if level == "inconclusive" and null and "skipped" in null:
         return (
-            f"Inconclusive: {where}, but the baseline does not see what the attack sees "
-            f"({null['skipped']}), so the gap cannot be held to a false-alarm rate."
+            f"Inconclusive: {where}, but {null['skipped']}, so the gap cannot be held to a "
+            "false-alarm rate."
         )
     # Documents before the in-audit null (schema < 1.4) keep their rule's sentences.
     if level == "leak_detected":
@@ -260,9 +281,10 @@ def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> lis
             f"False alarms: this audit drew {null['draws']} times from its own null (the "
             "audit's slots and the ensemble's distinguishers resampled, attack and baseline "
             "together) and calls a leak only where the gap beats all but "
-            f"{null['false_alarm_rate']:.0%} of them: a model that never saw these records "
-            f"reads a leak at most {null['false_alarm_rate']:.0%} of the time. docs/RESULTS.md "
-            "§13 counts how often it did in validation runs."
+            f"{percent(null['false_alarm_rate'])} of them. That rate is nominal: the draws "
+            "cannot see all of the audited model's own training noise, so docs/RESULTS.md §13 "
+            "counts how often models that never saw the members read a leak in validation "
+            "runs."
         )
     o1 = _o1(document)
     if o1 is None:
@@ -374,7 +396,7 @@ def verdict(document: dict) -> dict:
     guarantee in words)."""
     claim = document.get("claim") or {}
     games = _games(document)
-    null = read_null(document)
+    null = read_null(document, games)
     level, quoted = _level(games, null, claim)
     held = null if null and "skipped" not in null else None
     return {

@@ -177,8 +177,9 @@ def _plot(
             continue
         xs = [x for x, _ in drawn]
         ys = [p[1] for _, p in drawn]
-        low = [p[1] - p[3][0] if p[3] else 0.0 for _, p in drawn]
-        high = [p[3][1] - p[1] if p[3] else 0.0 for _, p in drawn]
+        # a bootstrap interval need not hold its own figure: bars never go below 0
+        low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
+        high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
         axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, color=colour, capsize=3,
                       linestyle="none", label=f"ε̃ quoted, {label}")  # fmt: skip
     if claimed is not None:

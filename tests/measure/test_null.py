@@ -9,7 +9,7 @@ import pytest
 
 from panoramia.errors import InputError
 from panoramia.measure import measure
-from panoramia.measure.null import mirrored, null_test
+from panoramia.measure.null import largest_exceed, mirrored, null_test
 from panoramia.measure.two_sided import measure_two_sided
 
 
@@ -107,3 +107,11 @@ def test_only_mirrored_sides_have_a_null() -> None:
     assert mirrored("target", "stand_in")
     assert not mirrored("target+helper", "helper")
     assert not mirrored("target", "stand_in+helper")
+
+
+@pytest.mark.parametrize(("draws", "rate"), [(99, 0.29), (999, 0.05), (19, 0.05), (199, 0.01)])
+def test_the_order_statistic_follows_the_p_value_even_where_floats_round(
+    draws: int, rate: float
+) -> None:
+    allowed = largest_exceed(draws, rate)
+    assert (1 + allowed) / (draws + 1) <= rate < (2 + allowed) / (draws + 1)

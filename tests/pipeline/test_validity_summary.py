@@ -154,8 +154,8 @@ def test_the_printed_summary_never_cuts_a_name_or_an_interval(
         assert whole in shown
         assert "…" not in shown
     rows = (tmp_path / "summary.csv").read_text().splitlines()
-    assert rows[0] == "target,runs,quantity,mean,ci_low,ci_high,unreliable"
-    assert any(row.startswith(f"{names[0]},3,eps_tilde,") for row in rows)
+    assert rows[0] == "target,runs,leak_called,quantity,game,mean,ci_low,ci_high,unreliable"
+    assert any(row.startswith(f"{names[0]},3,0,eps_tilde,one_sided,") for row in rows)
 
 
 def test_rows_follow_the_sweeps_job_numbers() -> None:
@@ -220,7 +220,7 @@ def test_ones_own_control_is_named_and_pairs_across_paths(tmp_path: Path) -> Non
     quoted = checked["targets"]["mine"]["quoted"]
     assert quoted["paired_difference"]["mine_control"]["n"] == 3
     assert quoted["detected_runs"] == 3
-    assert checked["controls"]["mine_control"]["quoted"]["detected_runs"] == []
+    assert checked["controls"]["mine_control"]["quoted"]["detected_runs"] == 0
     summary = summarise(tmp_path)
     assert summary["mine"]["detected_runs"] == 3
     assert summary["mine"]["levels"] == {"clear_leak": 3}

@@ -215,3 +215,24 @@ def test_a_malformed_reach_section_never_costs_the_verdict(reach: object) -> Non
     found = verdict(_document((1.0, 1.02), detectable=reach))
     assert found["level"] == "no_leak_detected"
     assert not any(caveat.startswith("At this size") for caveat in found["caveats"])
+
+
+def test_a_null_section_that_does_not_match_its_figures_is_not_used() -> None:
+    """An uploaded document's null is not trusted: another game than the pre-registered one,
+    a gap other than the quoted ε̃, or a detection its threshold contradicts make it
+    unusable, and so does a 1.4 document without one; the run is then inconclusive."""
+    cases = [
+        _null(0.5, 0, threshold=0.2, game="one_sided"),  # two-sided was played
+        _null(1.5, 0, threshold=0.2),  # the game reads 0.5
+        _null(0.5, 0, threshold=0.9),  # p 0.001 but Δ under the threshold
+    ]
+    for null in cases:
+        found = verdict(_document((0.5, 0.6), (0.1, 0.6), null=null))
+        assert found["level"] == "inconclusive"
+        assert "cannot be read" in found["sentence"]
+        assert found["quote"]["interval"] is None
+    bare = _document((0.5, 0.6), (0.1, 0.6), schema_version="1.4")
+    assert verdict(bare)["level"] == "inconclusive"
+    page = _verdict_html(bare)
+    assert "no null" in page
+    assert "up to 0 read" not in page
