@@ -48,7 +48,7 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
     assert chosen["params"]["epoch"] in (1, 2)
     assert len(report["attack"]["distinguisher"]["selection"]) == 2
     page = (tmp_path / "first" / "report.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 4  # curves, ROC, losses, images
+    assert page.count('<img src="data:image/png;base64,') == 5  # null, curves, ROC, losses, images
     scores = np.load(stage(artifacts, report, "attack") / "scores.npz")["scores"]
     assert np.unique(scores).size > 100  # continuous scores
 

@@ -60,8 +60,17 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert report["schema_version"] == "1.4"
     assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
     assert report["detectable"]["eps_tilde_max"] > 0
-    assert report["verdict"]["level"] in ("no_leak_detected", "leak_detected", "inconclusive")
-    assert report["verdict"]["sentence"].endswith(".")
+    found = report["verdict"]
+    assert found["level"] in ("no_leak_detected", "borderline", "leak_detected", "clear_leak")
+    assert found["sentence"].endswith(".")
+    null = report["null"]  # the in-audit null of the quoted game (docs/SPEC.md §3.1)
+    assert null["game"] == found["quote"]["game"] == "two_sided"
+    assert null["draws"] == 999
+    assert null["ensemble"] == 3
+    assert null["detected"] == found["detected"] == (null["observed"] > null["threshold"])
+    assert found["quote"]["interval"] == null["interval"]
+    assert found["quote"]["value"] == pytest.approx(report["two_sided"]["eps_tilde"])
+    assert found["false_alarm_rate"] == 0.05
     assert report["eps_tilde"] == pytest.approx(max(0.0, report["c_plus_eps_lb"] - report["c_lb"]))
     assert report["m"] == 200
     assert report["data"]["game"]["m"] == 200
@@ -72,9 +81,11 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert report["attack"]["distinguisher"]["chosen"]["validation_theta_lb"] >= 0
     assert set(report["timings"]) >= {"data", "target", "generator", "helper", "attack"}
     page = (tmp_path / "report.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 3
+    assert page.count('<img src="data:image/png;base64,') == 4  # the null, curves, ROC, losses
     assert "not a lower bound on ε" in page
+    assert "figure to quote" in page
     assert str(tmp_path / "report.html") in done.stderr
+    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, 90% interval" in done.stderr
     assert report["claim"]["summary"]["claim"] == {"kind": "none"}
     assert report["claim"]["violation"] is False
     two_sided = report["two_sided"]  # the game with non-member guesses, beside the paper's
@@ -131,7 +142,7 @@ def test_declared_claims_beside_the_audit(artifacts: Path, tmp_path: Path) -> No
     page = (tmp_path / "strong" / "report.html").read_text()
     assert "<p class=note>The attack and baseline operating points beat the claimed" in page
     assert ("<p class=banner>" in page) is section["violation"]
-    assert page.count('<img src="data:image/png;base64,') == 4
+    assert page.count('<img src="data:image/png;base64,') == 5  # and the claim's trade-off plane
     tuned = audit("claim.kind=dpsgd", "claim.noise_multiplier=1.0", "claim.sample_rate=0.01",
                   "claim.epochs=2", "claim.tuning.kind=geometric", "claim.tuning.mean=10",
                   artifacts=artifacts, run_dir=tmp_path / "tuned")  # fmt: skip
