@@ -89,6 +89,20 @@ MAX_LIST = {"hidden": 32, "packages": 64, "categorical": 10_000, "continuous": 1
             "grid": 1_000, "trusted_modules": 100}  # fmt: skip
 """The most entries a list setting may hold."""
 SKIPPED = ("claim.", "hydra.")
+CHOICES: dict[str, tuple[str, ...]] = {
+    "audit.attack_side": ("target", "target+helper", "target+helper+reference"),
+    "audit.baseline_side": ("helper", "stand_in", "stand_in+helper", "stand_in+helper+reference"),
+    "audit.stand_in.recipe": ("helper", "target"),
+    "audit.stand_in.training_data": (
+        "real_nonmembers", "generator_data", "real_nonmembers+generator_data",
+    ),
+    "generator.synthesizer": ("cart", "gaussian_copula", "ctgan", "tvae"),
+    "target.members": ("same", "disjoint", "disjoint+generator_data"),
+    "target.kind": ("train", "mlp", "xgboost", "path"),
+}  # fmt: skip
+"""Settings that take one of a list of values, by their whole key, checked with the ranges;
+a modality may allow fewer (``target.members=disjoint+generator_data`` is the tables' only,
+said by its wing's check)."""
 
 
 def ranges_markdown() -> str:
@@ -106,6 +120,10 @@ def ranges_markdown() -> str:
         "|---|---|",
     ]
     lines += [f"| `{name}` | {RANGES[name]} |" for name in sorted(RANGES)]
+    lines += ["", "| setting | one of |", "|---|---|"]
+    lines += [
+        f"| `{key}` | {', '.join(f'`{v}`' for v in CHOICES[key])} |" for key in sorted(CHOICES)
+    ]
     lines += ["", "| list setting | most entries |", "|---|---|"]
     lines += [f"| `{name}` | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)]
     return "\n".join(lines) + "\n"
@@ -140,7 +158,11 @@ def check_ranges(config: dict) -> None:
         if ".grid[" in key:  # xgboost's own parameters: the service's allow-list bounds them
             name = ""
         if isinstance(value, str):
-            continue  # a choice (checked by its stage) or an unresolved interpolation
+            choices = CHOICES.get(key)
+            if choices is not None and value not in choices and "${" not in value:
+                shown = value if len(value) <= 40 else f"{value[:37]}..."
+                raise InputError(f"{key}: {shown!r} is not one of {', '.join(choices)}")
+            continue  # another text, or an unresolved interpolation (the service's)
         allowed = RANGES.get(name)
         if allowed is None:
             if isinstance(value, float) and not math.isfinite(value):

@@ -25,18 +25,19 @@ import numpy as np
 from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.ranges import CHOICES
 from panoramia.targets import load_target
 
-ATTACK_SIDES = ("target", "target+helper", "target+helper+reference")
+ATTACK_SIDES = CHOICES["audit.attack_side"]
 """Values of ``audit.attack_side``: the losses the attack sees (f's; f's and h's; f's, h's and
 the other stand-ins' as reference models, docs/SPEC.md §2.7)."""
-BASELINE_SIDES = ("helper", "stand_in", "stand_in+helper", "stand_in+helper+reference")
+BASELINE_SIDES = CHOICES["audit.baseline_side"]
 REFERENCE = "+reference"
 """Values of ``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s;
 f̂'s and h's), docs/SPEC.md §2.7."""
-STAND_IN_RECIPES = ("helper", "target")
+STAND_IN_RECIPES = CHOICES["audit.stand_in.recipe"]
 """Values of ``audit.stand_in.recipe``."""
-STAND_IN_DATA = ("real_nonmembers", "generator_data", "real_nonmembers+generator_data")
+STAND_IN_DATA = CHOICES["audit.stand_in.training_data"]
 """Values of ``audit.stand_in.training_data``."""
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from omegaconf import OmegaConf
 
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import MODALITIES, compose_job, config_dir
-from panoramia.ranges import RANGES, SKIPPED, _leaves, check_ranges, ranges_markdown
+from panoramia.ranges import CHOICES, RANGES, SKIPPED, _leaves, check_ranges, ranges_markdown
 
 GROUPS = ("target", "generator", "helper", "distinguisher", "data", "audit", "run")
 
@@ -68,3 +69,34 @@ def test_a_seed_outside_its_range_names_key_value_and_range() -> None:
 def test_the_documented_table_is_the_checked_one() -> None:
     documented = (Path(__file__).parents[2] / "docs" / "RANGES.md").read_text()
     assert documented == ranges_markdown(), "run: python -m panoramia.ranges > docs/RANGES.md"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("generator.synthesizer", "nope"), ("audit.attack_side", "evil"),
+     ("audit.baseline_side", "bogus+x"), ("target.members", "everyone"),
+     ("audit.stand_in.recipe", "mine"), ("audit.stand_in.training_data", "/etc")],
+)  # fmt: skip
+def test_a_choice_outside_its_list_names_key_value_and_choices(key: str, value: str) -> None:
+    config: dict = {}
+    node = config
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    with pytest.raises(InputError, match=rf"^{key}: '{re.escape(value)}' is not one of "):
+        check_ranges(config)
+    for allowed in CHOICES[key]:
+        node[parts[-1]] = allowed
+        check_ranges(config)
+    node[parts[-1]] = "${oc.env:X}"  # the service never resolves: checked once resolved
+    check_ranges(config)
+
+
+def test_the_choices_are_the_ones_the_code_takes() -> None:
+    from generators.tabular import SYNTHESIZERS
+    from panoramia.pipeline.tabular.config import TabularTargetConfig
+
+    assert CHOICES["generator.synthesizer"] == SYNTHESIZERS
+    assert set(TabularTargetConfig.TRAINED_KINDS) <= set(CHOICES["target.kind"])
+    assert set(TabularTargetConfig.CONTROL_MEMBERS) <= set(CHOICES["target.members"])
