@@ -65,11 +65,15 @@ def npy_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], np.dtype]
     return shape, dtype
 
 
-def check_npz_arrays(path: Path, *, max_bytes: int, where: str) -> None:
+def check_npz_arrays(
+    path: Path, *, max_bytes: int, where: str
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Refuse an ``.npz`` before loading it when its arrays' headers declare more than
     ``max_bytes`` in all, pickled objects, or more data than their members hold: a small
-    compressed file can expand to gigabytes (InputError naming ``where``)."""
+    compressed file can expand to gigabytes (InputError naming ``where``). Returns each
+    array's (shape, dtype) as its header declares it."""
     total = 0
+    headers: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
@@ -80,6 +84,7 @@ def check_npz_arrays(path: Path, *, max_bytes: int, where: str) -> None:
                     shape, dtype = npy_header(stream, name)
                 if dtype.hasobject:
                     raise InputError(f"{where}: array {name!r} holds pickled objects")
+                headers[name] = (tuple(shape), dtype)
                 declared = math.prod(shape) * dtype.itemsize
                 if declared > info.file_size:
                     raise InputError(
@@ -93,3 +98,4 @@ def check_npz_arrays(path: Path, *, max_bytes: int, where: str) -> None:
         raise InputError(
             f"{where}: its arrays hold {total} bytes once read; at most {max_bytes} are read"
         )
+    return headers

@@ -14,6 +14,7 @@ and ``labels`` as int64 of shape (N,) with classes 0…K−1. Three on-disk form
 from __future__ import annotations
 
 import io
+import math
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,13 +104,30 @@ MAX_NPZ_BYTES = 4 * 2**30
 """The most an image ``.npz``'s arrays may hold once read (CIFAR-10's training set: 150 MB)."""
 
 
+def _check_headers(headers: dict[str, tuple[tuple[int, ...], np.dtype]], where: str) -> None:
+    """The shapes and dtypes :func:`checked` requires, read off the arrays' headers, so that
+    a file whose arrays could never make an image set is refused before a byte is loaded."""
+    missing = {"images", "labels"} - set(headers)
+    if missing:
+        raise InputError(f"{where}: missing array(s) {sorted(missing)}")
+    (shape, dtype), (label_shape, label_dtype) = headers["images"], headers["labels"]
+    if len(shape) not in (3, 4) or (len(shape) == 4 and shape[-1] not in (1, 3)):
+        raise InputError(f"{where}: images must be N×H×W×C with C in (1, 3), got {shape}")
+    if dtype.kind not in "uif" or label_dtype.kind not in "uif":
+        raise InputError(f"{where}: images and labels must be numbers, got {dtype}, {label_dtype}")
+    if len(label_shape) != 1 or label_shape[0] != shape[0]:
+        count = math.prod(label_shape)
+        raise InputError(f"{where}: {count} labels (shape {label_shape}) for {shape[0]} images")
+
+
 def read_npz(path: str | Path, *, max_bytes: int = MAX_NPZ_BYTES) -> ImageSet:
     """``images`` (N, H, W, C) and ``labels`` (N,) of an ``.npz``, its array headers checked
     before anything is read (:func:`panoramia.data.files.check_npz_arrays`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"images {str(path)!r}: file does not exist")
-    check_npz_arrays(path, max_bytes=max_bytes, where=f"images {str(path)!r}")
+    where = f"images {str(path)!r}"
+    _check_headers(check_npz_arrays(path, max_bytes=max_bytes, where=where), where)
     try:
         with np.load(path, allow_pickle=False) as arrays:
             missing = {"images", "labels"} - set(arrays.files)

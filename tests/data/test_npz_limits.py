@@ -36,3 +36,39 @@ def test_an_array_declaring_more_than_it_holds_is_refused(tmp_path: Path) -> Non
         archive.writestr("labels.npy", header.getvalue())
     with pytest.raises(InputError, match="declares 784000000000 bytes but holds"):
         read_npz(path)
+
+
+def _zeros_npz(path: Path, shape: tuple[int, ...]) -> None:
+    """An .npz whose ``images`` are zeros of ``shape`` (uint8), written in chunks: small on
+    disk, large once read (issue 41: 1.5 MB declaring 20,000 × 3 × 160 × 160)."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|u1", "fortran_order": False, "shape": shape}
+    )
+    labels = io.BytesIO()
+    np.save(labels, np.zeros(shape[0], np.int64))
+    chunk = bytes(1 << 20)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("images.npy", "w", force_zip64=True) as stream:
+            stream.write(header.getvalue())
+            left = int(np.prod(shape))
+            while left > 0:
+                stream.write(chunk[: min(left, len(chunk))])
+                left -= len(chunk)
+        archive.writestr("labels.npy", labels.getvalue())
+
+
+def test_an_npz_whose_shape_is_no_image_set_is_refused_from_its_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "channels_first.npz"
+    _zeros_npz(path, (2000, 3, 160, 160))  # 154 MB once read, channels first
+    assert path.stat().st_size < 1_000_000
+    import panoramia.data.images as images
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("np.load called before the headers were checked")
+
+    monkeypatch.setattr(images.np, "load", never)
+    with pytest.raises(InputError, match=r"N×H×W×C with C in \(1, 3\), got \(2000, 3, 160, 160\)"):
+        read_npz(path)
