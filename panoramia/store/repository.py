@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import Engine, Select, Text, cast, func, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -398,11 +398,9 @@ class ReportStore:
 
     def get_audit(self, principal: Principal | None, audit_id: str) -> Audit | None:
         """The audit, if it exists and ``principal`` may see it (``None`` = internal use)."""
+        query = _owned(select(Audit).where(Audit.id == audit_id), Audit.contributor_id, principal)
         with self.sessions() as session:
-            audit = session.get(Audit, audit_id)
-        if audit is None or not _may_see(principal, audit.contributor_id):
-            return None
-        return audit
+            return session.scalars(query).first()
 
     def report_of_audit(self, audit_id: str) -> str | None:
         with self.sessions() as session:
@@ -412,8 +410,11 @@ class ReportStore:
     def request_cancel(self, principal: Principal, audit_id: str) -> Audit | None:
         """Cancel a queued audit now; ask the worker of a running one to stop."""
         with self.writes.begin() as session:
-            audit = session.get(Audit, audit_id, with_for_update=True)
-            if audit is None or not _may_see(principal, audit.contributor_id):
+            query = _owned(
+                select(Audit).where(Audit.id == audit_id), Audit.contributor_id, principal
+            )
+            audit = session.scalars(query.with_for_update()).first()
+            if audit is None:
                 return None
             if audit.status == AuditStatus.QUEUED:
                 audit.status = AuditStatus.CANCELLED
@@ -597,35 +598,29 @@ class ReportStore:
     ) -> Report | None:
         """The report (with its document unless ``with_document`` is False), if ``principal``
         may see it."""
-        options = [undefer(Report.document)] if with_document else []
+        query = report_by_id_query(principal, report_id)
+        if with_document:
+            query = query.options(undefer(Report.document))
         with self.sessions() as session:
-            report = session.get(Report, report_id, options=options)
-        if report is None or not _may_see(principal, report.contributor_id):
-            return None
-        return report
+            return session.scalars(query).unique().first()
 
     def has_report_page(self, principal: Principal, report_id: str) -> bool:
         """Whether the report has an HTML page that ``principal`` may see (not loading it)."""
-        query = (
+        query = _owned(
             select(Report.contributor_id)
             .join(ReportPage, Report.id == ReportPage.report_id)
-            .where(ReportPage.report_id == report_id)
+            .where(ReportPage.report_id == report_id),
+            Report.contributor_id,
+            principal,
         )
         with self.sessions() as session:
-            owner = session.scalar(query)
-        return owner is not None and _may_see(principal, owner)
+            return session.scalar(query) is not None
 
     def get_report_html(self, principal: Principal, report_id: str) -> str | None:
-        query = (
-            select(ReportPage.html, Report.contributor_id)
-            .join(Report, Report.id == ReportPage.report_id)
-            .where(ReportPage.report_id == report_id)
-        )
+        """The report's page, read only where ``principal`` may see it (the owner is in the
+        query: another contributor's id reads no page)."""
         with self.sessions() as session:
-            row = session.execute(query).first()
-        if row is None or not _may_see(principal, row.contributor_id):
-            return None
-        return row.html
+            return session.scalar(report_page_query(principal, report_id))
 
     def model_history(
         self, principal: Principal, model_name: str, limit: int = 200
@@ -696,8 +691,30 @@ def reports_query(principal: Principal, model_name: str) -> Select:
     )
 
 
-def _may_see(principal: Principal | None, owner_id: int) -> bool:
-    return principal is None or principal.is_admin or principal.contributor_id == owner_id
+def _owned(query: Select, owner: Any, principal: Principal | None) -> Select:
+    """``query`` restricted in the database to rows ``principal`` may see (``owner``: the
+    owning contributor's column; an admin or ``None``, internal use, sees all)."""
+    if principal is None or principal.is_admin:
+        return query
+    return query.where(owner == principal.contributor_id)
+
+
+def report_by_id_query(principal: Principal | None, report_id: str) -> Select:
+    """The report ``report_id`` where ``principal`` may see it, its owner in the query (its
+    document stays deferred unless the caller undefers it)."""
+    return _owned(select(Report).where(Report.id == report_id), Report.contributor_id, principal)
+
+
+def report_page_query(principal: Principal | None, report_id: str) -> Select:
+    """The page of report ``report_id`` where ``principal`` may see it, its owner in the
+    query: another contributor's id matches no row and reads no page."""
+    return _owned(
+        select(ReportPage.html)
+        .join(Report, Report.id == ReportPage.report_id)
+        .where(ReportPage.report_id == report_id),
+        Report.contributor_id,
+        principal,
+    )
 
 
 def _claimed_by(audit_id: str, worker: str) -> tuple:
