@@ -69,6 +69,10 @@ def audit_environment(run_dir: Path, threads: int) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "OMP_NUM_THREADS": str(threads),
+        # The confinement closes /dev/shm: joblib's check for process pools would fail there
+        # and warn in every audit's log ("joblib will operate in serial mode"); it runs
+        # serially either way, so it is told so and stays quiet.
+        "JOBLIB_MULTIPROCESSING": "0",
     }
 
 

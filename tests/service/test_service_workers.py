@@ -59,6 +59,8 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         for read in (json.dumps(report), page, json.dumps(done)):  # never the server's layout
             assert str(tmp_path) not in read
         assert page.count('<img src="data:image/png;base64,') == 4  # the null, curves, ROC, losses
+        log = (settings.audits_dir / audit_id / "attempt-1.log").read_text()
+        assert "joblib will operate in serial mode" not in log  # /dev/shm is closed to it
 
 
 def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
