@@ -195,15 +195,21 @@ def run_audit(
     *,
     shutting_down: threading.Event | None = None,
 ) -> AuditStatus | None:
-    """Run ``audit_id`` if it is still queued; returns its final status (None: not claimed).
+    """Run the fairest queued audit (:meth:`ReportStore.claim_next`); returns its final status
+    (None: nothing was queued). ``audit_id`` is the message that woke the worker: every
+    queued audit has sent one, so every queued audit is run, in the order that shares the
+    workers among contributors rather than the order of the messages.
 
     ``shutting_down`` (set by a stopping local pool) ends the child and puts the audit back in
     the queue, so that the next start resumes it.
     """
     worker = worker_name()
-    audit = store.claim(audit_id, worker)
+    audit = store.claim_next(worker)
     if audit is None:
         return None
+    if audit.id != audit_id:
+        log.info("audit %s: woken for %s, ran the fairest queued one", audit.id, audit_id)
+    audit_id = audit.id
     run_dir = settings.audits_dir / audit_id
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("report.json", "report.html", "progress.json"):

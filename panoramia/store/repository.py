@@ -448,6 +448,49 @@ class ReportStore:
             ).rowcount
         return self.get_audit(None, audit_id) if claimed else None
 
+    def claim_next(self, worker: str, *, candidates: int = 8) -> Audit | None:
+        """Claim, for ``worker``, the queued audit that is fairest to run next (None: none is
+        queued): first the contributor with the fewest audits running, then the one whose
+        last audit started longest ago (never: first), then the oldest submission. A
+        contributor's queued audits thus wait behind at most one audit of each other
+        contributor's, however many she or they queued. Races between workers are settled by
+        :meth:`claim`'s conditional update: a lost candidate gives way to the next."""
+        running = (
+            select(Audit.contributor_id, func.count().label("running"))
+            .where(Audit.status == AuditStatus.RUNNING)
+            .group_by(Audit.contributor_id)
+            .subquery()
+        )
+        served = (
+            select(Audit.contributor_id, func.max(Audit.started_at).label("last_start"))
+            .where(Audit.started_at.is_not(None))
+            .group_by(Audit.contributor_id)
+            .subquery()
+        )
+        query = (
+            select(Audit.id)
+            .outerjoin(running, running.c.contributor_id == Audit.contributor_id)
+            .outerjoin(served, served.c.contributor_id == Audit.contributor_id)
+            .where(Audit.status == AuditStatus.QUEUED)
+            .order_by(
+                func.coalesce(running.c.running, 0),
+                served.c.last_start.asc().nulls_first(),
+                Audit.created_at,
+                Audit.id,
+            )
+            .limit(candidates)
+        )
+        for _ in range(3):
+            with self.sessions() as session:
+                ids = list(session.scalars(query))
+            if not ids:
+                return None
+            for audit_id in ids:
+                claimed = self.claim(audit_id, worker)
+                if claimed is not None:
+                    return claimed
+        return None
+
     @retried
     def heartbeat(self, audit_id: str, worker: str, progress: dict | None = None) -> bool | None:
         """Record that ``worker`` is alive; True: cancel asked, None: claim lost."""

@@ -210,3 +210,36 @@ def test_another_contributors_report_id_reads_nothing_of_it(store: ReportStore) 
         nobodys.append(seconds(unknown))
     # a 15 MB read takes ~10 ms on its own; the medians differ by far less where none is made
     assert statistics.median(theirs) < statistics.median(nobodys) + 0.004
+
+
+def test_the_fairest_queued_audit_is_claimed_first(store: ReportStore) -> None:
+    """mallory queues four audits, then alice one: alice's runs as soon as a worker frees,
+    behind at most one of mallory's, on one worker and on two (issue 41)."""
+    mallory = store.authenticate(store.create_contributor("mallory"))
+    alice = store.authenticate(store.create_contributor("alice"))
+    request = {"overrides_resolved": []}
+    hers = [store.create_audit(mallory, ModelRef("big", str(n)), request).id for n in range(4)]
+    alices = store.create_audit(alice, ModelRef("tiny", "1"), request).id
+
+    first = store.claim_next("w1")  # nobody has run anything: the oldest submission
+    assert first is not None
+    assert first.id == hers[0]
+    second = store.claim_next("w2")  # a second worker: alice has nothing running
+    assert second is not None
+    assert second.id == alices
+    assert store.release(first.id, "w1", AuditStatus.FAILED, "done", {})
+    assert store.release(second.id, "w2", AuditStatus.FAILED, "done", {})
+    for expected in hers[1:]:
+        claimed = store.claim_next("w1")
+        assert claimed is not None
+        assert claimed.id == expected
+        assert store.release(claimed.id, "w1", AuditStatus.FAILED, "done", {})
+    assert store.claim_next("w1") is None  # nothing queued
+
+    # later, with both idle: the contributor served longest ago goes first, whoever queued first
+    for n in range(4, 8):
+        store.create_audit(mallory, ModelRef("big", str(n)), request)
+    late = store.create_audit(alice, ModelRef("tiny", "2"), request).id
+    nxt = store.claim_next("w1")
+    assert nxt is not None
+    assert nxt.id == late
