@@ -260,6 +260,7 @@ def run_audit(
         )  # fmt: skip
     finally:
         os.close(output)
+    _cap_memory(process.pid, settings.audit_memory_bytes)
     try:
         outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
     except ClaimLost:
@@ -273,7 +274,9 @@ def run_audit(
     }
     if outcome is None:
         shown = ContributorView(staged_names, run_dir, settings.home)
-        finished = _finished_report(process.returncode, run_dir, log_file)
+        finished = _finished_report(
+            process.returncode, run_dir, log_file, memory=settings.audit_memory_bytes
+        )
         if isinstance(finished, ReportContent):
             timings["stages"] = finished.document.get("timings", {})
             last = _read_progress(run_dir / "progress.json")  # newer than the last heartbeat
@@ -407,10 +410,35 @@ class ContributorView:
         )
 
 
-def _finished_report(returncode: int, run_dir: Path, log_file: Path) -> ReportContent | str:
-    """The run's validated report and page, or why there is none (one line)."""
+MEMORY_ERRORS = ("MemoryError", "can't allocate memory", "Cannot allocate memory")
+"""What a child that reached its data ceiling writes last (Python's, torch's, the C library's)."""
+
+
+def _cap_memory(pid: int, ceiling: int) -> None:
+    """Set the kernel's ceiling on the child's data memory (``RLIMIT_DATA``, bytes) right after
+    it starts, long before it has imported its first library; a process already gone is
+    left alone."""
+    import resource
+
+    try:
+        resource.prlimit(pid, resource.RLIMIT_DATA, (ceiling, ceiling))
+    except (ProcessLookupError, PermissionError) as error:
+        log.warning("audit child %d: no memory ceiling (%s)", pid, error)
+
+
+def _finished_report(
+    returncode: int, run_dir: Path, log_file: Path, *, memory: int | None = None
+) -> ReportContent | str:
+    """The run's validated report and page, or why there is none (one line); ``memory``:
+    the child's data ceiling in bytes, named when the child ran out of it."""
     if returncode != 0:
-        return _last_error_line(log_file)
+        line = _last_error_line(log_file)
+        if memory is not None and any(error in line for error in MEMORY_ERRORS):
+            return (
+                f"the audit reached its memory ceiling of {memory // 2**20} MB "
+                f"(PANORAMIA_AUDIT_MEMORY_MB): {line[:300]}"
+            )
+        return line
     try:
         text = read_own_file(run_dir / "report.json")
         ReportDocument.model_validate_json(text)

@@ -60,6 +60,10 @@ class ServiceSettings:
     max_attempts: int = 3
     audit_threads: int = 1
     """torch/xgboost threads of each audit process."""
+    audit_memory_bytes: int = 8 * 2**30
+    """The kernel's ceiling on an audit child's data memory (``RLIMIT_DATA``: heap and
+    private mappings; ``PANORAMIA_AUDIT_MEMORY_MB``): an audit that reaches it fails with one
+    line, and the service goes on."""
     trusted_modules: tuple[str, ...] = ()
     """Module prefixes (beyond the project's own architectures) that a model manifest's
     ``module`` may come from: the operator's decision, never a contributor's."""
@@ -136,6 +140,7 @@ class ServiceSettings:
             stale_after_s=_number("PANORAMIA_STALE_AFTER_S", 60.0, minimum=2 * heartbeat),
             max_attempts=int(_number("PANORAMIA_MAX_ATTEMPTS", 3, minimum=1)),
             audit_threads=int(_number("PANORAMIA_AUDIT_THREADS", 1, minimum=1)),
+            audit_memory_bytes=int(_number("PANORAMIA_AUDIT_MEMORY_MB", 8192, minimum=64) * 2**20),
             trusted_modules=_module_prefixes(),
             trust_torchscript=_flag("PANORAMIA_TRUST_TORCHSCRIPT"),
             limits=limits,

@@ -63,6 +63,26 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         assert "joblib will operate in serial mode" not in log  # /dev/shm is closed to it
 
 
+def test_an_audit_past_its_memory_ceiling_fails_with_one_line(tmp_path: Path) -> None:
+    """The kernel holds the child's data memory to PANORAMIA_AUDIT_MEMORY_MB (here 256 MB,
+    less than importing torch takes): the audit fails naming the ceiling, and the service
+    goes on (issue 41)."""
+    settings = settings_for(
+        tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5,
+        audit_memory_bytes=256 * 2**20,
+    )  # fmt: skip
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
+        done = wait_ended(alice, audit_id, timeout=120)
+        assert done["status"] == "failed"
+        assert done["error"].startswith("the audit reached its memory ceiling of 256 MB")
+        assert "\n" not in done["error"]
+        assert healthy(alice)
+        again = alice.post("/v1/audits", json=BODY | {"model": {"name": "census", "version": "2"}})
+        assert again.status_code == 202
+        assert wait_ended(alice, again.json()["id"], timeout=120)["status"] == "failed"
+
+
 def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
     """The data source picks the image audit: its report (modality, galleries) is stored."""
     settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
