@@ -5,6 +5,7 @@ Malformed bodies are answered 422 with the offending field in ``detail[].loc``.
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
@@ -86,6 +87,10 @@ class CleanBody(BaseModel):
         return data
 
 
+MAX_DECLARED_CHARS = 16_384
+"""The most a model's free-form ``declared`` metadata may hold, as JSON text (SECURITY.md)."""
+
+
 class ModelRef(BaseModel):
     """The audited model. ``declared`` (free-form metadata) and ``claim`` (its declared privacy
     guarantee, checked: ``{"kind": "dpsgd" | "eps_delta" | "none", ...}`` as in
@@ -96,6 +101,14 @@ class ModelRef(BaseModel):
     version: Name = "1"
     declared: dict = Field(default_factory=dict)
     claim: dict | None = None
+
+    @field_validator("declared")
+    @classmethod
+    def _small_declared(cls, declared: dict) -> dict:
+        size = len(json.dumps(declared, ensure_ascii=False))
+        if size > MAX_DECLARED_CHARS:
+            raise ValueError(f"{size} characters as JSON; at most {MAX_DECLARED_CHARS}")
+        return declared
 
     @field_validator("claim")
     @classmethod

@@ -589,19 +589,28 @@ class ReportStore:
     # -- reports ------------------------------------------------------------------------------
     @retried
     def stored_bytes(self, contributor_id: int, session: Session | None = None) -> int:
-        """Bytes of the contributor's stored reports: documents (as JSON text) and pages."""
-        documents = select(func.coalesce(func.sum(func.length(cast(Report.document, Text))), 0))
-        pages = (
-            select(func.coalesce(func.sum(func.length(ReportPage.html)), 0))
+        """Characters the contributor's requests made the database keep: her reports'
+        documents (as JSON text) and pages, her audits' requests and error texts (every
+        audit, cancelled or not), and her models' declared metadata."""
+
+        def total(column: Any) -> Select:
+            return select(func.coalesce(func.sum(func.length(column)), 0))
+
+        queries = [
+            total(cast(Report.document, Text)).where(Report.contributor_id == contributor_id),
+            total(ReportPage.html)
             .join(Report, Report.id == ReportPage.report_id)
-        )  # fmt: skip
+            .where(Report.contributor_id == contributor_id),
+            total(cast(Audit.request, Text)).where(Audit.contributor_id == contributor_id),
+            total(Audit.error).where(Audit.contributor_id == contributor_id),
+            total(cast(AuditedModel.declared, Text)).where(
+                AuditedModel.contributor_id == contributor_id
+            ),
+        ]
         if session is None:
             with self.sessions() as own:
                 return self.stored_bytes(contributor_id, own)
-        return int(
-            session.scalar(documents.where(Report.contributor_id == contributor_id))
-            + session.scalar(pages.where(Report.contributor_id == contributor_id))
-        )
+        return int(sum(session.scalar(query) or 0 for query in queries))
 
     def add_report(
         self,

@@ -261,6 +261,8 @@ def test_the_data_source_picks_the_image_or_text_audit(service: LiveService) -> 
         ({"data": {"source": "python_docs"}, "overrides": ["generator.base_model=/m"]},
          ["body", "overrides", 0]),
         ({"model": {"name": "../evil"}}, ["body", "model", "name"]),
+        ({"model": {"name": "census", "declared": {"notes": "x" * 20_000}}},
+         ["body", "model", "declared"]),
         ({"model": {"name": "census", "claim": {"kind": "dpsgd", "phases": [
             {"noise_multiplier": -1, "sample_rate": 0.1, "steps": 10}]}}},
          ["body", "model", "claim"]),

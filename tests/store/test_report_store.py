@@ -243,3 +243,22 @@ def test_the_fairest_queued_audit_is_claimed_first(store: ReportStore) -> None:
     nxt = store.claim_next("w1")
     assert nxt is not None
     assert nxt.id == late
+
+
+def test_every_row_a_contributor_makes_counts_in_her_storage(store: ReportStore) -> None:
+    """Audits (cancelled ones too) and models' declared metadata count beside reports
+    (issue 41: four cancelled submissions with a 15 MB ``declared`` grew the database by
+    136 MB outside the quota)."""
+    mallory = store.authenticate(store.create_contributor("mallory"))
+    alice = store.authenticate(store.create_contributor("alice"))
+    assert store.stored_bytes(mallory.contributor_id) == 0
+    request = {"overrides_resolved": [], "model": {"declared": {"notes": "x" * 10_000}}}
+    audit = store.create_audit(mallory, ModelRef("big", "1"), request)
+    assert store.request_cancel(mallory, audit.id) is not None  # cancelled: still kept, counted
+    after_audit = store.stored_bytes(mallory.contributor_id)
+    assert after_audit >= 10_000
+    store.add_report(
+        mallory, ModelRef("big", "2"), ReportContent(document=report_document_for_test())
+    )
+    assert store.stored_bytes(mallory.contributor_id) > after_audit
+    assert store.stored_bytes(alice.contributor_id) == 0
