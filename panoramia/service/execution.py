@@ -410,8 +410,14 @@ class ContributorView:
         )
 
 
-MEMORY_ERRORS = ("MemoryError", "can't allocate memory", "Cannot allocate memory")
-"""What a child that reached its data ceiling writes last (Python's, torch's, the C library's)."""
+MEMORY_ERRORS = (
+    "MemoryError",
+    "can't allocate memory",
+    "Cannot allocate memory",
+    "bad_alloc",
+    "out of memory",
+)
+"""What a child that reached its data ceiling writes last (Python's, torch's, C's, C++'s)."""
 
 
 def _cap_memory(pid: int, ceiling: int) -> None:
