@@ -320,7 +320,7 @@ def _caveats(document: dict, level: str, quoted: dict, null: dict | None, claim:
             "figure is limited by how many guesses this audit set allows, not by their "
             "precision; a larger audit set could read it differently."
         )
-    if null and "skipped" not in null and (null.get("ensemble") or 0) < 2:
+    if null and "skipped" not in null and null.get("ensemble") == 1:
         caveats.append(
             "With one distinguisher per side (audit.ensemble=1) the null draws cannot see "
             "how much a distinguisher's training moves its bound: the false-alarm rate may "
