@@ -30,7 +30,7 @@ from panoramia.measure.jsonable import number
 from panoramia.measure.relaxed import attack_slack
 from panoramia.measure.sweep import argmax_theta_lb, sweep
 from panoramia.measure.thresholds import ThresholdStrategy
-from panoramia.measure.two_sided import pair_count
+from panoramia.measure.two_sided import grid_counts, pair_count, pair_guesses
 
 MIRRORED_SIDES = {
     "target": "stand_in",
@@ -121,25 +121,6 @@ def mirrored(attack_side: str, baseline_side: str) -> bool:
     return MIRRORED_SIDES.get(attack_side) == baseline_side
 
 
-def _weighted_counts(
-    scores: np.ndarray, members: np.ndarray, weights: np.ndarray, tau: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """Weighted counts of all slots and of members strictly below and strictly above each
-    ``tau``."""
-    order = np.argsort(scores, kind="stable")
-    ranked, w = scores[order], weights[order]
-    all_sum = np.r_[0, np.cumsum(w)]
-    member_sum = np.r_[0, np.cumsum(w * members[order])]
-    low = np.searchsorted(ranked, tau, side="left")
-    high = np.searchsorted(ranked, tau, side="right")
-    return (
-        all_sum[low],
-        member_sum[low],
-        all_sum[-1] - all_sum[high],
-        member_sum[-1] - member_sum[high],
-    )
-
-
 @dataclass(frozen=True)
 class _Game:
     """One game's best bound of a score vector under slot weights (counts)."""
@@ -151,22 +132,16 @@ class _Game:
     seed: int
 
     def bound(self, scores: np.ndarray, members: np.ndarray, weights: np.ndarray) -> float:
-        if self.kind == "two_sided":
-            grid = self.strategy.n_tests(scores.size)
-            tau = np.linspace(0.0, 1.0, grid)
-            below, members_below, above, members_above = _weighted_counts(
-                scores, members, weights, tau
-            )
-            low, high = np.triu_indices(grid)
-            r = below[low] + above[high]
-            v = below[low] - members_below[low] + members_above[high]
-            return argmax_theta_lb(r, v, self.alpha)[1]
-        if self.strategy.kind == "grid" and self.slack == 0.0:
+        """The game's best bound with slot i counted ``weights[i]`` times (integers)."""
+        if self.kind == "two_sided" or (self.strategy.kind == "grid" and self.slack == 0.0):
             tau = np.linspace(0.0, 1.0, self.strategy.n_tests(scores.size))
-            _, _, above, members_above = _weighted_counts(scores, members, weights, tau)
-            return argmax_theta_lb(above, members_above, self.alpha)[1]
+            counts = grid_counts(scores, members, tau, weights)
+            if self.kind == "one_sided":  # member guesses only: score > τ
+                return argmax_theta_lb(counts[2], counts[3], self.alpha)[1]
+            _, _, nonmember_r, nonmember_v, member_r, member_v = pair_guesses(counts)
+            return argmax_theta_lb(nonmember_r + member_r, nonmember_v + member_v, self.alpha)[1]
         # Other strategies and the relaxed tests: the resampled slots themselves.
-        index = np.repeat(np.arange(scores.size), weights.astype(np.int64))
+        index = np.repeat(np.arange(scores.size), weights)
         result = sweep(
             scores[index], members[index].astype(np.int8), strategy=self.strategy,
             alpha=self.alpha, slack=self.slack, seed=self.seed,
@@ -217,7 +192,7 @@ def null_test(
     else:
         raise InputError(f"null test: unknown game {game!r}")
     k, m = attack.shape
-    ones = np.ones(m)
+    ones = np.ones(m, np.int64)
 
     def gap(members: np.ndarray, weights: np.ndarray) -> float:
         return attack_game.bound(attack[members].mean(axis=0), labels, weights) - (
@@ -228,7 +203,7 @@ def null_test(
     rng = np.random.default_rng(seed)
     centred = np.empty(draws)
     for b in range(draws):
-        weights = np.bincount(rng.integers(0, m, m), minlength=m).astype(np.float64)
+        weights = np.bincount(rng.integers(0, m, m), minlength=m)
         members = rng.integers(0, k, k)
         centred[b] = gap(members, weights) - observed
     ranked = np.sort(centred)

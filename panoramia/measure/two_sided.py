@@ -133,6 +133,35 @@ def two_sided_grid(thresholds: str, *, m: int, gamma: float, delta: float) -> in
     return grid
 
 
+def grid_counts(
+    scores: np.ndarray, labels: np.ndarray, tau: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For every threshold of ``tau``: the slots strictly below it, the members among them,
+    the slots strictly above it and the members among them, each slot counted ``weights``
+    times (integer multiplicities, as a bootstrap draws them; None: once). Shapes (len(tau),)."""
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    counted = np.ones(scores.size, np.int64) if weights is None else weights[order]
+    slots = np.r_[0, np.cumsum(counted)]
+    members = np.r_[0, np.cumsum(counted * (labels[order] == 1))]
+    low = np.searchsorted(ranked, tau, side="left")
+    high = np.searchsorted(ranked, tau, side="right")
+    return slots[low], members[low], slots[-1] - slots[high], members[-1] - members[high]
+
+
+def pair_guesses(
+    counts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, ...]:
+    """Every pair τ_lo ≤ τ_hi of a grid (``np.triu_indices`` order) from :func:`grid_counts`:
+    (low, high, non-member guesses, right ones, member guesses, right ones)."""
+    below, members_below, above, members_above = counts
+    low, high = np.triu_indices(below.size)
+    return (
+        low, high, below[low], below[low] - members_below[low], above[high],
+        members_above[high],
+    )  # fmt: skip
+
+
 def two_sided_best(
     scores: np.ndarray, labels: np.ndarray, *, grid: int, alpha: float
 ) -> TwoSidedPoint:
@@ -142,16 +171,9 @@ def two_sided_best(
     O(m log m + grid²)."""
     pair_count(grid)  # the grid's range
     tau = np.linspace(0.0, 1.0, grid)
-    order = np.sort(scores)
-    member_order = np.sort(scores[labels == 1])
-    # Counts below τ (strict) and above τ (strict) for every grid point, by binary search.
-    below = np.searchsorted(order, tau, side="left")
-    members_below = np.searchsorted(member_order, tau, side="left")
-    above = scores.size - np.searchsorted(order, tau, side="right")
-    members_above = member_order.size - np.searchsorted(member_order, tau, side="right")
-    low, high = np.triu_indices(grid)
-    nonmember_r, nonmember_v = below[low], below[low] - members_below[low]
-    member_r, member_v = above[high], members_above[high]
+    low, high, nonmember_r, nonmember_v, member_r, member_v = pair_guesses(
+        grid_counts(scores, labels, tau)
+    )
     index, value = argmax_theta_lb(nonmember_r + member_r, nonmember_v + member_v, alpha)
     if value == 0.0:
         return TwoSidedPoint(0.0, 1.0, 0, 0, 0, 0, theta_lb=0.0, alpha=alpha)

@@ -125,14 +125,13 @@ def null_section(
             f"(audit.baseline_side={audit.baseline_side} does not mirror "
             f"audit.attack_side={audit.attack_side}), so no null makes them exchangeable"
         }
-    result = null_test(
+    return null_test(
         membership, _member_scores(stages["attack"]), _member_scores(stages["baseline"]),
         game=game, thresholds=audit.thresholds, confidence=audit.confidence,
         gamma=audit.gamma, delta=audit.delta, draws=audit.null.draws,
         false_alarm_rate=audit.null.false_alarm_rate, seed=child_seed(job.seed, "null"),
         split_seed=child_seed(job.seed, "measure/split"),
     )  # fmt: skip
-    return result
 
 
 def build_report(

@@ -62,12 +62,13 @@ def _verdict(report: dict) -> dict:
         return NO_VERDICT
 
 
-def _quantities(report: dict) -> dict[str, float | None]:
+def _quantities(report: dict, found: dict) -> dict[str, float | None]:
+    """The run's figures of :data:`QUANTITIES`; ``found``: its verdict (:func:`_verdict`)."""
     reference = report.get("reference_audits") or {}
     two_sided = report.get("two_sided") or {}
     gdp = report.get("gdp") or {}
     return {
-        "quoted": _verdict(report)["quote"]["value"],
+        "quoted": found["quote"]["value"],
         "eps_tilde": report["eps_tilde"],
         "c_lb": report["c_lb"],
         "c_plus_eps_lb": report["c_plus_eps_lb"],
@@ -126,7 +127,7 @@ def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
         "claimed_epsilon": claimed,
         "claimed_mu": (report.get("gdp") or {}).get("claimed_mu"),
         "violation": bool(claim.get("violation")),
-        **_quantities(report),
+        **_quantities(report, found),
     }
 
 
