@@ -264,14 +264,34 @@ def render_html(
     """
     import matplotlib.pyplot as plt
 
-    figures = [_curves(measurement), _roc(roc_curves), _histograms(losses)]
+    figures = [
+        (_curves(measurement), "Precision against recall of the baseline and the attack in the "
+         "paper's one-sided game, with the most precision each bound allows, and each "
+         "threshold's lower bound against recall"),
+        (_roc(roc_curves), "ROC curves of the baseline and the attack on log axes, down to "
+         "one example"),
+        (_histograms(losses), "Distributions of per-example losses of members, synthetic "
+         "examples and real non-members under each model"),
+    ]  # fmt: skip
     if null is not None:
-        figures.insert(0, _null_plot(null))
+        figures.insert(0, (_null_plot(null), (
+            f"Histogram of this audit's {null.draws} null draws of the quoted game's gap, "
+            f"with the threshold {null.threshold:.2f} and this run's gap {null.observed:.2f}"
+        )))  # fmt: skip
     if claim is not None and claim.summary.curve is not None:
-        figures.append(_tradeoff_plane(claim))
+        figures.append(
+            (
+                _tradeoff_plane(claim),
+                "The declared guarantee's trade-off curve "
+                "with the measured operating points and their confidence boxes",
+            )
+        )
     if galleries:
-        figures.append(_galleries(galleries))
-    images = "".join(f'<img src="data:image/png;base64,{_figure_png(f)}">' for f in figures)
+        figures.append((_galleries(galleries), "Example images: " + ", ".join(galleries)))
+    images = "".join(
+        f'<img src="data:image/png;base64,{_figure_png(figure)}" alt="{html.escape(alt)}">'
+        for figure, alt in figures
+    )
     plt.close("all")
     reference = document["reference_audits"]
     rows = [
@@ -310,7 +330,9 @@ def render_html(
     )
     target = html.escape(str(document["target"].get("name")))
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>PANORAMIA audit — {target}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>PANORAMIA audit — {target}</title>
 <style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
 td{{padding:2px 12px;}} .warn{{color:#a60;}}
 .banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}

@@ -82,6 +82,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert set(report["timings"]) >= {"data", "target", "generator", "helper", "attack"}
     page = (tmp_path / "report.html").read_text()
     assert page.count('<img src="data:image/png;base64,') == 4  # the null, curves, ROC, losses
+    assert page.count('" alt="') == 4  # each image says what it shows
+    assert '<html lang="en">' in page
     assert "not a lower bound on ε" in page
     assert "figure to quote" in page
     assert str(tmp_path / "report.html") in done.stderr
