@@ -27,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
 from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.audit_cost import OverBudget, check_budget, estimate_cost
 from panoramia.service.console import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.limits import SpooledBody, make_limiter
 from panoramia.service.queues import AuditQueue
@@ -40,10 +41,12 @@ from panoramia.service.schemas import (
     ReportSummary,
     ReportUpload,
     ReportView,
+    UsageView,
 )
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import Name as NameType
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.usage import file_bytes, usage
 from panoramia.store.database import current_revision
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import (
@@ -208,6 +211,15 @@ def create_app(
         message = f"{error} (PANORAMIA_MAX_ACTIVE_AUDITS): wait for one to end"
         return JSONResponse({"detail": message}, 429, {"Retry-After": "60"})
 
+    @app.exception_handler(OverBudget)
+    async def _over_budget(_request: Request, error: OverBudget) -> JSONResponse:
+        if error.alone:  # it can never run: a bad request
+            detail = [{"loc": ["body", "overrides"], "msg": str(error), "type": "value_error"}]
+            return JSONResponse({"detail": detail}, 422)
+        return JSONResponse(
+            {"detail": f"{error}: wait for one of yours to end"}, 429, {"Retry-After": "60"}
+        )
+
     @app.exception_handler(StorageFull)
     async def _storage_full(_request: Request, error: StorageFull) -> JSONResponse:
         return JSONResponse({"detail": f"{error} (PANORAMIA_MAX_STORAGE_MB)"}, 507)
@@ -260,16 +272,21 @@ def create_app(
             models_dir=settings.models_dir,
             allow_torchscript=settings.trust_torchscript,
         )
-        check_composes(overrides, settings.limits)
-        used = store.stored_bytes(principal.contributor_id)
-        if used >= settings.max_storage_bytes:  # its report could not be kept
-            raise StorageFull(settings.max_storage_bytes, used, 0)
-        stored = body.model_dump(mode="json") | {"overrides_resolved": overrides}
+        composed = check_composes(overrides, settings.limits)
+        estimate = estimate_cost(composed)
+        kept = usage(store, settings, principal.contributor_id)
+        if kept.total >= kept.quota_bytes:  # its report and files could not be kept
+            raise StorageFull(kept.quota_bytes, kept.total, 0)
+        stored = body.model_dump(mode="json") | {
+            "overrides_resolved": overrides,
+            "cost": estimate.total,
+        }
         audit = store.create_audit(
             principal,
             _stored_ref(body.model),
             stored,
             max_active=settings.limits.max_active_audits,
+            budget=lambda active: check_budget(estimate, active, settings.limits.max_audit_cost),
         )
         queue.submit(audit.id)
         response.headers["Location"] = f"/v1/audits/{audit.id}"
@@ -304,15 +321,42 @@ def create_app(
             artifact_location=body.artifact_location,
         )
         report = store.add_report(
-            principal, _stored_ref(body.model), content, max_bytes=settings.max_storage_bytes
+            principal,
+            _stored_ref(body.model),
+            content,
+            max_bytes=settings.max_storage_bytes,
+            file_bytes=file_bytes(store, settings, principal.contributor_id),
         )
         response.headers["Location"] = f"/v1/reports/{report.id}"
         return _summary(report)
 
     @app.get("/v1/models", tags=["reports"])
-    def list_models(principal: Caller) -> list[ModelView]:
-        """Your models (an admin: everyone's), with their report counts."""
-        return [ModelView(**vars(m)) for m in store.list_models(principal)]
+    def list_models(
+        principal: Caller,
+        response: Response,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    ) -> list[ModelView]:
+        """Your models (an admin: everyone's) by name and version, with their report counts,
+        ``limit`` at a time; a full page carries a ``Link`` to the next."""
+        models = store.list_models(principal, limit=limit, offset=offset)
+        if len(models) == limit:
+            response.headers["Link"] = (
+                f'</v1/models?limit={limit}&offset={offset + limit}>; rel="next"'
+            )
+        return [ModelView(**vars(m)) for m in models]
+
+    @app.get("/v1/usage", tags=["service"])
+    def get_usage(principal: Caller) -> UsageView:
+        """What you keep on the service against your quota, and your queued work's cost."""
+        kept = usage(store, settings, principal.contributor_id)
+        return UsageView(
+            database_bytes=kept.database_bytes,
+            file_bytes=kept.file_bytes,
+            quota_bytes=kept.quota_bytes,
+            queued_cost=store.active_cost(principal.contributor_id),
+            cost_budget=settings.limits.max_audit_cost,
+        )
 
     @app.get("/v1/models/{model}/reports", tags=["reports"])
     def list_reports(

@@ -263,9 +263,9 @@ def claim_overrides(claim: dict | None) -> list[str]:
     return lines
 
 
-def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> None:
+def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> dict:
     """Compose the config once, as the job will: unknown keys, bad values and settings past
-    the service's ``limits`` fail here.
+    the service's ``limits`` fail here. Returns the composed, unresolved config.
 
     Nothing is resolved in the server: a contributor's text holds no interpolation, and the
     project's own (``${oc.env:PANORAMIA_HOME,…}``, ``${hydra:…}``) are the child's to resolve,
@@ -282,6 +282,7 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> N
         check_limits(container, limits or AuditLimits())
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
+    return container
 
 
 def job_command(

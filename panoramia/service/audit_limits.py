@@ -50,6 +50,12 @@ class AuditLimits:
     max_active_audits: int = 4
     """Queued or running audits per contributor (``PANORAMIA_MAX_ACTIVE_AUDITS``); one more
     is answered 429."""
+    max_audit_cost: float = 3e14
+    """Multiply-adds (:mod:`panoramia.service.audit_cost`) one contributor's queued and running
+    audits may be estimated at together (``PANORAMIA_MAX_AUDIT_COST``): an audit estimated past
+    it by itself is answered 422, one that would take her queued work past it 429. The
+    default admits every recipe of the project's own short of paper-scale CIFAR-10 (about
+    a few hours of one CPU core at most) and refuses eight 4096-wide layers for 500 epochs."""
 
 
 THREAD_KEYS = {"n_jobs", "nthread", "num_workers", "threads"}

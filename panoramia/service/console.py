@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -97,15 +97,19 @@ def report_line(report: Report) -> dict[str, Any]:
     }
 
 
-MAX_LISTED_MODELS = 200
-"""Model names the list shows with their latest verdict (one query each)."""
+PageNumber = Annotated[int, Query(alias="page", ge=1, le=1_000_000)]
+"""``?page=N`` of a paged console list, from 1."""
+MODELS_PER_PAGE = 50
+"""Model names a page of the list shows, each with its latest verdict (one query each)."""
 
 
-def model_rows(store: ReportStore, principal: Principal) -> list[dict[str, Any]]:
-    """One row per model name the principal may see: its versions, owners, report count,
-    latest report time and latest verdict (None without a report)."""
+def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[dict[str, Any]]:
+    """One row per model name the principal may see, ``MODELS_PER_PAGE`` names to a page
+    (``page`` from 1): its versions, owners, report count, latest report time and latest
+    verdict (None without a report)."""
+    names = store.model_names(principal, limit=MODELS_PER_PAGE, offset=(page - 1) * MODELS_PER_PAGE)
     rows: dict[str, dict[str, Any]] = {}
-    for summary in store.list_models(principal):
+    for summary in store.list_models(principal, names=names) if names else ():
         row = rows.setdefault(
             summary.name,
             {"name": summary.name, "versions": [], "owners": set(), "reports": 0,
@@ -119,7 +123,7 @@ def model_rows(store: ReportStore, principal: Principal) -> list[dict[str, Any]]
         if latest is not None and (row["latest_at"] is None or latest > row["latest_at"]):
             row["latest_at"] = latest
     ordered = sorted(rows.values(), key=lambda row: row["name"])
-    for row in ordered[:MAX_LISTED_MODELS]:
+    for row in ordered:
         if row["reports"]:
             newest, _audits = store.model_history(principal, row["name"], limit=1)
             row["latest"] = report_line(newest[0]) if newest else None
@@ -329,10 +333,18 @@ def console_router(
         return response
 
     @router.get("/models")
-    def models(request: Request, session: Session) -> Response:
+    def models(request: Request, session: Session, page_number: PageNumber = 1) -> Response:
         principal, csrf = session
-        found = model_rows(store, principal)
-        return page(request, "models.html", principal=principal, csrf=csrf, models=found)
+        found = model_rows(store, principal, page_number)
+        return page(
+            request,
+            "models.html",
+            principal=principal,
+            csrf=csrf,
+            models=found,
+            page_number=page_number,
+            more=len(found) == MODELS_PER_PAGE,
+        )
 
     @router.get("/models/{name}")
     def model(

@@ -324,6 +324,19 @@ class ModelView(BaseModel):
     latest_report_at: datetime | None
 
 
+class UsageView(BaseModel):
+    database_bytes: int = Field(
+        description="Characters of your reports, pages, audits' "
+        "requests and errors, and models' declared metadata."
+    )
+    file_bytes: int = Field(description="Bytes of your audits' run folders and stage store.")
+    quota_bytes: int = Field(description="PANORAMIA_MAX_STORAGE_MB: past it, 507.")
+    queued_cost: float = Field(
+        description="Estimated multiply-adds of your queued and running audits."
+    )
+    cost_budget: float = Field(description="PANORAMIA_MAX_AUDIT_COST: the most they may add up to.")
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     database: Literal["ok"]

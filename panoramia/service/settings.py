@@ -161,6 +161,7 @@ LIMIT_VARIABLES = (
     ("max_ensemble", "PANORAMIA_MAX_ENSEMBLE", 1),
     ("audit_timeout_s", "PANORAMIA_AUDIT_TIMEOUT_S", 1),
     ("max_active_audits", "PANORAMIA_MAX_ACTIVE_AUDITS", 1),
+    ("max_audit_cost", "PANORAMIA_MAX_AUDIT_COST", 1),
 )
 """(AuditLimits field, environment variable, least accepted value)."""
 

@@ -63,12 +63,12 @@ class TooManyAudits(Exception):
 
 
 class StorageFull(Exception):
-    """Storing this report would take the contributor past ``limit`` bytes of reports."""
+    """Storing this would take what the contributor keeps past ``limit`` bytes."""
 
     def __init__(self, limit: int, stored: int, adding: int):
         super().__init__(
-            f"storing {adding} more bytes would take your reports past {limit} bytes "
-            f"({stored} stored)"
+            f"storing {adding} more bytes would take what you keep past {limit} bytes "
+            f"({stored} stored: reports, audits and their files)"
         )
         self.limit = limit
 
@@ -306,9 +306,19 @@ class ReportStore:
         except IntegrityError:  # created concurrently by another request
             return session.scalars(query).one()
 
-    def list_models(self, principal: Principal) -> list[ModelSummary]:
-        """The principal's own models with its report counts (an admin: every model); a
-        model with no declared claim shows the one its latest report declares, if any."""
+    def list_models(
+        self,
+        principal: Principal,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        names: list[str] | None = None,
+    ) -> list[ModelSummary]:
+        """The principal's own models with its report counts (an admin: every model), by name
+        and version, ``limit`` of them from ``offset`` (only those called one of ``names``,
+        where given); a model with no declared claim shows the one its latest report
+        declares, if any. Rows carry the model's declared metadata (bounded at the door),
+        never a report's document or page."""
         counts = (
             select(
                 Report.model_id,
@@ -326,8 +336,10 @@ class ReportStore:
         )
         if not principal.is_admin:
             query = query.where(AuditedModel.contributor_id == principal.contributor_id)
+        if names is not None:
+            query = query.where(AuditedModel.name.in_(names))
         with self.sessions() as session:
-            rows = list(session.execute(query))
+            rows = list(session.execute(query.limit(limit).offset(offset)))
             bare = [m.id for m, _owner, n, _latest in rows if m.claim is None and n]
             reported: dict[int, dict | None] = {}
             if bare:  # a claim declared only in an uploaded report: its latest report's
@@ -351,6 +363,15 @@ class ReportStore:
             for m, owner, n, latest in rows
         ]
 
+    def model_names(self, principal: Principal, *, limit: int, offset: int = 0) -> list[str]:
+        """The distinct names of the principal's models (an admin: everyone's), in order,
+        ``limit`` of them from ``offset``."""
+        query = select(AuditedModel.name).distinct().order_by(AuditedModel.name)
+        if not principal.is_admin:
+            query = query.where(AuditedModel.contributor_id == principal.contributor_id)
+        with self.sessions() as session:
+            return list(session.scalars(query.limit(limit).offset(offset)))
+
     # -- audits -------------------------------------------------------------------------------
     @retried
     def create_audit(
@@ -360,13 +381,16 @@ class ReportStore:
         request: dict,
         *,
         max_active: int | None = None,
+        budget: Callable[[float], None] | None = None,
     ) -> Audit:
         """Record a queued audit of ``model`` submitted by ``principal``.
 
         :class:`TooManyAudits` when the principal already has ``max_active`` audits queued or
-        running (counted under the write lock, so concurrent submissions cannot pass it)."""
+        running; ``budget`` is called with the sum of their ``request["cost"]`` estimates and
+        raises to refuse (both counted under the write lock, so concurrent submissions cannot
+        pass them)."""
         with self.writes.begin() as session:
-            if max_active is not None:
+            if max_active is not None or budget is not None:
                 # PostgreSQL: the contributor's row lock serialises its submissions.
                 session.execute(
                     select(Contributor.id)
@@ -379,8 +403,10 @@ class ReportStore:
                         Audit.status.in_(ACTIVE),
                     )
                 )
-                if active >= max_active:
+                if max_active is not None and active >= max_active:
                     raise TooManyAudits(max_active)
+                if budget is not None:
+                    budget(self._active_cost(session, principal.contributor_id))
             audit = Audit(
                 id=str(uuid.uuid4()),
                 contributor_id=principal.contributor_id,
@@ -395,6 +421,21 @@ class ReportStore:
             )
             session.add(audit)
         return audit
+
+    def active_cost(self, contributor_id: int) -> float:
+        """The summed cost estimates of the contributor's queued and running audits."""
+        with self.sessions() as session:
+            return self._active_cost(session, contributor_id)
+
+    @staticmethod
+    def _active_cost(session: Session, contributor_id: int) -> float:
+        """The summed ``request["cost"]`` of the contributor's queued and running audits."""
+        requests = session.scalars(
+            select(Audit.request).where(
+                Audit.contributor_id == contributor_id, Audit.status.in_(ACTIVE)
+            )
+        )
+        return float(sum(float((r or {}).get("cost") or 0) for r in requests))
 
     def get_audit(self, principal: Principal | None, audit_id: str) -> Audit | None:
         """The audit, if it exists and ``principal`` may see it (``None`` = internal use)."""
@@ -423,6 +464,12 @@ class ReportStore:
             elif audit.status == AuditStatus.RUNNING:
                 audit.cancel_requested = True
         return audit
+
+    def audit_ids(self, contributor_id: int) -> list[str]:
+        """Ids of every audit of the contributor's, whatever its state."""
+        with self.sessions() as session:
+            query = select(Audit.id).where(Audit.contributor_id == contributor_id)
+            return list(session.scalars(query))
 
     def queued_audit_ids(self) -> list[str]:
         with self.sessions() as session:
@@ -619,10 +666,12 @@ class ReportStore:
         content: ReportContent,
         *,
         max_bytes: int | None = None,
+        file_bytes: int = 0,
     ) -> Report:
         """Store an uploaded report (document and page together, or nothing); with
-        ``max_bytes``, :class:`StorageFull` when the contributor's reports would exceed it
-        (counted under the write lock, so concurrent uploads cannot pass it)."""
+        ``max_bytes``, :class:`StorageFull` when what the contributor keeps (her database rows,
+        plus ``file_bytes`` of her files) would exceed it (counted under the write lock, so
+        concurrent uploads cannot pass it)."""
         with self.writes.begin() as session:
             if max_bytes is not None:
                 session.execute(
@@ -631,7 +680,7 @@ class ReportStore:
                     .with_for_update()
                 )
                 adding = len(json.dumps(content.document)) + len(content.html or "")
-                stored = self.stored_bytes(principal.contributor_id, session)
+                stored = self.stored_bytes(principal.contributor_id, session) + file_bytes
                 if stored + adding > max_bytes:
                     raise StorageFull(max_bytes, stored, adding)
             model_row = self._model(session, model, principal.contributor_id)

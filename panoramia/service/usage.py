@@ -1,0 +1,66 @@
+"""What one contributor makes the service keep: database rows and files, against her quota.
+
+Her database share is :meth:`panoramia.store.ReportStore.stored_bytes` (reports and pages,
+audits' requests and error texts, models' declared metadata). Her files are her audits' run
+directories (``audits/<audit id>``: staged inputs, logs, outputs) and her own stage store
+(``artifacts/<contributor id>``: trained models, synthetic pools, losses). Both count against
+``PANORAMIA_MAX_STORAGE_MB``; past it, a submission or an upload is answered 507.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from panoramia.service.settings import ServiceSettings
+from panoramia.store.repository import ReportStore
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Bytes kept for one contributor (database text counted in characters)."""
+
+    database_bytes: int
+    file_bytes: int
+    quota_bytes: int
+
+    @property
+    def total(self) -> int:
+        return self.database_bytes + self.file_bytes
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (links not followed; 0 if absent)."""
+    total = 0
+    stack = [folder]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+    return total
+
+
+def file_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> int:
+    """Bytes of the contributor's run directories and stage store on this machine's disk."""
+    folders = [settings.artifacts_dir / str(contributor_id)]
+    folders += [settings.audits_dir / audit_id for audit_id in store.audit_ids(contributor_id)]
+    return sum(folder_bytes(folder) for folder in folders)
+
+
+def usage(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> Usage:
+    """Her database and file bytes, and the quota they count against."""
+    return Usage(
+        store.stored_bytes(contributor_id),
+        file_bytes(store, settings, contributor_id),
+        settings.max_storage_bytes,
+    )
