@@ -7,6 +7,7 @@ everything. A malformed body is answered 422 naming the field (never echoing the
 database that stays locked through the store's retries, 503 with ``Retry-After``.
 """
 
+import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -274,6 +275,8 @@ def create_app(
         )
         composed = check_composes(overrides, settings.limits)
         estimate = estimate_cost(composed)
+        if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
+            raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
         kept = usage(store, settings, principal.contributor_id)
         if kept.total >= kept.quota_bytes:  # its report and files could not be kept
             raise StorageFull(kept.quota_bytes, kept.total, 0)
@@ -347,7 +350,8 @@ def create_app(
         return [ModelView(**vars(m)) for m in models]
 
     @app.get("/v1/usage", tags=["service"])
-    def get_usage(principal: Caller) -> UsageView:
+    @limiter.limit(settings.rate_limit)
+    def get_usage(request: Request, principal: Caller) -> UsageView:
         """What you keep on the service against your quota, and your queued work's cost."""
         kept = usage(store, settings, principal.contributor_id)
         return UsageView(

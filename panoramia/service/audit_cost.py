@@ -19,7 +19,6 @@ contributor's queued and running audits, is past the operator's budget
 from __future__ import annotations
 
 import re
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -37,6 +36,8 @@ NOMINAL_PRETRAINED = 124_000_000
 NOMINAL_BROUGHT_ROWS_PER_BYTE = {"csv": 1 / 64, "text": 1 / 256}
 """Rows per byte of a contributor's file when only its size is known: a CSV row counted at
 64 bytes, a text chunk at 256 bytes (64 tokens of about 4 characters)."""
+COMPRESSION_RATIO = 20
+"""How much a compressed CSV is counted to expand (text of numbers and categories)."""
 _REFERENCE = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 
 
@@ -194,9 +195,14 @@ def _file_rows(path: Path, modality: str) -> float:
             headers = check_npz_arrays(path, max_bytes=2**62, where=str(path))
             shape, _dtype = headers["images"]
             return float(shape[0])
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as parquet
+
+            return float(parquet.ParquetFile(path).metadata.num_rows)
         rate = NOMINAL_BROUGHT_ROWS_PER_BYTE["text" if modality == "text" else "csv"]
-        return path.stat().st_size * rate
-    except (OSError, KeyError, ValueError, InputError, zipfile.BadZipFile):
+        packed = COMPRESSION_RATIO if path.suffix in (".gz", ".bz2", ".xz", ".zst") else 1
+        return path.stat().st_size * rate * packed
+    except Exception:  # unreadable here: the audit's own reader says why, in the worker
         return 0.0
 
 
@@ -237,7 +243,7 @@ def estimate_cost(config: Mapping) -> CostEstimate:
             _number(config, "helper.epochs", 1),
         )
     )
-    stages.append(_generator_stage(config, modality, rows * split("generator")))
+    stages.extend(_generator_stages(config, modality, rows * split("generator")))
     if modality == "text" and _number(config, "base.chunks"):
         base = _network_macs(config, "target", modality)
         stages.append(
@@ -264,13 +270,42 @@ def estimate_cost(config: Mapping) -> CostEstimate:
     return CostEstimate(tuple(stages))
 
 
-def _generator_stage(config: Mapping, modality: str, rows: float) -> StageCost:
+def _drawn(config: Mapping, rows: float) -> float:
+    """Candidates a generator draws to keep ``rows``: the filter's extra share, over what its
+    largest drop leaves."""
+    extra = max(_number(config, "generator.filter.extra_fraction", 0.0), 0.0)
+    kept = 1.0 - min(max(_number(config, "generator.filter.max_drop", 0.0), 0.0), 0.999)
+    return rows * (1.0 + extra) / kept
+
+
+def _generator_stages(config: Mapping, modality: str, rows: float) -> list[StageCost]:
+    """The generator's training, its drawing (by candidates drawn, each image over its
+    sampling steps) and, for images, the labeler's and loss matching's classifiers."""
     epochs = _number(config, "generator.epochs", 1)
     if modality == "image":
         width = _number(config, "generator.width", 16)
-        macs = 9 * width * width * 60 * IMAGE_POSITIONS
-        extra = _number(config, "generator.sampling_steps", 1)  # each image drawn in steps
-        return StageCost("generator", macs, rows, epochs + extra)
+        if _value(config, "generator.model") == "ddpm":  # a U-Net, each image over its steps
+            macs = 9 * width * width * 60 * IMAGE_POSITIONS
+            steps = max(_number(config, "generator.sampling_steps", 1), 1.0)
+        else:  # a DCGAN: a few strided layers, one pass an image
+            macs, steps = 9 * width * width * 16 * IMAGE_POSITIONS / 4, 1.0
+        classifier = _conv_macs({"c": {"width": 16}}, "c")
+        return [
+            StageCost("generator", macs, rows, epochs),
+            StageCost("drawing", macs, _drawn(config, 4 * rows), steps),
+            StageCost("labeler", classifier, rows, _number(config, "generator.labeler_epochs")),
+            StageCost(
+                "loss matching",
+                classifier,
+                2 * rows,
+                _number(config, "generator.loss_matching.epochs"),
+            ),
+        ]
+    return [_generator_stage(config, modality, rows)]
+
+
+def _generator_stage(config: Mapping, modality: str, rows: float) -> StageCost:
+    epochs = _number(config, "generator.epochs", 1)
     if modality == "text":
         return StageCost("generator", _network_macs(config, "generator", modality), rows, epochs)
     synthesizer = _value(config, "generator.synthesizer")

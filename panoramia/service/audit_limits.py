@@ -10,6 +10,7 @@ are enforced by the worker and the store (:mod:`panoramia.service.execution`,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,7 +51,7 @@ class AuditLimits:
     max_active_audits: int = 4
     """Queued or running audits per contributor (``PANORAMIA_MAX_ACTIVE_AUDITS``); one more
     is answered 429."""
-    max_audit_cost: float = 3e14
+    max_audit_cost: float = 5e14
     """Multiply-adds (:mod:`panoramia.service.audit_cost`) one contributor's queued and running
     audits may be estimated at together (``PANORAMIA_MAX_AUDIT_COST``): an audit estimated past
     it by itself is answered 422, one that would take her queued work past it 429. The
@@ -128,6 +129,14 @@ def check_limits(config: dict, limits: AuditLimits) -> None:
                         f"distinguisher.grid[{position}].{name}: not a grid setting a "
                         f"contributor may choose (one of {', '.join(sorted(GRID_KEYS))})"
                     )
+                value = entry[name]
+                if not (isinstance(value, str) and value.startswith("${")) and (
+                    _number(value) is None
+                ):
+                    raise InputError(
+                        f"distinguisher.grid[{position}].{name}: expected a number, got "
+                        f"{str(value)[:40]!r}"
+                    )
 
 
 def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
@@ -144,6 +153,8 @@ def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
         return
     if number is None:
         return
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(f"{key}: {str(value)[:40]!r} is not a finite number")
     if name.endswith("seed"):
         if not -(2**63) <= number < 2**63:
             _over(key, value, 2**63 - 1, "a 64-bit seed")

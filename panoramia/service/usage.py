@@ -30,15 +30,23 @@ class Usage:
         return self.database_bytes + self.file_bytes
 
 
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files under ``folder`` (links not followed; 0 if absent)."""
+MAX_ENTRIES = 100_000
+"""Entries walked at most for one contributor (a folder of many tiny files cannot make every
+submission slow); past it the count stops, as large as it got."""
+
+
+def folder_bytes(folder: Path, budget: list[int] | None = None) -> int:
+    """Bytes of the regular files under ``folder`` (links not followed; 0 if absent);
+    ``budget``: a one-item list of entries left to walk, shared across calls."""
+    budget = budget if budget is not None else [MAX_ENTRIES]
     total = 0
     stack = [folder]
-    while stack:
+    while stack and budget[0] > 0:
         try:
             entries = list(os.scandir(stack.pop()))
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
+        budget[0] -= len(entries)
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -54,7 +62,8 @@ def file_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: in
     """Bytes of the contributor's run directories and stage store on this machine's disk."""
     folders = [settings.artifacts_dir / str(contributor_id)]
     folders += [settings.audits_dir / audit_id for audit_id in store.audit_ids(contributor_id)]
-    return sum(folder_bytes(folder) for folder in folders)
+    budget = [MAX_ENTRIES]
+    return sum(folder_bytes(folder, budget) for folder in folders)
 
 
 def usage(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> Usage:
