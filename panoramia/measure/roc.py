@@ -29,10 +29,14 @@ class RocSummary:
     """TPR at each FPR (largest TPR with FPR ≤ α); None where α < 10 / n_negative."""
     n_positive: int
     n_negative: int
+    advantage: float = 0.0
+    """Membership advantage: the largest TPR − FPR over thresholds (0: no better than a
+    coin; 1: every member told from every non-member)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
             "auc": number(self.auc),
+            "advantage": number(self.advantage),
             "tpr_at_fpr": {f"{fpr:g}": number(tpr) for fpr, tpr in self.tpr_at_fpr.items()},
             "n_positive": self.n_positive,
             "n_negative": self.n_negative,
@@ -54,7 +58,13 @@ def roc_from_sorted(
     for alpha in fprs:
         resolvable = alpha * n_negative >= MIN_NEGATIVES_PER_FPR
         tpr_at[alpha] = float(tpr[fpr <= alpha].max()) if resolvable else None
-    return RocSummary(auc=auc, tpr_at_fpr=tpr_at, n_positive=n_positive, n_negative=n_negative)
+    return RocSummary(
+        auc=auc,
+        tpr_at_fpr=tpr_at,
+        n_positive=n_positive,
+        n_negative=n_negative,
+        advantage=float(np.max(tpr - fpr)),
+    )
 
 
 def roc_summary(

@@ -239,11 +239,22 @@ def make_trainer(
         enable_progress_bar=False if _several(config) else None,
         num_sanity_val_steps=0,
         limit_val_batches=1.0 if validate else 0,
-        callbacks=[*(callbacks or []), *([SpawnedRanks()] if _several(config) else [])],
+        callbacks=[
+            *(callbacks or []),
+            *([SpawnedRanks()] if _several(config) else [progress_bar()]),
+        ],
         # the ranks are this machine's processes, whatever cluster runs the job (under SLURM,
         # Lightning would otherwise expect one SLURM task per device)
         plugins=[LightningEnvironment()] if _several(config) else None,
     )
+
+
+def progress_bar() -> L.Callback:
+    """Lightning's epoch bars on stderr: they are progress, and stdout carries results (a run
+    piped to a file keeps its verdict there, not the bars)."""
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    return RichProgressBar(console_kwargs={"stderr": True})
 
 
 def _several(config: TrainingConfig) -> bool:

@@ -89,7 +89,8 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
         job.distinguisher.n_jobs = job.threads  # xgboost's threads follow torch's
     _pin_threads(job.threads)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    console = Console(stderr=True)
+    console = Console(stderr=True)  # progress: the stages as they run
+    results = Console()  # the answer, on stdout (soft-wrapped: a pipe keeps lines whole)
     started = time.perf_counter()
     progress = os.environ.get("PANORAMIA_PROGRESS_FILE")
     runner = StageRunner(
@@ -102,7 +103,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     stages = pipeline.run()
     document = build_report(
         job, stages, runner, run_dir, galleries=pipeline.galleries(stages),
-        examples=pipeline.examples(stages),
+        examples=pipeline.examples(stages), members=pipeline.audit_members(stages),
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     reference = document["reference_audits"]
@@ -120,7 +121,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     }
     log.info("audit done in %.1f s: %s", elapsed, headline)
     found = document["verdict"]
-    console.print(  # the answer first, then the figures
+    results.print(  # the answer first, then the figures
         f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found['headline']}[/] — "
         f"{escape(quote_text(found))}  ({elapsed:.0f} s)\n  {escape(found['sentence'])}",
         soft_wrap=True,  # a pipe or a log keeps each line whole
@@ -128,8 +129,8 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     )
     for caveat in found["caveats"]:  # what this audit's size could not show
         if caveat.startswith("At this size"):
-            console.print(f"  {caveat}", soft_wrap=True, markup=False)
-    console.print(
+            results.print(f"  {caveat}", soft_wrap=True, markup=False)
+    results.print(
         f"  paper's game: c_lb = {document['c_lb']:.3f}, "
         f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
         "[/]" + (UNRELIABLE_NOTE if document.get("unreliable") else ""),
@@ -137,7 +138,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     )
     if "eps_tilde" in document["two_sided"]:
         two_sided = document["two_sided"]
-        console.print(
+        results.print(
             f"  two-sided game (docs/SPEC.md §2.6): c_lb = "
             f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
             f"ε̃ = {two_sided['eps_tilde']:.3f}"
@@ -145,7 +146,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
             soft_wrap=True,
         )
     # A path is never wrapped: it must stay one line to copy (or to grep in a log).
-    console.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)
+    results.print(f"report: {run_dir / 'report.html'}", soft_wrap=True, markup=False)
     return headline
 
 

@@ -117,6 +117,9 @@ class AuditConfig:
     baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
     null: NullConfig = field(default_factory=NullConfig)
+    slices: list[str] = field(default_factory=list)
+    """Columns of the members' data whose values the report ranks by exposure, beside the
+    label's classes (tables; at most 8, each one line of the report's "exposed groups")."""
 
 
 @dataclass

@@ -210,6 +210,37 @@ class AuditPipeline(ABC):
         """Example inputs to show in the report as text (by caption); none by default."""
         return {}
 
+    def slice_columns(self) -> tuple[str, ...] | None:
+        """The columns ``audit.slices`` may name, known before any stage (None: known only
+        once the data is read); none by default (only tables have columns)."""
+        return ()
+
+    def check_slices(self) -> None:
+        """InputError naming ``audit.slices`` when it names more than 8 columns or one the
+        data does not have."""
+        slices = list(self.job.audit.slices)
+        if len(slices) > 8:
+            raise InputError(f"audit.slices: {len(slices)} columns, at most 8")
+        known = self.slice_columns()
+        if known is None or not slices:
+            return
+        if not known:
+            raise InputError(
+                f"audit.slices: {slices} — only tables have columns to group by; images and "
+                "text are grouped by their label's classes"
+            )
+        unknown = [c for c in slices if c not in known]
+        if unknown:
+            raise InputError(
+                f"audit.slices: {unknown} not among the data's columns ({', '.join(known)})"
+            )
+
+    def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]] | None:
+        """The audit set's members as a table (a pandas DataFrame, row i: member i of the
+        game's slots) and the columns whose values make groups (the label's first), for the
+        report's exposed records and groups; None where the modality shows none."""
+        return None
+
     @staticmethod
     def synthetic_sizes(known: StageResult, helper: int) -> dict[str, int]:
         """Synthetic examples per set: as many as the members of each distinguisher split and
@@ -590,6 +621,7 @@ class AuditPipeline(ABC):
     # -- the whole graph ----------------------------------------------------------------
     def run(self) -> dict[str, StageResult]:
         self.check()
+        self.check_slices()
         if self.job.audit.attack_side not in ATTACK_SIDES:
             raise InputError(
                 f"audit.attack_side: {self.job.audit.attack_side!r} is not one of {ATTACK_SIDES}"

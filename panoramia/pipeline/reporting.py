@@ -23,7 +23,9 @@ from panoramia.measure.two_sided import (
 from panoramia.pipeline.config import JobConfigBase
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.report.attacker import attacker_section
 from panoramia.report.document import report_document
+from panoramia.report.exposure import exposure_section
 from panoramia.report.html import render_html
 from panoramia.report.verdict import verdict
 
@@ -142,11 +144,15 @@ def build_report(
     *,
     galleries: dict[str, np.ndarray] | None = None,
     examples: dict[str, list[str]] | None = None,
+    members: tuple | None = None,
 ) -> dict:
     """Measure, run the reference audits, write report.json and report.html into run_dir.
 
     ``galleries``: uint8 images (N, H, W, C) by caption, drawn as grids in the HTML page;
-    ``examples``: texts by caption (decoded chunks), shown in the page and kept in report.json.
+    ``examples``: texts by caption (decoded chunks), shown in the page and kept in report.json;
+    ``members``: the audited members as a table and the columns to group them by
+    (:meth:`panoramia.pipeline.graph.AuditPipeline.audit_members`), for the exposed records
+    and groups.
     """
     baseline, attack = _scores(stages["baseline"]), _scores(stages["attack"])
     membership = attack["membership"]
@@ -236,6 +242,12 @@ def build_report(
     section = claim_section(claim, games, confidence=audit.confidence)
     document["claim"] = section.to_dict() | {"source": claim_source}
     document["gdp"] = gdp_section(result, rmrn_result, claimed_mu=claimed_mu(section))
+    document["attacker"] = attacker_section(
+        result, membership, attack["scores"], baseline["scores"], document["two_sided"]
+    )
+    if members is not None:
+        table, group_columns = members
+        document["exposure"] = exposure_section(table, group_columns, membership, attack["scores"])
     document["verdict"] = verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
     if examples:
         document["examples"] = examples

@@ -18,9 +18,10 @@ MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
-DIGEST_VERSION = 2
+DIGEST_VERSION = 3
 """2 adds the verdict's ``detected``, ``false_alarm_rate``, the quote's ``interval`` and the
-null's ``p_value`` (reports of schema 1.4)."""
+null's ``p_value`` (reports of schema 1.4); 3 the null's ``threshold`` and ``attacker``
+(schema 1.5)."""
 
 
 def _text(value: Any) -> str:
@@ -56,6 +57,7 @@ def _verdict(document: dict) -> dict | None:
         "detected": bool(found.get("detected")),
         "false_alarm_rate": number(found.get("false_alarm_rate")),
         "p_value": number(null.get("p_value")),
+        "null_threshold": number(null.get("threshold")),
         "sentence": _text(found["sentence"]),
         "quote": {
             "value": value,
@@ -67,6 +69,38 @@ def _verdict(document: dict) -> dict | None:
         "claim": _texts(found["claim"]),
         "meaning": _texts(found["meaning"]),
     }
+
+
+def _attacker(document: dict) -> dict | None:
+    """The attacker terms of both sides (finite numbers only) and the sentence, written anew
+    from them (never the document's own text)."""
+    from panoramia.report.attacker import LOW_FPRS, sentence, two_sided_sentence
+
+    section = _section(document, "attacker")
+    sides = {}
+    for side in ("attack", "baseline"):
+        found = _section(section, side)
+        rates = _section(found, "tpr_at_fpr")
+        sides[side] = {
+            "auc": number(found.get("auc")),
+            "advantage": number(found.get("advantage")),
+            "top_precision": number(found.get("top_precision")),
+            "tpr_at_fpr": {fpr: number(rates.get(fpr)) for fpr in LOW_FPRS},
+        }
+    fraction = number(section.get("flagged_fraction"))
+    if fraction is None or sides["attack"]["auc"] is None:
+        return None
+    words = sentence(fraction, sides["attack"]["top_precision"], sides["baseline"]["top_precision"])
+    calls = _section(section, "two_sided")
+    try:
+        guesses = {side: {key: int(value) for key, value in _section(calls, side).items()}
+                   for side in ("attack", "baseline")}  # fmt: skip
+        m = int(document.get("m") or 0)
+        if calls and m > 0:
+            words += " " + two_sided_sentence(guesses["attack"], guesses["baseline"], m)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        pass
+    return sides | {"flagged_fraction": fraction, "sentence": _text(words)}
 
 
 def with_own_verdict(document: dict) -> dict:
@@ -121,4 +155,5 @@ def report_digest(document: Any) -> dict[str, Any]:
         "mu_tilde": number(_section(document, "gdp").get("mu_tilde")),
         "rmrn_mu": number(_section(_section(document, "gdp"), "rmrn").get("mu_lb")),
         "claimed_mu_replace_one": number(_section(document, "gdp").get("claimed_mu")),
+        "attacker": _attacker(document),
     }

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+import math
 
 import numpy as np
 
 from panoramia.accounting.report_section import ClaimSection
-from panoramia.measure import Measurement, max_precision_allowed
+from panoramia.measure import Measurement
 from panoramia.measure.null import NullTest
+from panoramia.report import plots
 from panoramia.report.verdict import percent
 
-LOSS_FLOOR = 1e-6
-"""Losses below this are drawn at it (log axis)."""
 PARAGRAPH = (
     "PANORAMIA compares two classifiers on the same audit set of real members and generated "
     "non-members. The baseline never queries the audited model; its lower bound c_lb measures "
@@ -27,179 +25,12 @@ PARAGRAPH = (
 )
 
 
-def _figure_png(figure) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
-def _curves(measurement: Measurement):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (pr, bound) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, result, colour in (
-        ("baseline", measurement.baseline, "tab:blue"),
-        ("attack", measurement.attack, "tab:red"),
-    ):
-        table = result.table
-        has = table.r > 0
-        pr.plot(table.recall[has], table.precision[has], color=colour, label=f"{name} precision")
-        allowed = max_precision_allowed(
-            table.r[has], theta=result.best.theta_lb, alpha=result.alpha
-        )
-        pr.plot(
-            table.recall[has],
-            np.minimum(allowed, 1.0),
-            color=colour,
-            linestyle=":",
-            label=f"max precision at θ = {result.best.theta_lb:.2f}",
-        )
-        bound.plot(table.recall, table.theta_lb, color=colour, label=name)
-        bound.scatter([result.best.recall], [result.best.theta_lb], color=colour, zorder=3)
-    pr.set(xlabel="recall", ylabel="precision", title="precision vs recall", ylim=(0.4, 1.02))
-    bound.set(xlabel="recall", ylabel="θ_lb (nats)", title="lower bound per threshold")
-    pr.legend(fontsize=7)
-    bound.legend(fontsize=8)
-    return figure
-
-
-def _roc(curves: dict[str, tuple[np.ndarray, np.ndarray]]):
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 4))
-    floor_fpr = floor_tpr = 1.0
-    for name, (scores, membership) in curves.items():
-        order = np.argsort(-scores, kind="stable")
-        hits = membership[order]
-        positives, negatives = max(int(hits.sum()), 1), max(int((1 - hits).sum()), 1)
-        # one example is the smallest rate the counts can show: the axes stop there
-        floor_fpr, floor_tpr = min(floor_fpr, 1 / negatives), min(floor_tpr, 1 / positives)
-        tpr = np.cumsum(hits) / positives
-        fpr = np.cumsum(1 - hits) / negatives
-        axis.plot(np.maximum(fpr, 1 / negatives), np.maximum(tpr, 1 / positives), label=name)
-    axis.plot([floor_fpr, 1], [floor_fpr, 1], color="grey", linestyle="--", linewidth=0.8)
-    axis.set(xscale="log", yscale="log", xlim=(floor_fpr, 1), ylim=(floor_tpr, 1.05),
-             xlabel=f"FPR (from 1/{round(1 / floor_fpr)}: one non-member)",
-             ylabel=f"TPR (from 1/{round(1 / floor_tpr)}: one member)",
-             title="ROC (log axes, down to what the counts resolve)")  # fmt: skip
-    axis.legend(fontsize=8)
-    return figure
-
-
-def _histograms(losses: dict[str, dict[str, np.ndarray]]):
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(losses), figsize=(5.5 * len(losses), 3.8), squeeze=False)
-    for axis, (model, groups) in zip(axes[0], losses.items(), strict=True):
-        # log10 of the loss: members' near-zero losses and the heavy tail both stay visible
-        logs = {g: np.log10(np.maximum(v, LOSS_FLOOR)) for g, v in groups.items() if v.size}
-        bins = np.linspace(np.log10(LOSS_FLOOR), max(float(v.max()) for v in logs.values()), 60)
-        for group, values in logs.items():
-            axis.hist(
-                values, bins=bins, histtype="step", density=True, label=f"{group} (n={values.size})"
-            )
-        axis.set(
-            xlabel="log10 per-example loss (nats)", ylabel="density", title=f"losses under {model}"
-        )
-        axis.legend(fontsize=8)
-    return figure
-
-
-def _galleries(galleries: dict[str, np.ndarray], columns: int = 8):
-    """One grid of images per caption, in a row of panels."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(4.2 * len(galleries), 4.4), layout="constrained")
-    for axis, (caption, images) in zip(
-        figure.subplots(1, len(galleries), squeeze=False)[0], galleries.items(), strict=True
-    ):
-        n, h, w, c = images.shape
-        rows = max(1, -(-n // columns))
-        grid = np.full((rows * (h + 1), columns * (w + 1), c), 255, np.uint8)
-        for index, image in enumerate(images):
-            r, k = divmod(index, columns)
-            grid[r * (h + 1) : r * (h + 1) + h, k * (w + 1) : k * (w + 1) + w] = image
-        axis.imshow(grid[..., 0] if c == 1 else grid, cmap="gray" if c == 1 else None)
-        axis.set_title(caption)
-        axis.axis("off")
-    return figure
-
-
-def _tradeoff_plane(section: ClaimSection):
-    """FNR against FPR: the claim's curves and the measured points with their CP boxes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    from panoramia.accounting.tradeoff import eps_delta_tradeoff, gdp_tradeoff
-
-    summary = section.summary
-    alphas = np.r_[0.0, np.geomspace(1e-6, 1.0, 400)]
-    figure, axis = plt.subplots(figsize=(6, 5))
-    axis.plot(alphas, summary.curve(alphas), color="black", label="f of the claim (one run)")
-    if summary.tuned:
-        axis.plot(alphas, summary.check_curve(alphas), color="black", linestyle=":",
-                  label="after tuning (certified profile)")  # fmt: skip
-    if summary.mu is not None:
-        axis.plot(alphas, gdp_tradeoff(alphas, summary.mu), color="tab:blue", linestyle="--",
-                  label=f"f_μ*, μ* = {summary.mu:.3g}")  # fmt: skip
-    if "1e-05" in summary.epsilons and summary.mu is not None:
-        epsilon = summary.epsilons["1e-05"]
-        axis.plot(alphas, eps_delta_tradeoff(alphas, epsilon, 1e-5), color="tab:gray",
-                  linestyle="-.", label=f"naive f_(ε,δ), ε = {epsilon:.3g}, δ = 1e-5")  # fmt: skip
-    colours = {"attack": "tab:red", "baseline": "tab:green", "rmrn": "tab:purple"}
-    for name, check in section.checks.items():
-        fpr, fnr = check.fpr, 1 - check.tpr
-        axis.plot(fpr, fnr, ".", color=colours.get(name, "tab:orange"), markersize=3,
-                  label=f"{name} operating points")  # fmt: skip
-        for k in np.linspace(0, fpr.size - 1, min(fpr.size, 12)).astype(int):
-            axis.add_patch(Rectangle(
-                (fpr[k], fnr[k]), check.fpr_upper[k] - fpr[k], check.fnr_upper[k] - fnr[k],
-                fill=False, edgecolor=colours.get(name, "tab:orange"), linewidth=0.7,
-            ))  # fmt: skip
-    axis.plot([0, 1], [1, 0], color="lightgray", linewidth=0.8)
-    axis.set(xlim=(0, 1), ylim=(0, 1), xlabel="FPR α (non-member called member)",
-             ylabel="FNR β (member missed)",
-             title="Trade-off plane: a point below the claim's f contradicts it")  # fmt: skip
-    axis.legend(fontsize=7, loc="upper right")
-    return figure
-
-
 def _unreliable_html(document: dict) -> str:
     """The paper's game's c_lb = 0, named as that game's (the quoted figure may be another)."""
     reasons = document.get("unreliable") or []
     return "".join(
         f"<p class=note>The paper's one-sided game: {html.escape(reason)}</p>" for reason in reasons
     )
-
-
-def _null_plot(null: NullTest):
-    """The quoted game's gap against this audit's null draws: where the run's Δ falls."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    game = "two-sided game" if null.game == "two_sided" else "paper's one-sided game"
-    figure, axis = plt.subplots(figsize=(7, 3.6))
-    axis.hist(null.centred, bins=40, color="#999999", label=f"null draws (B = {null.draws})")
-    axis.axvline(
-        null.threshold,
-        color="black",
-        linestyle="--",
-        label=f"{1 - null.false_alarm_rate:.0%} of the null: {null.threshold:.2f}",
-    )
-    axis.axvline(null.observed, color="#b00000", linewidth=2,
-                 label=f"this run: Δ = {null.observed:.2f} (p = {null.p_value:.3f})")  # fmt: skip
-    axis.set(xlabel="{c+ε}_lb − c_lb (nats)", ylabel="null draws",
-             title=f"The quoted figure against this audit's null ({game})")  # fmt: skip
-    axis.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return figure
 
 
 def _claim_html(section: ClaimSection | None) -> str:
@@ -244,6 +75,34 @@ def _gdp_rows(gdp: dict) -> list[tuple[str, float]]:
     return rows
 
 
+def _figures(
+    document: dict,
+    measurement: Measurement,
+    roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    losses: dict[str, dict[str, np.ndarray]],
+    galleries: dict[str, np.ndarray] | None,
+    claim: ClaimSection | None,
+    null: NullTest | None,
+) -> list[plots.Chart]:
+    """The charts, in the order that backs the quoted figure: its null, the two-sided game's
+    panels where it is played, the paper's game, ROC, losses, the claim, example images."""
+    charts = [plots.null_chart(null)] if null is not None else []
+    if "eps_tilde" in (document.get("two_sided") or {}):
+        charts += plots.two_sided_charts(document["two_sided"], roc_curves)
+    membership = next(iter(roc_curves.values()))[1] if roc_curves else np.zeros(1)
+    charts += [
+        plots.precision_chart(measurement, float(np.mean(membership))),
+        plots.bound_chart(measurement),
+        plots.roc_chart(roc_curves),
+        *plots.loss_charts(losses),
+    ]
+    if claim is not None and claim.summary.curve is not None:
+        charts.append(plots.tradeoff_chart(claim))
+    if galleries:
+        charts += plots.gallery_chart(galleries)
+    return charts
+
+
 def render_html(
     document: dict,
     measurement: Measurement,
@@ -255,44 +114,45 @@ def render_html(
     examples: dict[str, list[str]] | None = None,
     null: NullTest | None = None,
 ) -> str:
-    """The report page: headline numbers, the meaning of ε̃, the declared guarantee beside the
-    audit, figures, reference audits.
+    """The report page, the answer first: the verdict, what an attacker gains, which records
+    and groups are exposed, the charts that back the quoted figure, the declared guarantee;
+    then, folded, the researcher's figures, the words used and the run's details.
 
-    ``galleries``: uint8 images (N, H, W, C) by caption, drawn side by side as grids;
-    ``examples``: texts by caption (decoded chunks), listed under "Examples"; ``null``: the
-    quoted game's null test, drawn first.
+    ``roc_curves``: (scores, 0/1 membership) of ``attack`` and ``baseline`` on the audit
+    set; ``losses``: per model, per-example losses by group; ``galleries``: uint8 images
+    (N, H, W, C) by caption; ``examples``: texts by caption (decoded chunks); ``null``: the
+    quoted game's null test.
     """
-    import matplotlib.pyplot as plt
-
-    figures = [
-        (_curves(measurement), "Precision against recall of the baseline and the attack in the "
-         "paper's one-sided game, with the most precision each bound allows, and each "
-         "threshold's lower bound against recall"),
-        (_roc(roc_curves), "ROC curves of the baseline and the attack on log axes, down to "
-         "one example"),
-        (_histograms(losses), "Distributions of per-example losses of members, synthetic "
-         "examples and real non-members under each model"),
-    ]  # fmt: skip
-    if null is not None:
-        figures.insert(0, (_null_plot(null), (
-            f"Histogram of this audit's {null.draws} null draws of the quoted game's gap, "
-            f"with the threshold {null.threshold:.2f} and this run's gap {null.observed:.2f}"
-        )))  # fmt: skip
-    if claim is not None and claim.summary.curve is not None:
-        figures.append(
-            (
-                _tradeoff_plane(claim),
-                "The declared guarantee's trade-off curve "
-                "with the measured operating points and their confidence boxes",
-            )
-        )
-    if galleries:
-        figures.append((_galleries(galleries), "Example images: " + ", ".join(galleries)))
+    charts = _figures(document, measurement, roc_curves, losses, galleries, claim, null)
     images = "".join(
-        f'<img src="data:image/png;base64,{_figure_png(figure)}" alt="{html.escape(alt)}">'
-        for figure, alt in figures
+        f'<figure><img src="data:image/png;base64,{chart.png}" alt="{html.escape(chart.alt)}">'
+        "</figure>"
+        for chart in charts
     )
-    plt.close("all")
+    target = html.escape(str(document["target"].get("name")))
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>PANORAMIA audit — {target}</title>
+<style>{STYLE}</style></head>
+<body><main><h1>Privacy audit of {target}</h1>
+{_verdict_html(document)}
+{attacker_html(document)}
+{exposure_html(document)}
+<h2>Charts that back the figure</h2>{images}
+{_claim_html(claim)}
+<details><summary>The researcher's figures (both games, reference audits, μ̃)</summary>
+{_figures_table(document)}
+<h3>What ε̃ means</h3><p>{PARAGRAPH}</p></details>
+{GLOSSARY}
+{_examples_html(examples)}
+<details class=noprint><summary>Details (target, data, timings, versions as JSON)</summary>
+<pre>{html.escape(_details(document))}</pre></details>
+</main></body></html>"""
+
+
+def _figures_table(document: dict) -> str:
+    """Every figure of the run, one row each, the quoted ones first."""
     reference = document["reference_audits"]
     rows = [
         *_quoted_rows(document),
@@ -311,15 +171,17 @@ def render_html(
         )
     two_sided = document.get("two_sided") or {}
     if "eps_tilde" in two_sided:
-        rows.append((f"two-sided game: c_lb {two_sided['c_lb']:.3f}, {{c+ε}}_lb "
-                    f"{two_sided['c_plus_eps_lb']:.3f}; ε̃",
-                     two_sided["eps_tilde"]))  # fmt: skip
+        rows += [
+            ("two-sided game: c_lb (baseline)", two_sided["c_lb"]),
+            ("two-sided game: {c+ε}_lb (attack)", two_sided["c_plus_eps_lb"]),
+            ("two-sided game: ε̃", two_sided["eps_tilde"]),
+        ]
         if "rmrn" in two_sided:
             rows.append(("two-sided RM;RN ε_lb (real non-members)", two_sided["rmrn"]["eps_lb"]))
     rows.extend(_gdp_rows(document.get("gdp") or {}))
-    table = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape(v if isinstance(v, str) else f'{v:.3f}')}"
-        "</td></tr>"
+    body = "".join(
+        f"<tr><th scope=row>{html.escape(k)}</th>"
+        f"<td>{html.escape(v if isinstance(v, str) else f'{v:.3f}')}</td></tr>"
         for k, v in rows
     )
     saturated = (
@@ -328,35 +190,206 @@ def render_html(
         if document["saturated"]
         else ""
     )
-    target = html.escape(str(document["target"].get("name")))
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>PANORAMIA audit — {target}</title>
-<style>body{{font-family:sans-serif;max-width:1150px;margin:2em auto;}}
-td{{padding:2px 12px;}} .warn{{color:#a60;}}
-.banner{{background:#c00;color:white;padding:10px;font-weight:bold;}}
-.note{{background:#fd8;padding:8px;}}
-.verdict{{border-left:8px solid #888;padding:4px 16px;margin:1em 0;background:#f7f7f7;}}
-.verdict h2{{margin:.3em 0;}}
-.verdict.clear_leak,.verdict.leak_beyond_claim{{border-color:#7a1010;}}
-.verdict.leak_detected{{border-color:#b42318;}} .verdict.borderline{{border-color:#8a5300;}}
-.verdict.no_leak_detected{{border-color:#2f7d4f;}} .verdict.inconclusive{{border-color:#5b6270;}}
-.sentence{{font-size:1.15em;}}
-img{{max-width:100%;margin:8px 0;}}
-pre.chunk{{white-space:pre-wrap;background:#f4f4f4;padding:4px;}}</style></head>
-<body><h1>Privacy audit of {target}</h1>
-{_verdict_html(document)}
-<h2>The figures</h2>
-<p>{document["modality"]} audit, seed {document["seed"]}, m = {document["m"]} audit examples,
-thresholds {html.escape(document["thresholds"])} (K = {document["n_thresholds"]}),
-confidence {document["confidence"]}, created {document["created"]}.</p>
-<table>{table}</table>{saturated}{_unreliable_html(document)}
-<h2>What ε̃ means</h2><p>{PARAGRAPH}</p>{_claim_html(claim)}
-<h2>Plots</h2>{images}{_examples_html(examples)}
-<details><summary>Details (target, data, timings, versions as JSON)</summary>
-<pre>{html.escape(_details(document))}</pre></details>
-</body></html>"""
+    return (
+        f"<p>{html.escape(document['modality'])} audit, seed {document['seed']}, m = "
+        f"{document['m']} audit records, thresholds {html.escape(document['thresholds'])} "
+        f"(K = {document['n_thresholds']}), confidence {document['confidence']}, created "
+        f"{html.escape(str(document['created']))}.</p>"
+        f"{SCROLL}<table><thead><tr><th scope=col>figure</th><th scope=col>value "
+        f"(nats)</th></tr></thead><tbody>{body}</tbody></table></div>"
+        f"{saturated}{_unreliable_html(document)}"
+    )
+
+
+def odds_reading(value: float) -> str:
+    """ε̃ read as odds: e^ε̃ ("about 11 times")."""
+    if value < 0.005:
+        return (
+            "ε̃ = 0: in this audit the model adds nothing measurable to an attacker's odds "
+            "beyond what the data alone gives."
+        )
+    factor = math.exp(value)
+    shown = f"{factor:.1f}" if factor < 10 else f"{factor:.0f}"
+    return (
+        f"ε̃ = {value:.2f} reads as odds: the model makes an attacker's surest member guesses "
+        f"up to e^{value:.2f} ≈ {shown} times as likely to be right, against wrong, as the "
+        "data alone does."
+    )
+
+
+def attacker_html(document: dict) -> str:
+    """What an attacker gains: the sentence, the odds, and the attack beside the baseline."""
+    section = document.get("attacker")
+    if not section:
+        return ""
+    found = document.get("verdict") or {}
+    quote = (found.get("quote") or {}).get("value")
+    stated = "odds" in str(found.get("sentence"))  # the verdict already reads it as odds
+    odds = (
+        f"<p>{html.escape(odds_reading(quote))}</p>"
+        if isinstance(quote, float | int) and not stated
+        else ""
+    )
+    attack, baseline = section["attack"], section["baseline"]
+
+    def cell(value: object, percent_of: bool = False) -> str:
+        if value is None:
+            return "<td>too few records</td>"
+        return f"<td>{value:.1%}</td>" if percent_of else f"<td>{value:.2f}</td>"
+
+    flagged = section["flagged_fraction"]
+    rows = [
+        ("AUC (0.5: a coin; 1: every member told apart)", attack["auc"], baseline["auc"], False),
+        ("members caught when 1 in 1,000 non-members is wrongly flagged (TPR at 0.1 % FPR)",
+         attack["tpr_at_fpr"].get("0.001"), baseline["tpr_at_fpr"].get("0.001"), True),
+        ("members caught when 1 in 100 non-members is wrongly flagged (TPR at 1 % FPR)",
+         attack["tpr_at_fpr"].get("0.01"), baseline["tpr_at_fpr"].get("0.01"), True),
+        ("advantage: the most TPR − FPR (0: none)", attack["advantage"], baseline["advantage"],
+         False),
+        (f"right among the {flagged:.1%} of records each is surest about",
+         attack["top_precision"], baseline["top_precision"], True),
+    ]  # fmt: skip
+    body = "".join(
+        f"<tr><th scope=row>{html.escape(name)}</th>{cell(a, pct)}{cell(b, pct)}</tr>"
+        for name, a, b, pct in rows
+    )
+    return (
+        "<section aria-labelledby=attacker><h2 id=attacker>What an attacker gains</h2>"
+        f"<p class=sentence>{html.escape(section['sentence'])}</p>{odds}"
+        f"{SCROLL}<table><thead><tr><th scope=col>on this audit's records (members "
+        "vs generated non-members)</th><th scope=col>with the model</th><th scope=col>without "
+        f"it (baseline)</th></tr></thead><tbody>{body}</tbody></table></div></section>"
+    )
+
+
+def exposure_html(document: dict) -> str:
+    """Which of the contributor's records and groups the attack exposes most (report section
+    ``exposure``, where the audit recorded one)."""
+    section = document.get("exposure")
+    if not section:
+        return ""
+    parts = ["<section aria-labelledby=exposure><h2 id=exposure>Which of your records and "
+             "groups are exposed</h2>"]  # fmt: skip
+    groups = section.get("groups") or []
+    if groups:
+        rate = section.get("fpr")
+        parts.append(
+            f"<p>Share of each group's audited members the attack flags when {rate:.0%} of the "
+            "generated non-members are wrongly flagged (its threshold over all records). "
+            f"Groups with fewer than {section['min_group']} members are listed, not ranked. "
+            f"Over all {section['members']} audited members: "
+            f"{(section.get('overall_tpr') or 0):.1%}.</p>"
+        )
+        body = "".join(
+            f"<tr><th scope=row>{html.escape(g['column'])} = {html.escape(str(g['value']))}</th>"
+            f"<td>{g['members']}</td><td>"
+            + ("too few to rank" if g["small"] else f"{g['tpr']:.1%}")
+            + "</td></tr>"
+            for g in groups
+        )
+        parts.append(
+            f"{SCROLL}<table><thead><tr><th scope=col>group</th><th scope=col>audited "
+            f"members</th><th scope=col>flagged</th></tr></thead><tbody>{body}</tbody></table>"
+            "</div>"
+        )
+    unknown = section.get("unknown_columns") or []
+    if unknown:
+        parts.append(
+            "<p class=warn>Not columns of your data, so not grouped: "
+            f"{html.escape(', '.join(unknown))}.</p>"
+        )
+    records = section.get("records") or []
+    if records:
+        columns = list(records[0]["values"])
+        head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in columns)
+        body = "".join(
+            f"<tr><th scope=row>{r['rank']}</th><td>{r['score']:.3f}</td>"
+            + "".join(f"<td>{html.escape(str(r['values'][c]))}</td>" for c in columns)
+            + "</tr>"
+            for r in records
+        )
+        parts.append(
+            f"<h3>The {len(records)} members the attack is surest about</h3><p>Your own rows "
+            "(this report is yours alone), with the attack's score (1: surely a member).</p>"
+            f"{SCROLL}<table><thead><tr><th scope=col>rank</th><th scope=col>score"
+            f"</th>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+    return "".join(parts) + "</section>"
+
+
+SCROLL = '<div class=scroll tabindex=0 role=region aria-label="scrollable table">'
+"""A wide table's scroll box: reachable by keyboard, named for screen readers."""
+
+STYLE = """
+body{font-family:system-ui,sans-serif;line-height:1.45;margin:0;color:#1a1a1a;}
+main{max-width:1100px;margin:0 auto;padding:1em;}
+th,td{padding:4px 12px;text-align:left;vertical-align:top;}
+thead th{border-bottom:2px solid #555;} tbody th{font-weight:normal;}
+table{border-collapse:collapse;} tbody tr{border-bottom:1px solid #ddd;}
+.scroll{overflow-x:auto;max-width:100%;}
+.warn{color:#8a5300;}
+.banner{background:#b42318;color:#fff;padding:10px;font-weight:bold;}
+.note{background:#fff4d6;padding:8px;}
+.verdict{border-left:8px solid #5b6270;padding:4px 16px;margin:1em 0;background:#f5f5f5;}
+.verdict h2{margin:.3em 0;}
+.verdict.clear_leak,.verdict.leak_beyond_claim{border-color:#7a1010;}
+.verdict.leak_detected{border-color:#b42318;} .verdict.borderline{border-color:#8a5300;}
+.verdict.no_leak_detected{border-color:#2f7d4f;} .verdict.inconclusive{border-color:#5b6270;}
+.sentence{font-size:1.15em;}
+figure{margin:12px 0;} img{max-width:100%;height:auto;}
+details{margin:1em 0;} summary{cursor:pointer;font-weight:bold;}
+dt{font-weight:bold;margin-top:.5em;}
+pre{white-space:pre-wrap;word-break:break-word;}
+pre.chunk{background:#f4f4f4;padding:4px;}
+@media print{
+  body{font-size:10.5pt;} main{max-width:none;padding:0;}
+  details::details-content{content-visibility:visible;display:block;}
+  details>summary{list-style:none;} .noprint{display:none;}
+  figure,table,.verdict{break-inside:avoid;page-break-inside:avoid;}
+  h2,h3{break-after:avoid;page-break-after:avoid;}
+  img{max-width:100%;max-height:24cm;}
+  .scroll{overflow:visible;}
+}
+@page{size:A4;margin:14mm;}
+"""
+"""The page's style: one palette of verdict levels (the console's), ≥ 4.5 : 1 contrast, wide
+tables in scroll containers, and a print layout (Print → PDF on A4: folded sections open,
+no chart cut across pages)."""
+
+GLOSSARY = """<details><summary>Words on this page</summary><dl>
+<dt>member / non-member</dt><dd>A record the model was trained on / was not. The audit mixes
+your members with generated non-members and asks each classifier which is which.</dd>
+<dt>baseline</dt><dd>A classifier that never sees the audited model: what anyone learns from
+the data alone (and a model that never saw your members).</dd>
+<dt>attack</dt><dd>The same classifier given the audited model's per-record losses.</dd>
+<dt>θ (theta)</dt><dd>How surely a classifier's "member" guesses are right, on a log-odds scale
+(nats): guesses right with probability p have θ = ln(p / (1 − p)). θ_lb is its lower bound at
+one threshold.</dd>
+<dt>c_lb</dt><dd>The baseline's bound: how far generated records can be told from real ones
+(the generator's closeness c).</dd>
+<dt>{c+ε}_lb</dt><dd>The attack's bound: the same, with the model's help.</dd>
+<dt>ε̃ (epsilon tilde)</dt><dd>{c+ε}_lb − c_lb (at least 0): what the model adds. Read as
+odds, the model multiplies them by up to e^ε̃. A measurement, not a lower bound on the
+model's differential-privacy ε.</dd>
+<dt>c-closeness</dt><dd>A generator is c-close when no test tells its records from real ones by
+more than c; the audit could not reject that for c = c_lb.</dd>
+<dt>one-sided and two-sided games</dt><dd>The paper's game scores "member" guesses only; the
+two-sided game also scores "non-member" guesses (a model can leak by giving non-members high
+losses).</dd>
+<dt>null, p</dt><dd>The same gap drawn many times as if the model had never seen your members
+(the baseline's stand-ins in its place). p is the share of those draws at or above this
+run's gap; a leak is called when p ≤ the false-alarm rate.</dd>
+<dt>stand-in</dt><dd>A model trained like the audited one but never on your members: the
+baseline uses its losses, so only your members' absence differs.</dd>
+<dt>O(1), RM;RN</dt><dd>Reference audits with real held-out non-members instead of generated
+ones, where the data has them (Steinke et al.'s one-run audit; real members vs real
+non-members).</dd>
+<dt>GDP, μ̃</dt><dd>Gaussian differential privacy and its μ; μ̃ puts ε̃ on a GDP claim's
+scale.</dd>
+<dt>AUC, TPR, FPR</dt><dd>Area under the ROC curve (0.5: a coin); the share of members caught;
+the share of non-members wrongly flagged.</dd>
+</dl></details>"""
+"""Plain readings of every symbol the page uses."""
 
 
 def _verdict_html(document: dict) -> str:
@@ -374,14 +407,15 @@ def _verdict_html(document: dict) -> str:
         if found["caveats"]
         else ""
     )
+    folded = "caveats of this run and " if found["caveats"] else ""
     return (
         f'<div class="verdict {html.escape(found["level"])}">'
         f"<h2>{html.escape(found['headline'])}</h2>"
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"
-        f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>{caveats}"
-        "<p><b>What it means, and what it does not</b></p>"
-        f"<ul>{items(found['meaning'])}</ul>"
-        f"<p><b>Declared guarantee</b></p><ul>{items(found['claim'])}</ul></div>"
+        f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>"
+        f"<p>Declared guarantee: {html.escape(' '.join(found['claim']))}</p>"
+        f"<details><summary>The {folded}what the figure means, and what it does not"
+        f"</summary>{caveats}<ul>{items(found['meaning'])}</ul></details></div>"
     )
 
 

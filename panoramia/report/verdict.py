@@ -282,9 +282,9 @@ def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> lis
             "audit's slots and the ensemble's distinguishers resampled, attack and baseline "
             "together) and calls a leak only where the gap beats all but "
             f"{percent(null['false_alarm_rate'])} of them. That rate is nominal: the draws "
-            "cannot see all of the audited model's own training noise, so docs/RESULTS.md §13 "
-            "counts how often models that never saw the members read a leak in validation "
-            "runs."
+            "cannot see all of the audited model's own training noise. In the project's "
+            "validation runs, models that never saw the members read a leak in 0 of 40 runs "
+            "(tables, images and text; the project's docs/RESULTS.md, section 13)."
         )
     o1 = _o1(document)
     if o1 is None:

@@ -3,9 +3,10 @@
 A contributor signs in with her token (a POST form; the token never appears in a URL or a
 log), then sees her models, each model's reports and audits over time with a plot of ε̃ in
 both games beside the declared guarantee, the latest verdict, running audits (the page
-refreshes itself while one runs) and each report. Every page checks tenancy through the
-store exactly as the API does: another contributor's model, report or audit is the same 404
-page as one that does not exist. Sessions and CSRF: :mod:`panoramia.service.sessions`.
+reloads itself while one runs, when the reader asks it to follow) and each report. Every page
+checks tenancy through the store exactly as the API does: another contributor's model, report
+or audit is the same 404 page as one that does not exist. Sessions and CSRF:
+:mod:`panoramia.service.sessions`.
 Pages carry :data:`CONSOLE_POLICY` (no script at all, styles from ``/console/static`` only).
 """
 
@@ -66,12 +67,19 @@ def _templates() -> Environment:
     )
     environment.filters["when"] = _when
     environment.filters["figure"] = _figure
+    environment.filters["share"] = _share
     return environment
 
 
 def _when(moment: datetime | None) -> str:
     moment = as_utc(moment)
-    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _share(value: Any) -> str:
+    """A share as a percentage; "too few records" where the counts do not resolve it."""
+    found = number(value)
+    return "too few records" if found is None else f"{found:.1%}"
 
 
 def _figure(value: Any, digits: int = 2) -> str:
@@ -97,8 +105,20 @@ def report_line(report: Report) -> dict[str, Any]:
     }
 
 
-PageNumber = Annotated[int, Query(alias="page", ge=1, le=1_000_000)]
-"""``?page=N`` of a paged console list, from 1."""
+Follow = Annotated[str | None, Query(max_length=8)]
+"""``?follow=1``: the page reloads itself (every ``REFRESH_S`` seconds) while an audit runs,
+because the reader asked for it; without it, a running audit's page offers that and a reload
+link instead (a refresh nobody asked for is a barrier to a screen-reader user: axe-core's
+``meta-refresh``)."""
+PageNumber = Annotated[str | None, Query(alias="page", max_length=20)]
+"""``?page=N`` of a paged console list, from 1 (anything else: the first page)."""
+
+
+def page_number(raw: str | None) -> int:
+    """The page ``raw`` names, from 1; the first page for anything that is not one."""
+    return int(raw) if raw is not None and raw.isdigit() and 1 <= int(raw) <= 1_000_000 else 1
+
+
 MODELS_PER_PAGE = 50
 """Model names a page of the list shows, each with its latest verdict (one query each)."""
 
@@ -146,11 +166,14 @@ def history_plot(lines: list[dict[str, Any]]) -> str | None:
         found = line.get("verdict") or {}
         quote = found.get("quote") or {}
         interval = quote.get("interval")
+        stamp = line.get("created_at")
         points.append((
             line.get("version") or "",
             number(quote.get("value")),
             str(quote.get("game") or ""),
             tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None,
+            stamp.strftime("%Y-%m-%d\n%H:%M:%S") if stamp is not None else "",
+            number(found.get("null_threshold")),
         ))  # fmt: skip
     claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
     return _plot(tuple(points), claimed[-1] if claimed else None)
@@ -163,42 +186,54 @@ GAME_MARKERS = {"one_sided": ("o", "#1f4e79", "paper's one-sided game"),
 
 @functools.lru_cache(maxsize=256)
 def _plot(
-    points: tuple[tuple[str, float | None, str, tuple[float, float] | None], ...],
+    points: tuple[tuple[str, float | None, str, tuple | None, str, float | None], ...],
     claimed: float | None,
 ) -> str:
-    """The plot of :func:`history_plot` for these (version, quoted ε̃, game, interval)
-    points (cached: a page that reloads while an audit runs draws it once)."""
+    """The plot of :func:`history_plot` for these (version, quoted ε̃, game, interval, time
+    stored, null threshold) points, one position per report in the order stored, labelled
+    with its version, date and time (cached: a page that reloads while an audit runs draws it
+    once). Each report's grey bar is what reads like no leak in that run (up to its null's
+    threshold); points are never joined."""
+    import matplotlib
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7.2, 3.0), dpi=110, layout="constrained")
-    axes = figure.add_subplot()
-    order = list(range(1, len(points) + 1))
-    for game, (marker, colour, label) in GAME_MARKERS.items():
-        drawn = [
-            (x, p) for x, p in zip(order, points, strict=True) if p[2] == game and p[1] is not None
-        ]
-        if not drawn:
-            continue
-        xs = [x for x, _ in drawn]
-        ys = [p[1] for _, p in drawn]
-        # a bootstrap interval need not hold its own figure: bars never go below 0
-        low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
-        high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
-        axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, color=colour, capsize=3,
-                      linestyle="none", label=f"ε̃ quoted, {label}")  # fmt: skip
-    if claimed is not None:
-        axes.axhline(claimed, color="tab:red", ls="--", label=f"claimed ε = {claimed:.3g}")
-    shown = [v for p in points for v in (p[1], *(p[3] or ())) if v is not None]
-    highest = min(max([0.2, *shown, *([claimed] if claimed is not None else [])]), 1e6)
-    axes.set_ylim(0, highest * 1.15)
-    axes.set_xlabel("report, oldest → newest (model version)")
-    axes.set_ylabel("ε̃ quoted (nats)")
-    ticks = order if len(order) <= 20 else order[:: max(1, len(order) // 10)]
-    axes.set_xticks(ticks, [f"{x}\n{points[x - 1][0]}" for x in ticks])
-    axes.set_xlim(0.5, len(order) + 0.5)
-    axes.legend(loc="best", fontsize="small")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    with matplotlib.rc_context({"font.size": 11, "legend.fontsize": 10}):
+        figure = Figure(figsize=(7.2, 3.6), dpi=110, layout="constrained")
+        axes = figure.add_subplot()
+        order = list(range(1, len(points) + 1))
+        bands = [(x, p[5]) for x, p in zip(order, points, strict=True) if p[5] is not None]
+        if bands:
+            axes.bar([x for x, _ in bands], [max(0.0, t) for _, t in bands], width=0.5,
+                     color="#dddddd", label="reads like no leak in that run (null)")  # fmt: skip
+        for game, (marker, colour, label) in GAME_MARKERS.items():
+            drawn = [
+                (x, p)
+                for x, p in zip(order, points, strict=True)
+                if p[2] == game and p[1] is not None
+            ]
+            if not drawn:
+                continue
+            xs = [x for x, _ in drawn]
+            ys = [p[1] for _, p in drawn]
+            # a bootstrap interval need not hold its own figure: bars never go below 0
+            low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
+            high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
+            axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, color=colour, capsize=4,
+                          markersize=7, linestyle="none",
+                          label=f"ε̃ quoted, {label}, with its interval")  # fmt: skip
+        if claimed is not None:
+            axes.axhline(claimed, color="#b42318", ls="--", label=f"claimed ε = {claimed:.3g}")
+        shown = [v for p in points for v in (p[1], p[5], *(p[3] or ())) if v is not None]
+        highest = min(max([0.2, *shown, *([claimed] if claimed is not None else [])]), 1e6)
+        axes.set_ylim(0, highest * 1.3)
+        axes.set_xlabel("report, in the order stored: version, date and time (UTC)")
+        axes.set_ylabel("ε̃ quoted (nats)")
+        ticks = order if len(order) <= 8 else order[:: max(1, len(order) // 8)]
+        axes.set_xticks(ticks, [f"{points[x - 1][0]}\n{points[x - 1][4]}" for x in ticks])
+        axes.set_xlim(0.5, len(order) + 0.5)
+        axes.legend(loc="upper left", fontsize="small")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
@@ -333,16 +368,17 @@ def console_router(
         return response
 
     @router.get("/models")
-    def models(request: Request, session: Session, page_number: PageNumber = 1) -> Response:
+    def models(request: Request, session: Session, requested: PageNumber = None) -> Response:
         principal, csrf = session
-        found = model_rows(store, principal, page_number)
+        shown = page_number(requested)
+        found = model_rows(store, principal, shown)
         return page(
             request,
             "models.html",
             principal=principal,
             csrf=csrf,
             models=found,
-            page_number=page_number,
+            page_number=shown,
             more=len(found) == MODELS_PER_PAGE,
         )
 
@@ -351,6 +387,7 @@ def console_router(
         request: Request,
         session: Session,
         name: str,
+        follow: Follow = None,
     ) -> Response:
         principal, csrf = session
         if not _valid(NAME_PATTERN, name, 100):
@@ -364,7 +401,8 @@ def console_router(
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
             latest=latest, audits=audits, plot=history_plot(lines), words=WORDS,
-            refresh=REFRESH_S if active else None,
+            refresh=REFRESH_S if active and follow == "1" else None,
+            following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
 
     @router.get("/reports/{report_id}")
@@ -405,6 +443,7 @@ def console_router(
         request: Request,
         session: Session,
         audit_id: str,
+        follow: Follow = None,
     ) -> Response:
         principal, csrf = session
         if not _valid(IDENTIFIER_PATTERN, audit_id, 36):
@@ -416,7 +455,8 @@ def console_router(
         return page(
             request, "audit.html", principal=principal, csrf=csrf, audit=found,
             report_id=report_id, progress=found.progress or {},
-            refresh=REFRESH_S if found.status in ACTIVE else None,
+            refresh=REFRESH_S if found.status in ACTIVE and follow == "1" else None,
+            following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
 
     @router.get("/static/console.css")

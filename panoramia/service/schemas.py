@@ -235,11 +235,12 @@ def _finite(value: float) -> float:
 
 
 class ReportDocument(BaseModel):
-    """``report.json`` of schema version 1.0 to 1.4 (1.1 adds ``verdict``, 1.2
-    ``detectable``, 1.3 ``gdp``, 1.4 ``null``; extra keys are kept as they are)."""
+    """``report.json`` of schema version 1.0 to 1.5 (1.1 adds ``verdict``, 1.2
+    ``detectable``, 1.3 ``gdp``, 1.4 ``null``, 1.5 ``attacker`` and ``exposure``; extra keys
+    are kept as they are)."""
 
     model_config = ConfigDict(extra="allow")
-    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4"]
+    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
     kind: Literal["panoramia-audit-report"]
     created: datetime
     modality: ModalityName  # type: ignore[valid-type]

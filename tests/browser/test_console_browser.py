@@ -54,13 +54,32 @@ def page(database_url: str) -> Iterator[object]:
             browser.close()
 
 
-def shot(page, name: str, database_url: str) -> None:  # type: ignore[no-untyped-def]
+def shot(page, name: str, database_url: str, *, axe: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """A full-page screenshot, then axe-core's checks: none serious or critical (``axe``:
+    False for a page whose CSP sandbox runs no script, axe's included)."""
     kind = "postgresql" if database_url.startswith("postgresql") else "sqlite"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / f"{kind}-{name}.png", full_page=True)
+    if axe:
+        accessible(page, name)
 
 
-def test_a_contributor_uses_the_console(service: LiveService, page, database_url: str) -> None:  # type: ignore[no-untyped-def]
+def accessible(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Fail on any serious or critical axe-core violation of the page as it stands."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    serious = [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in found
+        if v.get("impact") in ("serious", "critical")
+    ]
+    assert not serious, f"{name}: {serious}"
+
+
+def test_a_contributor_uses_the_console(  # type: ignore[no-untyped-def]
+    service: LiveService, page, database_url: str, tmp_path: Path
+) -> None:
     expect = sync_api.expect
     with service.client(service.token("bob")) as bob:
         secret = upload(bob, model="secret")
@@ -100,16 +119,35 @@ def test_a_contributor_uses_the_console(service: LiveService, page, database_url
     shot(page, "4-report", database_url)
     page.get_by_role("link", name="Open the full report").click()
     expect(page.locator("body")).to_contain_text("report")
+    page.go_back()
 
     page.goto(f"{service.url}/console/audits/{audit['id']}")
     expect(page.locator(".status-box h2")).to_be_visible()
     shot(page, "5-audit-running", database_url)
-    # the page reloads itself (meta refresh, no script) until the audit ends
+    # asked to follow, the page reloads itself (meta refresh, no script) until the audit ends
+    follow = page.get_by_role("link", name="Follow it until it ends")
+    if follow.count():  # (an audit that has ended already has nothing to follow)
+        follow.click()
     expect(page.locator(".status-box h2")).to_have_text("Succeeded", timeout=240_000)
     shot(page, "6-audit-done", database_url)
     page.get_by_role("link", name="See its report").click()
     expect(page.locator(".verdict h2")).to_be_visible()
     expect(page.locator("h1")).to_contain_text("version 3")
+    expect(page.locator("section.attacker")).to_contain_text("right")  # what an attacker gains
+    shot(page, "6b-audited-report", database_url)
+    page.get_by_role("link", name="Open the full report").click()  # the audit's own page
+    expect(page.locator("h2#attacker")).to_have_text("What an attacker gains")
+    shot(page, "6c-full-report", database_url, axe=False)  # served sandboxed: no script runs
+    report_id = page.url.split("/reports/")[1].split("/")[0]
+    with service.client(token) as alice:
+        stored = alice.get(f"/v1/reports/{report_id}/html").text
+    (tmp_path / "report.html").write_text(stored)  # the same page, where axe may run
+    page.goto((tmp_path / "report.html").as_uri())
+    for width in (390, 1280):  # nothing wider than a phone's screen but its scroll boxes
+        page.set_viewport_size({"width": width, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        accessible(page, f"the audit's report.html at {width} px")
+    page.goto(f"{service.url}/console/reports/{report_id}")
 
     for path in ["/console/models/secret", f"/console/reports/{secret['id']}"]:
         answer = page.goto(f"{service.url}{path}")
@@ -123,3 +161,48 @@ def test_a_contributor_uses_the_console(service: LiveService, page, database_url
     page.goto(f"{service.url}/console/models")
     expect(page).to_have_url(f"{service.url}/console/login")
     assert not [problem for problem in page.problems if "Content Security Policy" in problem]
+
+
+@pytest.mark.parametrize("modality", ["tabular", "image", "text"])
+def test_report_pages_pass_axe_on_a_phone_and_a_screen(modality: str, tmp_path: Path, page) -> None:  # type: ignore[no-untyped-def]
+    """report.html as each modality draws it (image grids, text examples, exposed records and
+    groups): no serious or critical axe-core violation, no page wider than the screen."""
+    import numpy as np
+    import pandas as pd
+
+    from panoramia.measure import measure
+    from panoramia.report.attacker import attacker_section
+    from panoramia.report.document import report_document
+    from panoramia.report.exposure import exposure_section
+    from panoramia.report.html import render_html
+    from tests.conftest import simulated_scores
+
+    rng = np.random.default_rng(0)
+    membership, attack = simulated_scores(rng, 600, shift=1.0)
+    baseline = np.clip(attack + rng.normal(0, 0.1, attack.size), 0, 1)
+    result = measure(membership, baseline_scores=baseline, attack_scores=attack, seed=0)
+    document = report_document(
+        modality=modality, measurement=result, o1=None, rmrn=None, seed=0, config={},
+        timings={}, target={"name": f"{modality}-model"}, data={}, distinguishers={},
+    )  # fmt: skip
+    document["attacker"] = attacker_section(result, membership, attack, baseline)
+    members = pd.DataFrame({"label": rng.integers(0, 3, membership.size),
+                            "chunk": ["def f(x):\n    return x"] * membership.size})  # fmt: skip
+    document["exposure"] = exposure_section(members, ["label"], membership, attack)
+    losses = {"f (target)": {"members": rng.exponential(0.5, 300),
+                             "synthetic": rng.exponential(1.0, 300)}}  # fmt: skip
+    galleries = (
+        {"members": rng.integers(0, 255, (8, 8, 8, 1), dtype=np.uint8)}
+        if modality == "image" else None
+    )  # fmt: skip
+    examples = {"members": ["import numpy as np"] * 3} if modality == "text" else None
+    curves = {"baseline": (baseline, membership), "attack": (attack, membership)}
+    html = render_html(document, result, curves, losses, galleries, examples=examples)
+    (tmp_path / "report.html").write_text(html)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto((tmp_path / "report.html").as_uri())
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / f"report-{modality}-{width}.png")
+        accessible(page, f"report.html ({modality}, {width} px)")

@@ -39,6 +39,11 @@ def test_the_estimate_grows_with_every_heavier_setting_and_admits_the_project_re
     assert _estimate("audit.ensemble=6") > base
     assert _estimate("helper.n_rows=60000") > base
     assert _estimate("data.max_members=1000") < base
+    image = _estimate("--config-name=image")
+    for heavier in ("generator.filter.max_drop=0.99", "generator.filter.extra_fraction=100",
+                    "generator.labeler_epochs=500", "generator.loss_matching.epochs=500",
+                    "generator.sampling_steps=1000"):  # fmt: skip
+        assert _estimate("--config-name=image", heavier) > image, heavier
     budget = AuditLimits().max_audit_cost
     for recipe in (
         [], ["target=mlp_overfit"], ["target=xgboost"], ["generator=ctgan"],
@@ -61,8 +66,8 @@ def test_an_audit_past_the_budget_is_refused_at_the_door_naming_estimate_and_bud
     assert response.status_code == 422, response.text
     message = response.json()["detail"][0]["msg"]
     assert "audit cost estimate 8.8e+14 multiply-adds (target: 8.8e+14)" in message
-    assert "over your budget 3e+14 (PANORAMIA_MAX_AUDIT_COST)" in message
-    assert elapsed < 1.0
+    assert "over your budget 5e+14 (PANORAMIA_MAX_AUDIT_COST)" in message
+    assert elapsed < 3.0  # the issue's < 1 s is measured by benchmarks/hostile_share.py
     assert service.store.queued_audit_ids() == []
 
 
@@ -178,3 +183,49 @@ def test_the_console_lists_models_a_page_at_a_time(
         assert "← previous page" in second
         assert "next page" not in second
         assert "No models on page 3" in client.get("/console/models?page=3").text
+        for bad in ("abc", "0", "-1", "99999999999"):  # the first page, never a JSON error
+            odd = client.get("/console/models", params={"page": bad})
+            assert odd.status_code == 200
+            assert odd.headers["content-type"].startswith("text/html")
+            assert "/console/models/m0" in odd.text
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("distinguisher.grid=[{n_estimators:'nan'}]", "is not a finite number"),
+        ("distinguisher.grid=[{max_depth:nan}]", "is not a finite number"),
+        ("distinguisher.grid=[{n_estimators:abc}]", "expected a number, got 'abc'"),
+        ("distinguisher.grid=[{n_estimators:[1]}]", "expected a number"),
+        ("target.epochs='inf'", "target.epochs"),
+    ],
+)
+def test_a_value_that_is_no_number_cannot_unprice_an_audit(
+    service: LiveService, override: str, message: str
+) -> None:
+    with service.client(service.token("mallory")) as mallory:
+        response = mallory.post("/v1/audits", json=BODY | {"overrides": [override]})
+        assert response.status_code == 422, response.text
+        assert message in response.text
+        assert mallory.get("/v1/usage").json()["queued_cost"] == 0
+
+
+def test_a_members_file_is_counted_by_its_rows_not_its_packed_size(tmp_path: Path) -> None:
+    import gzip
+
+    import pandas as pd
+
+    from panoramia.service.audit_cost import data_rows
+
+    frame = pd.DataFrame({"a": [1] * 200_000, "b": ["x"] * 200_000})
+    frame.to_parquet(tmp_path / "m.parquet")
+    with gzip.open(tmp_path / "m.csv.gz", "wt") as packed:
+        frame.to_csv(packed, index=False)
+    config = {"modality": "tabular", "data": {"pool_size": 100}}
+    parquet = data_rows(config | {"data": {"members_path": str(tmp_path / "m.parquet")}})
+    assert parquet == 200_000
+    packed_rows = data_rows(config | {"data": {"members_path": str(tmp_path / "m.csv.gz")}})
+    plain = (tmp_path / "m.csv.gz").stat().st_size / 64
+    assert packed_rows >= 10 * plain
+    capped = {"members_path": str(tmp_path / "m.parquet"), "max_members": 500}
+    assert data_rows(config | {"data": capped}) == 500

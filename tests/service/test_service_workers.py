@@ -58,7 +58,7 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         page = alice.get(f"/v1/reports/{done['report_id']}/html").text
         for read in (json.dumps(report), page, json.dumps(done)):  # never the server's layout
             assert str(tmp_path) not in read
-        assert page.count('<img src="data:image/png;base64,') == 4  # the null, curves, ROC, losses
+        assert page.count('<img src="data:image/png;base64,') >= 6  # one chart an image
         log = (settings.audits_dir / audit_id / "attempt-1.log").read_text()
         assert "joblib will operate in serial mode" not in log  # /dev/shm is closed to it
 
@@ -98,7 +98,7 @@ def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
         assert report["target"]["name"] == "digits-cnn-1"
         assert report["data"]["source"] == "digits"
         page = alice.get(f"/v1/reports/{done['report_id']}/html").text
-        assert page.count('<img src="data:image/png;base64,') == 5  # 4 figures + image grids
+        assert page.count('<img src="data:image/png;base64,') >= 8  # charts + image grids
 
 
 def test_a_running_audit_can_be_cancelled(tmp_path: Path) -> None:

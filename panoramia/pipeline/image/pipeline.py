@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +80,13 @@ class ImagePipeline(AuditPipeline):
                 :GALLERY
             ],
         }
+
+    def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]]:
+        """The audited members' labels (one row each); groups by class."""
+        import pandas as pd
+
+        labels = read_npz(stages["split"].directory / "member_audit.npz").labels
+        return pd.DataFrame({"label": labels}), ["label"]
 
     def check(self) -> None:
         self.job.target.check(self.job.data)

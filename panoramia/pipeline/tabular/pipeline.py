@@ -44,6 +44,24 @@ class TabularPipeline(AuditPipeline):
     def read_set(self, path: Path) -> pd.DataFrame:
         return pd.read_parquet(path)
 
+    def slice_columns(self) -> tuple[str, ...] | None:
+        """The embedded data's columns, or the declared ones of a CSV (None: inferred from
+        the file once it is read)."""
+        data = self.job.data
+        if data.source == "adult":
+            from panoramia.datasets.adult import SCHEMA as ADULT_SCHEMA
+
+            return ADULT_SCHEMA.columns
+        if data.categorical or data.continuous:
+            return (data.label, *data.categorical, *data.continuous)
+        return None
+
+    def audit_members(self, stages: dict[str, StageResult]) -> tuple[pd.DataFrame, list[str]]:
+        """The audited members' rows; groups by the label and ``audit.slices``."""
+        rows = self.read_set(stages["split"].directory / f"member_audit{self.SET_SUFFIX}")
+        label = load_schema(stages["data"].directory).label
+        return rows, [label, *self.job.audit.slices]
+
     def probe_target(self, adapter: Any, data: StageResult) -> None:
         """The model's losses on the first 16 members: a label the model does not know or a
         missing feature ends the audit here, at stage 2, in one line."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -112,6 +112,16 @@ class TextPipeline(AuditPipeline):
             caption: tokenizer.batch_decode(chunks.tokens[:EXAMPLES].tolist())
             for caption, chunks in sets.items()
         }
+
+    def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]]:
+        """The audited member chunks, decoded (the data has no label: no groups)."""
+        import pandas as pd
+
+        from panoramia.models.text_tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(stages["data"].directory / TOKENIZER)
+        chunks = read_chunks(stages["split"].directory / "member_audit.npz")
+        return pd.DataFrame({"chunk": tokenizer.batch_decode(chunks.tokens.tolist())}), []
 
     def check(self) -> None:
         target, data = self.job.target, self.job.data

@@ -48,7 +48,10 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
     assert chosen["params"]["epoch"] in (1, 2)
     assert len(report["attack"]["distinguisher"]["selection"]) == 2
     page = (tmp_path / "first" / "report.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 5  # null, curves, ROC, losses, images
+    charts = page.count('<img src="data:image/png;base64,')  # one chart an image
+    assert charts >= 8  # null, precision, θ_lb, ROC, a loss chart per model, two image grids
+    assert page.count('" alt="') == charts  # each says what it shows
+    assert "label = " in page  # the exposed groups: the label's classes
     scores = np.load(stage(artifacts, report, "attack") / "scores.npz")["scores"]
     assert np.unique(scores).size > 100  # continuous scores
 

@@ -37,7 +37,7 @@ def audit(
 
 
 def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
-    done = audit(artifacts=artifacts, run_dir=tmp_path)
+    done = audit("audit.slices=[sex,age]", artifacts=artifacts, run_dir=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     for key in (
@@ -57,7 +57,28 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.4"
+    assert report["schema_version"] == "1.5"
+    attacker = report["attacker"]  # what an attacker gains, beside what the data alone gives
+    for side in ("attack", "baseline"):
+        terms = attacker[side]
+        assert terms["auc"] == report[side]["roc"]["auc"]
+        assert terms["tpr_at_fpr"]["0.001"] is None  # 100 non-members cannot resolve 0.1 %
+        assert 0 <= terms["advantage"] <= 1
+        assert 0 <= terms["top_precision"] <= 1
+    assert attacker["flagged"] == report["attack"]["r"]
+    assert attacker["sentence"].startswith("Flagging the ")
+    assert "two-sided game" in attacker["sentence"]
+    exposure = report["exposure"]  # her most exposed records and groups
+    assert exposure["members"] == report["data"]["game"]["members_in_audit"]
+    assert len(exposure["records"]) == 10
+    scores = [record["score"] for record in exposure["records"]]
+    assert scores == sorted(scores, reverse=True)
+    assert set(exposure["records"][0]["values"]) >= {"income", "sex", "age"}
+    assert {g["column"] for g in exposure["groups"]} == {"income", "sex", "age"}
+    assert sum(g["members"] for g in exposure["groups"] if g["column"] == "sex") == (
+        exposure["members"]
+    )
+    assert all(g["small"] == (g["members"] < 20) for g in exposure["groups"])
     assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
     assert report["detectable"]["eps_tilde_max"] > 0
     found = report["verdict"]
@@ -81,13 +102,21 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert report["attack"]["distinguisher"]["chosen"]["validation_theta_lb"] >= 0
     assert set(report["timings"]) >= {"data", "target", "generator", "helper", "attack"}
     page = (tmp_path / "report.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 4  # the null, curves, ROC, losses
-    assert page.count('" alt="') == 4  # each image says what it shows
+    # one chart an image: the null, the two-sided game's two sides, precision, θ_lb, ROC, and
+    # the losses under f, h and the first stand-in
+    assert page.count('<img src="data:image/png;base64,') == 9
+    assert page.count('" alt="') == 9  # each image says what it shows
+    assert page.index("What an attacker gains") < page.index("Which of your records")
+    assert page.index("Which of your records") < page.index("Charts that back the figure")
+    assert "Words on this page" in page
     assert '<html lang="en">' in page
     assert "not a lower bound on ε" in page
     assert "figure to quote" in page
-    assert str(tmp_path / "report.html") in done.stderr
-    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, 90% interval" in done.stderr
+    # results on stdout, progress on stderr
+    assert str(tmp_path / "report.html") in done.stdout
+    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, 90% interval" in done.stdout
+    assert "ε̃ = " not in done.stderr
+    assert "Epoch" not in done.stdout
     assert report["claim"]["summary"]["claim"] == {"kind": "none"}
     assert report["claim"]["violation"] is False
     two_sided = report["two_sided"]  # the game with non-member guesses, beside the paper's
@@ -122,7 +151,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert np.allclose(np.mean(scores, axis=0), mean)
     assert 0.4 <= report["data"]["synthetic"]["real_vs_synthetic_auc"] <= 1.0
     assert "real-vs-synthetic AUC" in page
-    assert "two-sided game (docs/SPEC.md §2.6" in done.stderr
+    assert "two-sided game (docs/SPEC.md §2.6" in done.stdout
 
 
 def test_declared_claims_beside_the_audit(artifacts: Path, tmp_path: Path) -> None:
@@ -144,7 +173,7 @@ def test_declared_claims_beside_the_audit(artifacts: Path, tmp_path: Path) -> No
     page = (tmp_path / "strong" / "report.html").read_text()
     assert "<p class=note>The attack and baseline operating points beat the claimed" in page
     assert ("<p class=banner>" in page) is section["violation"]
-    assert page.count('<img src="data:image/png;base64,') == 5  # and the claim's trade-off plane
+    assert page.count('<img src="data:image/png;base64,') == 10  # and the claim's trade-off plane
     tuned = audit("claim.kind=dpsgd", "claim.noise_multiplier=1.0", "claim.sample_rate=0.01",
                   "claim.epochs=2", "claim.tuning.kind=geometric", "claim.tuning.mean=10",
                   artifacts=artifacts, run_dir=tmp_path / "tuned")  # fmt: skip

@@ -1,0 +1,130 @@
+"""What an attacker gains, in plain terms: the report's ``attacker`` section.
+
+For the attack (the model's losses) and the baseline (the same distinguisher without the
+model: what one learns from the data alone), on the audit set of real members (the positive
+class) and generated non-members: the ROC's AUC, TPR at 0.1 % and 1 % FPR where the counts
+resolve them (None elsewhere), the membership advantage max(TPR − FPR), and the precision of
+the records each is surest about. The "surest" fraction is the share of the audit set the
+attack's best operating point in the paper's game flags; both sides are read at that same
+fraction, so the sentence compares like with like.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from panoramia.measure import Measurement
+from panoramia.measure.jsonable import number
+
+LOW_FPRS = ("0.001", "0.01")
+"""The FPRs whose TPR the section reports (keys as ``RocSummary.to_dict`` writes them)."""
+
+
+def top_precision(scores: np.ndarray, membership: np.ndarray, count: int) -> float:
+    """The share of members among the ``count`` highest ``scores`` (ties broken by order)."""
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")[: max(count, 1)]
+    return float(np.asarray(membership)[order].mean())
+
+
+def _side(result, scores: np.ndarray, membership: np.ndarray, count: int) -> dict:  # type: ignore[no-untyped-def]
+    roc = result.roc.to_dict()
+    return {
+        "auc": roc["auc"],
+        "tpr_at_fpr": {fpr: roc["tpr_at_fpr"].get(fpr) for fpr in LOW_FPRS},
+        "advantage": roc.get("advantage"),
+        "top_precision": number(top_precision(scores, membership, count)),
+    }
+
+
+def attacker_section(
+    measurement: Measurement,
+    membership: np.ndarray,
+    attack_scores: np.ndarray,
+    baseline_scores: np.ndarray,
+    two_sided: dict | None = None,
+) -> dict:
+    """The ``attacker`` section: both sides' terms, the flagged fraction and the sentence;
+    with the two-sided game's section (where it is played), its guesses in words too."""
+    count = max(int(measurement.attack.best.r), 1)
+    m = max(int(membership.size), 1)
+    fraction = count / m
+    attack = _side(measurement.attack, attack_scores, membership, count)
+    baseline = _side(measurement.baseline, baseline_scores, membership, count)
+    words = sentence(fraction, attack["top_precision"], baseline["top_precision"])
+    section = {
+        "positive_class": "member",
+        "flagged_fraction": number(fraction),
+        "flagged": count,
+        "attack": attack,
+        "baseline": baseline,
+    }
+    if two_sided and "eps_tilde" in two_sided:
+        guesses = {side: _guesses(two_sided[side]) for side in ("attack", "baseline")}
+        section["two_sided"] = guesses
+        words += " " + two_sided_sentence(guesses["attack"], guesses["baseline"], m)
+    section["sentence"] = words
+    return section
+
+
+def _guesses(point: dict) -> dict:
+    """A two-sided best point's calls: member and non-member guesses and how many are right."""
+    return {
+        "member_guesses": int(point["member_guesses"]),
+        "member_correct": int(point["member_correct"]),
+        "nonmember_guesses": int(point["nonmember_guesses"]),
+        "nonmember_correct": int(point["nonmember_correct"]),
+    }
+
+
+def _calls(guesses: dict) -> tuple[int, int]:
+    made = guesses["member_guesses"] + guesses["nonmember_guesses"]
+    return made, guesses["member_correct"] + guesses["nonmember_correct"]
+
+
+def two_sided_sentence(attack: dict, baseline: dict, m: int) -> str:
+    """E.g. "Allowed to call records non-members too (the two-sided game), it makes 213 calls
+    (6 %) and is right every time; without the model, 333 of 498 (6.7 times in 10)"."""
+    made, right = _calls(attack)
+    base_made, base_right = _calls(baseline)
+    if not made:
+        return "Allowed to call records non-members too (the two-sided game), it makes no call."
+    kinds = [
+        name
+        for name, key in (("members", "member_guesses"), ("non-members", "nonmember_guesses"))
+        if attack[key]
+    ]
+    share = made / max(m, 1)
+    shown = f"{share:.0%}" if share >= 0.01 else f"{share:.1%}"
+    accuracy = (
+        "every time" if right == made else f"{right} of {made} times ({in_ten(right / made)})"
+    )
+    without = (
+        f"{base_right} of {base_made} ({in_ten(base_right / base_made)})"
+        if base_made
+        else "it makes no call"
+    )
+    return (
+        f"Allowed to call records non-members too (the two-sided game, the figure quoted), it "
+        f"calls {made} records ({shown}) {' and '.join(kinds)} and is right {accuracy}; "
+        f"without the model, {without}."
+    )
+
+
+def in_ten(share: float) -> str:
+    """A share as "N times in 10" (one decimal where it matters)."""
+    tenths = share * 10
+    shown = f"{tenths:.0f}" if abs(tenths - round(tenths)) < 0.05 else f"{tenths:.1f}"
+    return f"{shown} times in 10"
+
+
+def sentence(fraction: float, attack: float | None, baseline: float | None) -> str:
+    """E.g. "Flagging the 3 % of records it is surest about, an attacker with the model is
+    right 9 times in 10; without the model, 6.5 times in 10." (members are half the set)."""
+    if attack is None or baseline is None:
+        return ""
+    share = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
+    return (
+        f"Flagging the {share} of records it is surest about as members, an attacker with the "
+        f"model is right {in_ten(attack)}; without the model, {in_ten(baseline)} (half the "
+        "audited records are members, so guessing is right 5 times in 10)."
+    )
