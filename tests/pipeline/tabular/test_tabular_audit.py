@@ -75,8 +75,9 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert scores == sorted(scores, reverse=True)
     assert set(exposure["records"][0]["values"]) >= {"income", "sex", "age"}
     assert {g["column"] for g in exposure["groups"]} == {"income", "sex", "age"}
-    assert sum(g["members"] for g in exposure["groups"] if g["column"] == "sex") == (
-        exposure["members"]
+    assert (
+        sum(g["members"] for g in exposure["groups"] if g["column"] == "sex")
+        == (exposure["members"])
     )
     assert all(g["small"] == (g["members"] < 20) for g in exposure["groups"])
     assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
