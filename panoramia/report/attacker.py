@@ -5,17 +5,24 @@ model: what one learns from the data alone), on the audit set of real members (t
 class) and generated non-members: the ROC's AUC, TPR at 0.1 % and 1 % FPR where the counts
 resolve them (None elsewhere), the membership advantage max(TPR − FPR), and the precision of
 the records each is surest about. The "surest" fraction is the share of the audit set the
-attack's best operating point in the paper's game flags; both sides are read at that same
-fraction, so the sentence compares like with like.
+attack's best operating point in the paper's game flags, at most 10 %; both sides are read at
+that same fraction, so the sentence compares like with like.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from panoramia.measure import Measurement
 from panoramia.measure.jsonable import number
 
+MOST_FLAGGED = 0.1
+"""The share of the audit set the sentence reads at most: an attack whose best point flags
+more is read at its surest 10 % (at least ``MIN_FLAGGED`` records), where "surest" means
+something."""
+MIN_FLAGGED = 10
 LOW_FPRS = ("0.001", "0.01")
 """The FPRs whose TPR the section reports (keys as ``RocSummary.to_dict`` writes them)."""
 
@@ -45,8 +52,9 @@ def attacker_section(
 ) -> dict:
     """The ``attacker`` section: both sides' terms, the flagged fraction and the sentence;
     with the two-sided game's section (where it is played), its guesses in words too."""
-    count = max(int(measurement.attack.best.r), 1)
     m = max(int(membership.size), 1)
+    most = max(math.ceil(MOST_FLAGGED * m), min(MIN_FLAGGED, m))
+    count = min(max(int(measurement.attack.best.r), 1), most)
     fraction = count / m
     attack = _side(measurement.attack, attack_scores, membership, count)
     baseline = _side(measurement.baseline, baseline_scores, membership, count)

@@ -62,6 +62,11 @@ def shot(page, name: str, database_url: str, *, axe: bool = True) -> None:  # ty
     page.screenshot(path=SCREENSHOTS / f"{kind}-{name}.png", full_page=True)
     if axe:
         accessible(page, name)
+        page.set_viewport_size({"width": 390, "height": 844})  # a phone
+        page.screenshot(path=SCREENSHOTS / f"{kind}-{name}-390.png", full_page=True)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        page.set_viewport_size({"width": 1200, "height": 900})
+        assert wide <= 390, f"{name}: {wide} px wide on a 390 px screen"
 
 
 def accessible(page, name: str) -> None:  # type: ignore[no-untyped-def]

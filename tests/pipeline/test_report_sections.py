@@ -1,0 +1,79 @@
+"""The report's attacker and exposure sections on scores whose answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from panoramia.measure import measure
+from panoramia.report.attacker import attacker_section, in_ten, two_sided_sentence
+from panoramia.report.digest import report_digest
+from panoramia.report.exposure import exposure_section
+
+
+def _game(seed: int = 0, m: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Coins and scores where members of group "b" (a fifth of the rows) score high."""
+    rng = np.random.default_rng(seed)
+    coins = rng.integers(0, 2, m)
+    group = np.where(np.arange(m) % 5 == 0, "b", "a")
+    scores = rng.uniform(0, 0.8, m) + 0.3 * ((coins == 1) & (group == "b"))
+    return coins, np.clip(scores, 0, 1)
+
+
+def test_the_exposed_group_is_the_one_that_leaks_and_small_groups_are_not_ranked() -> None:
+    coins, scores = _game()
+    rows = pd.DataFrame({
+        "group": np.where(np.arange(coins.size) % 5 == 0, "b", "a"),
+        "rare": np.where(np.arange(coins.size) < 16, "x", "y"),  # at most 16 members
+        "age": np.arange(coins.size) % 90,
+    })  # fmt: skip
+    section = exposure_section(rows, ["group", "rare", "age"], coins, scores, min_group=20)
+    ranked = [g for g in section["groups"] if not g["small"]]
+    assert (ranked[0]["column"], ranked[0]["value"]) == ("group", "b")
+    assert ranked[0]["tpr"] > 0.25 > 0.05 > max(g["tpr"] for g in ranked if g["value"] == "a")
+    small = [g for g in section["groups"] if g["small"]]
+    assert [(g["column"], g["value"]) for g in small] == [("rare", "x")]
+    assert section["groups"][-1]["small"]  # listed last, never ranked
+    assert len({g["value"] for g in section["groups"] if g["column"] == "age"}) == 4  # quartiles
+    non_members = scores[coins == 0]
+    assert np.mean(non_members > section["threshold"]) <= 0.01
+    assert [r["rank"] for r in section["records"]] == list(range(1, 11))
+    top = np.sort(scores[coins == 1])[::-1][:10]
+    assert [r["score"] for r in section["records"]] == list(top)
+    assert all(r["values"]["group"] == "b" for r in section["records"])
+
+
+def test_the_attacker_sentence_compares_both_sides_at_one_count() -> None:
+    coins, attack = _game(1, m=8000)  # the measurement's half: 2,000 non-members
+    rng = np.random.default_rng(2)
+    baseline = rng.uniform(0, 1, coins.size)
+    result = measure(coins, baseline_scores=baseline, attack_scores=attack, seed=0)
+    section = attacker_section(result, coins, attack, baseline)
+    assert section["flagged"] <= 800  # at most 10 % of the records
+    assert section["attack"]["top_precision"] > section["baseline"]["top_precision"]
+    assert section["attack"]["auc"] > section["baseline"]["auc"]
+    assert section["attack"]["tpr_at_fpr"]["0.001"] is None  # 2,000 non-members: 2 wrong
+    assert section["attack"]["tpr_at_fpr"]["0.01"] is not None
+    assert section["sentence"].startswith(f"Flagging the {section['flagged_fraction']:.0%} of")
+    assert in_ten(section["attack"]["top_precision"]) in section["sentence"]
+    assert in_ten(0.5) == "5 times in 10"
+    assert in_ten(0.66) == "6.6 times in 10"
+    calls = {"member_guesses": 0, "member_correct": 0,
+             "nonmember_guesses": 213, "nonmember_correct": 213}  # fmt: skip
+    base = {"member_guesses": 400, "member_correct": 267,
+            "nonmember_guesses": 98, "nonmember_correct": 66}  # fmt: skip
+    words = two_sided_sentence(calls, base, 3750)
+    assert "calls 213 records (6%) non-members and is right every time" in words
+    assert "without the model, 333 of 498 (6.7 times in 10)" in words
+
+
+def test_the_digest_writes_the_attacker_sentence_anew_from_its_numbers() -> None:
+    coins, attack = _game(3)
+    baseline = np.random.default_rng(4).uniform(0, 1, coins.size)
+    result = measure(coins, baseline_scores=baseline, attack_scores=attack, seed=0)
+    section = attacker_section(result, coins, attack, baseline)
+    forged = section | {"sentence": "<script>alert(1)</script> nothing leaks"}
+    digest = report_digest({"attacker": forged, "m": int(coins.size)})
+    assert digest["attacker"]["sentence"] == section["sentence"]
+    assert digest["attacker"]["attack"]["auc"] == section["attack"]["auc"]
+    assert report_digest({"attacker": {"attack": {"auc": "nan"}}})["attacker"] is None
