@@ -102,7 +102,7 @@ def two_sided_sentence(attack: dict, baseline: dict, m: int) -> str:
         if attack[key]
     ]
     share = made / max(m, 1)
-    shown = f"{share:.0%}" if share >= 0.01 else f"{share:.1%}"
+    shown = f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
     accuracy = (
         "every time" if right == made else f"{right} of {made} times ({in_ten(right / made)})"
     )
@@ -130,7 +130,7 @@ def sentence(fraction: float, attack: float | None, baseline: float | None) -> s
     right 9 times in 10; without the model, 6.5 times in 10." (members are half the set)."""
     if attack is None or baseline is None:
         return ""
-    share = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
+    share = f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
     return (
         f"Flagging the {share} of records it is surest about as members, an attacker with the "
         f"model is right {in_ten(attack)}; without the model, {in_ten(baseline)} (half the "

@@ -246,7 +246,8 @@ def attacker_html(document: dict) -> str:
          attack["tpr_at_fpr"].get("0.01"), baseline["tpr_at_fpr"].get("0.01"), True),
         ("advantage: the most TPR − FPR (0: none)", attack["advantage"], baseline["advantage"],
          False),
-        (f"right among the {flagged:.1%} of records each is surest about",
+        (f"right among the {flagged:.0%} of records each is surest about"
+         if flagged >= 0.1 else f"right among the {flagged:.1%} of records each is surest about",
          attack["top_precision"], baseline["top_precision"], True),
     ]  # fmt: skip
     body = "".join(
@@ -317,6 +318,13 @@ def exposure_html(document: dict) -> str:
     return "".join(parts) + "</section>"
 
 
+READING = (
+    "ε̃ is what the model adds, beyond the data alone, to how surely an attacker tells its "
+    "training records from others (in nats: log-odds; e^ε̃ is the odds' factor). The two-sided "
+    'game lets the attacker call records members or non-members. <a href="#words">Words on '
+    "this page</a>."
+)
+"""One line under the quoted figure: how to read it, and where the words are explained."""
 SCROLL = '<div class=scroll tabindex=0 role=region aria-label="scrollable table">'
 """A wide table's scroll box: reachable by keyboard, named for screen readers."""
 
@@ -335,7 +343,7 @@ table{border-collapse:collapse;} tbody tr{border-bottom:1px solid #ddd;}
 .verdict.clear_leak,.verdict.leak_beyond_claim{border-color:#7a1010;}
 .verdict.leak_detected{border-color:#b42318;} .verdict.borderline{border-color:#8a5300;}
 .verdict.no_leak_detected{border-color:#2f7d4f;} .verdict.inconclusive{border-color:#5b6270;}
-.sentence{font-size:1.15em;}
+.sentence{font-size:1.15em;} .hint{color:#4a4a4a;font-size:.95em;}
 figure{margin:12px 0;} img{max-width:100%;height:auto;}
 details{margin:1em 0;} summary{cursor:pointer;font-weight:bold;}
 dt{font-weight:bold;margin-top:.5em;}
@@ -356,7 +364,7 @@ pre.chunk{background:#f4f4f4;padding:4px;}
 tables in scroll containers, and a print layout (Print → PDF on A4: folded sections open,
 no chart cut across pages)."""
 
-GLOSSARY = """<details><summary>Words on this page</summary><dl>
+GLOSSARY = """<details id=words><summary>Words on this page</summary><dl>
 <dt>member / non-member</dt><dd>A record the model was trained on / was not. The audit mixes
 your members with generated non-members and asks each classifier which is which.</dd>
 <dt>baseline</dt><dd>A classifier that never sees the audited model: what anyone learns from
@@ -407,15 +415,15 @@ def _verdict_html(document: dict) -> str:
         if found["caveats"]
         else ""
     )
-    folded = "caveats of this run and " if found["caveats"] else ""
     return (
         f'<div class="verdict {html.escape(found["level"])}">'
         f"<h2>{html.escape(found['headline'])}</h2>"
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"
         f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>"
+        f"<p class=hint>{READING}</p>{caveats}"
         f"<p>Declared guarantee: {html.escape(' '.join(found['claim']))}</p>"
-        f"<details><summary>The {folded}what the figure means, and what it does not"
-        f"</summary>{caveats}<ul>{items(found['meaning'])}</ul></details></div>"
+        "<details><summary>What the figure means, and what it does not</summary>"
+        f"<ul>{items(found['meaning'])}</ul></details></div>"
     )
 
 

@@ -122,9 +122,11 @@ def test_a_contributor_uses_the_console(  # type: ignore[no-untyped-def]
     expect(page.locator("h1")).to_contain_text("census")
     expect(page.locator("table.figures")).to_contain_text("ε̃, one-sided game")
     shot(page, "4-report", database_url)
-    page.get_by_role("link", name="Open the full report").click()
-    expect(page.locator("body")).to_contain_text("report")
-    page.go_back()
+    with page.expect_popup() as opened:  # a new tab: the console's stays where it was
+        page.get_by_role("link", name="Open the full report").click()
+    expect(opened.value.locator("body")).to_contain_text("report")
+    opened.value.close()
+    expect(page.locator("table.figures")).to_be_visible()
 
     page.goto(f"{service.url}/console/audits/{audit['id']}")
     expect(page.locator(".status-box h2")).to_be_visible()
@@ -140,10 +142,13 @@ def test_a_contributor_uses_the_console(  # type: ignore[no-untyped-def]
     expect(page.locator("h1")).to_contain_text("version 3")
     expect(page.locator("section.attacker")).to_contain_text("right")  # what an attacker gains
     shot(page, "6b-audited-report", database_url)
-    page.get_by_role("link", name="Open the full report").click()  # the audit's own page
-    expect(page.locator("h2#attacker")).to_have_text("What an attacker gains")
-    shot(page, "6c-full-report", database_url, axe=False)  # served sandboxed: no script runs
-    report_id = page.url.split("/reports/")[1].split("/")[0]
+    with page.expect_popup() as opened:  # the audit's own page, in a new tab
+        page.get_by_role("link", name="Open the full report").click()
+    full = opened.value
+    expect(full.locator("h2#attacker")).to_have_text("What an attacker gains")
+    shot(full, "6c-full-report", database_url, axe=False)  # served sandboxed: no script runs
+    report_id = full.url.split("/reports/")[1].split("/")[0]
+    full.close()
     with service.client(token) as alice:
         stored = alice.get(f"/v1/reports/{report_id}/html").text
     (tmp_path / "report.html").write_text(stored)  # the same page, where axe may run

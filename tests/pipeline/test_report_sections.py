@@ -54,7 +54,9 @@ def test_the_attacker_sentence_compares_both_sides_at_one_count() -> None:
     assert section["attack"]["auc"] > section["baseline"]["auc"]
     assert section["attack"]["tpr_at_fpr"]["0.001"] is None  # 2,000 non-members: 2 wrong
     assert section["attack"]["tpr_at_fpr"]["0.01"] is not None
-    assert section["sentence"].startswith(f"Flagging the {section['flagged_fraction']:.0%} of")
+    fraction = section["flagged_fraction"]
+    shown = f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"  # as the table shows it
+    assert section["sentence"].startswith(f"Flagging the {shown} of")
     assert in_ten(section["attack"]["top_precision"]) in section["sentence"]
     assert in_ten(0.5) == "5 times in 10"
     assert in_ten(0.66) == "6.6 times in 10"
@@ -63,7 +65,7 @@ def test_the_attacker_sentence_compares_both_sides_at_one_count() -> None:
     base = {"member_guesses": 400, "member_correct": 267,
             "nonmember_guesses": 98, "nonmember_correct": 66}  # fmt: skip
     words = two_sided_sentence(calls, base, 3750)
-    assert "calls 213 records (6%) non-members and is right every time" in words
+    assert "calls 213 records (5.7%) non-members and is right every time" in words
     assert "without the model, 333 of 498 (6.7 times in 10)" in words
 
 
