@@ -170,8 +170,29 @@ def _legacy_level(games: dict[str, dict], claim: dict) -> tuple[str, dict]:
     return "no_leak_detected", quoted
 
 
-def _level(games: dict[str, dict], null: dict | None, claim: dict) -> tuple[str, dict]:
-    """The level and the quoted game's figures."""
+def game_reach(document: dict, quoted: dict) -> float | None:
+    """The most ε̃ the quoted game could show at this audit's size, every guess right (nats):
+    the one-sided game's ``detectable.eps_tilde_max``; the two-sided game's
+    logit(α_pair^(1/m)) − c_lb. None where the document does not say."""
+    if quoted["key"] == "two_sided":
+        from panoramia.measure.bounds import saturation_ceiling
+
+        section = document.get("two_sided") if isinstance(document.get("two_sided"), dict) else {}
+        alpha = finite_number(section.get("alpha_per_test"))
+        m = finite_number(document.get("m"))
+        if alpha is None or m is None or not 0 < alpha < 1 or m < 1:
+            return None
+        return max(0.0, float(saturation_ceiling(int(m), alpha)) - quoted["c_lb"])
+    reach = document.get("detectable") if isinstance(document.get("detectable"), dict) else {}
+    return finite_number(reach.get("eps_tilde_max"))
+
+
+def _level(
+    games: dict[str, dict], null: dict | None, claim: dict, reach: float | None = None
+) -> tuple[str, dict]:
+    """The level and the quoted game's figures; ``reach``: the quoted game's
+    (:func:`game_reach`), which turns a no-leak run that could not have called one into an
+    inconclusive one (docs/SPEC.md §3.1, level 7)."""
     if null is None:
         return _legacy_level(games, claim)
     if "skipped" in null:
@@ -184,6 +205,8 @@ def _level(games: dict[str, dict], null: dict | None, claim: dict) -> tuple[str,
         return ("inconclusive" if quoted["eps_tilde"] > 0 else "no_leak_detected"), quoted
     if null["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
+    if reach is not None and reach <= null["threshold"]:
+        return "inconclusive", quoted | {"reach": reach}
     return ("borderline" if null["borderline"] else "no_leak_detected"), quoted
 
 
@@ -238,6 +261,15 @@ def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
             f"{held['p_value']:.3f}); this run puts ε̃ at most {held['interval'][1]:.2f}. That "
             "does not show the model is private: a stronger attack or a larger audit may find "
             "a leak."
+        )
+    if level == "inconclusive" and held and "reach" in quoted:
+        return (
+            f"Inconclusive: at this size the audit could not have called a leak. Even an "
+            f"attack right on every guess could not show ε̃ above {quoted['reach']:.2f} in "
+            f"{game}, within what this audit's null draws reach ({held['threshold']:.2f}): "
+            f"the baseline alone already tells the generated records from yours (c_lb = "
+            f"{quoted['c_lb']:.2f}). A larger audit set or a closer generator is needed for an "
+            "answer."
         )
     if level == "inconclusive" and null and "skipped" in null:
         return (
@@ -398,6 +430,8 @@ def verdict(document: dict) -> dict:
     games = _games(document)
     null = read_null(document, games)
     level, quoted = _level(games, null, claim)
+    if level in ("no_leak_detected", "borderline"):  # could this run have called a leak?
+        level, quoted = _level(games, null, claim, game_reach(document, quoted))
     held = null if null and "skipped" not in null else None
     return {
         "level": level,

@@ -236,3 +236,24 @@ def test_a_null_section_that_does_not_match_its_figures_is_not_used() -> None:
     page = _verdict_html(bare)
     assert "no null" in page
     assert "up to 0 read" not in page
+
+
+def test_a_run_that_could_not_have_called_a_leak_is_inconclusive_not_quiet() -> None:
+    """docs/SPEC.md §3.1, level 7: where even every guess right could not lift the gap above
+    the null's threshold, "no leak detected" would be an answer the run could not give."""
+    from panoramia.measure.bounds import saturation_ceiling
+
+    alpha = 0.05 / (2 * 5050)
+    top = float(saturation_ceiling(150, alpha))  # every one of 150 slots guessed right
+
+    def document(c_lb: float) -> dict:
+        found = _document((0.5, 0.5), (c_lb, c_lb), null=_null(0.0, 900, threshold=0.3))
+        return found | {"m": 150, "two_sided": found["two_sided"] | {"alpha_per_test": alpha}}
+
+    blind = verdict(document(top - 0.1))  # the baseline already near the ceiling
+    assert blind["level"] == "inconclusive"
+    assert not blind["detected"]
+    assert "could not have called a leak" in blind["sentence"]
+    assert f"above {0.1:.2f}" in blind["sentence"]
+    seeing = verdict(document(top - 1.0))  # room above the null's threshold: a real answer
+    assert seeing["level"] == "no_leak_detected"
