@@ -13,7 +13,7 @@ import pytest
 from panoramia.errors import InputError
 from panoramia.targets import load_target
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "TARGETS.md"  # the formats' worked examples
 
 
 def readme_manifests() -> list[dict]:
