@@ -37,6 +37,17 @@ def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
 
 @pytest.fixture
 def page(database_url: str) -> Iterator[object]:
+    """A Chromium page, once per database (the console test runs on both)."""
+    yield from _chromium_page()
+
+
+@pytest.fixture
+def bare_page() -> Iterator[object]:
+    """A Chromium page for what needs no service (a report file)."""
+    yield from _chromium_page()
+
+
+def _chromium_page() -> Iterator[object]:
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
@@ -174,7 +185,9 @@ def test_a_contributor_uses_the_console(  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("modality", ["tabular", "image", "text"])
-def test_report_pages_pass_axe_on_a_phone_and_a_screen(modality: str, tmp_path: Path, page) -> None:  # type: ignore[no-untyped-def]
+def test_report_pages_pass_axe_on_a_phone_and_a_screen(  # type: ignore[no-untyped-def]
+    modality: str, tmp_path: Path, bare_page
+) -> None:
     """report.html as each modality draws it (image grids, text examples, exposed records and
     groups): no serious or critical axe-core violation, no page wider than the screen."""
     import numpy as np
@@ -210,9 +223,9 @@ def test_report_pages_pass_axe_on_a_phone_and_a_screen(modality: str, tmp_path: 
     html = render_html(document, result, curves, losses, galleries, examples=examples)
     (tmp_path / "report.html").write_text(html)
     for width in (1280, 390):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.goto((tmp_path / "report.html").as_uri())
-        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        bare_page.set_viewport_size({"width": width, "height": 900})
+        bare_page.goto((tmp_path / "report.html").as_uri())
+        assert bare_page.evaluate("document.documentElement.scrollWidth") <= width
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=SCREENSHOTS / f"report-{modality}-{width}.png")
-        accessible(page, f"report.html ({modality}, {width} px)")
+        bare_page.screenshot(path=SCREENSHOTS / f"report-{modality}-{width}.png")
+        accessible(bare_page, f"report.html ({modality}, {width} px)")
