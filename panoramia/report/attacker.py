@@ -102,7 +102,7 @@ def two_sided_sentence(attack: dict, baseline: dict, m: int) -> str:
         if attack[key]
     ]
     share = made / max(m, 1)
-    shown = f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
+    shown = percent_share(share)
     accuracy = (
         "every time" if right == made else f"{right} of {made} times ({in_ten(right / made)})"
     )
@@ -118,6 +118,11 @@ def two_sided_sentence(attack: dict, baseline: dict, m: int) -> str:
     )
 
 
+def percent_share(share: float) -> str:
+    """A share of records as the page shows it: whole percents from 10 %, one decimal below."""
+    return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
+
+
 def in_ten(share: float) -> str:
     """A share as "N times in 10" (one decimal where it matters)."""
     tenths = share * 10
@@ -130,7 +135,7 @@ def sentence(fraction: float, attack: float | None, baseline: float | None) -> s
     right 9 times in 10; without the model, 6.5 times in 10." (members are half the set)."""
     if attack is None or baseline is None:
         return ""
-    share = f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
+    share = percent_share(fraction)
     return (
         f"Flagging the {share} of records it is surest about as members, an attacker with the "
         f"model is right {in_ten(attack)}; without the model, {in_ten(baseline)} (half the "

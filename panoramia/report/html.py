@@ -11,6 +11,7 @@ from panoramia.accounting.report_section import ClaimSection
 from panoramia.measure import Measurement
 from panoramia.measure.null import NullTest
 from panoramia.report import plots
+from panoramia.report.attacker import percent_share
 from panoramia.report.verdict import percent
 
 PARAGRAPH = (
@@ -246,8 +247,7 @@ def attacker_html(document: dict) -> str:
          attack["tpr_at_fpr"].get("0.01"), baseline["tpr_at_fpr"].get("0.01"), True),
         ("advantage: the most TPR − FPR (0: none)", attack["advantage"], baseline["advantage"],
          False),
-        (f"right among the {flagged:.0%} of records each is surest about"
-         if flagged >= 0.1 else f"right among the {flagged:.1%} of records each is surest about",
+        (f"right among the {percent_share(flagged)} of records each is surest about",
          attack["top_precision"], baseline["top_precision"], True),
     ]  # fmt: skip
     body = "".join(

@@ -188,11 +188,10 @@ def game_reach(document: dict, quoted: dict) -> float | None:
 
 
 def _level(
-    games: dict[str, dict], null: dict | None, claim: dict, reach: float | None = None
+    document: dict, games: dict[str, dict], null: dict | None, claim: dict
 ) -> tuple[str, dict]:
-    """The level and the quoted game's figures; ``reach``: the quoted game's
-    (:func:`game_reach`), which turns a no-leak run that could not have called one into an
-    inconclusive one (docs/SPEC.md §3.1, level 7)."""
+    """The level and the quoted game's figures; a no-leak run whose quoted game could not
+    have called one (:func:`game_reach`) is inconclusive (docs/SPEC.md §3.1, level 7)."""
     if null is None:
         return _legacy_level(games, claim)
     if "skipped" in null:
@@ -205,6 +204,7 @@ def _level(
         return ("inconclusive" if quoted["eps_tilde"] > 0 else "no_leak_detected"), quoted
     if null["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
+    reach = game_reach(document, quoted)
     if reach is not None and reach <= null["threshold"]:
         return "inconclusive", quoted | {"reach": reach}
     return ("borderline" if null["borderline"] else "no_leak_detected"), quoted
@@ -429,9 +429,7 @@ def verdict(document: dict) -> dict:
     claim = document.get("claim") or {}
     games = _games(document)
     null = read_null(document, games)
-    level, quoted = _level(games, null, claim)
-    if level in ("no_leak_detected", "borderline"):  # could this run have called a leak?
-        level, quoted = _level(games, null, claim, game_reach(document, quoted))
+    level, quoted = _level(document, games, null, claim)
     held = null if null and "skipped" not in null else None
     return {
         "level": level,

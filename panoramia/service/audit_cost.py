@@ -163,9 +163,14 @@ def _network_macs(config: Mapping, block: str, modality: str) -> float:
     return _mlp_macs([150, 100, 50, 10])
 
 
+def _leaves(n_estimators: float, max_depth: float) -> float:
+    """A tree ensemble's "multiply-adds per example": its most leaves (depth capped at 24)."""
+    return n_estimators * 2 ** min(max_depth, 24)
+
+
 def _trees(config: Mapping, block: str) -> float:
-    return _number(config, f"{block}.n_estimators", 100) * 2 ** min(
-        _number(config, f"{block}.max_depth", 6), 24
+    return _leaves(
+        _number(config, f"{block}.n_estimators", 100), _number(config, f"{block}.max_depth", 6)
     )
 
 
@@ -256,7 +261,7 @@ def estimate_cost(config: Mapping) -> CostEstimate:
         grid = _value(config, "distinguisher.grid")
         entries = grid if isinstance(grid, list) else [{}]
         leaves = sum(
-            float(e.get("n_estimators", 100)) * 2 ** min(float(e.get("max_depth", 6)), 24)
+            _leaves(float(e.get("n_estimators", 100)), float(e.get("max_depth", 6)))
             for e in entries
             if isinstance(e, Mapping)
         )
