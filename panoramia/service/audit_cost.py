@@ -18,6 +18,7 @@ contributor's queued and running audits, is past the operator's budget
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -189,24 +190,32 @@ def data_rows(config: Mapping) -> float:
 
 def _file_rows(path: Path, modality: str) -> float:
     """Rows of a contributor's members file or folder: an npz's image count from its
-    header, otherwise from its size (``NOMINAL_BROUGHT_ROWS_PER_BYTE``); 0 when unreadable."""
+    header, a parquet file's from its metadata, otherwise from its size
+    (``NOMINAL_BROUGHT_ROWS_PER_BYTE``); 0 when unreadable. Never through a link: the file is
+    opened with ``O_NOFOLLOW`` (a file swapped for a link to someone else's after the
+    submission's checks prices as unreadable) and a folder is walked without following any
+    (:func:`panoramia.service.usage.folder_bytes`)."""
+    from panoramia.service.usage import folder_bytes
+
     try:
         if path.is_dir():
-            size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-            return size * NOMINAL_BROUGHT_ROWS_PER_BYTE["text"]
-        if path.suffix == ".npz":
-            from panoramia.data.files import check_npz_arrays
+            return folder_bytes(path) * NOMINAL_BROUGHT_ROWS_PER_BYTE["text"]
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(descriptor, "rb") as opened:
+            if path.suffix == ".npz":
+                from panoramia.data.files import check_npz_arrays
 
-            headers = check_npz_arrays(path, max_bytes=2**62, where=str(path))
-            shape, _dtype = headers["images"]
-            return float(shape[0])
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as parquet
+                headers = check_npz_arrays(opened, max_bytes=2**62, where=str(path))  # type: ignore[arg-type]
+                shape, _dtype = headers["images"]
+                return float(shape[0])
+            if path.suffix == ".parquet":
+                import pyarrow.parquet as parquet
 
-            return float(parquet.ParquetFile(path).metadata.num_rows)
+                return float(parquet.ParquetFile(opened).metadata.num_rows)
+            size = os.fstat(opened.fileno()).st_size
         rate = NOMINAL_BROUGHT_ROWS_PER_BYTE["text" if modality == "text" else "csv"]
         packed = COMPRESSION_RATIO if path.suffix in (".gz", ".bz2", ".xz", ".zst") else 1
-        return path.stat().st_size * rate * packed
+        return size * rate * packed
     except Exception:  # unreadable here: the audit's own reader says why, in the worker
         return 0.0
 

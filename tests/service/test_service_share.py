@@ -229,3 +229,25 @@ def test_a_members_file_is_counted_by_its_rows_not_its_packed_size(tmp_path: Pat
     assert packed_rows >= 10 * plain
     capped = {"members_path": str(tmp_path / "m.parquet"), "max_members": 500}
     assert data_rows(config | {"data": capped}) == 500
+
+
+def test_a_members_file_swapped_for_a_link_prices_as_unreadable(tmp_path: Path) -> None:
+    """The price never reads through a link: a file swapped for one after the submission's
+    checks is counted at nothing (the worker's copy then refuses it with one line)."""
+    import pandas as pd
+
+    from panoramia.service.audit_cost import data_rows
+
+    theirs = tmp_path / "bob" / "secret.parquet"
+    theirs.parent.mkdir()
+    pd.DataFrame({"a": range(50_000)}).to_parquet(theirs)
+    mine = tmp_path / "alice" / "members.parquet"
+    mine.parent.mkdir()
+    mine.symlink_to(theirs)
+    config = {"modality": "tabular", "data": {"pool_size": 100, "members_path": str(mine)}}
+    assert data_rows(config) == 100  # the embedded pool's size, not bob's 50,000 rows
+    folder = tmp_path / "alice" / "texts"
+    folder.mkdir()
+    (folder / "link.txt").symlink_to(theirs)
+    text = {"modality": "text", "data": {"pool_chunks": 7, "members_path": str(folder)}}
+    assert data_rows(text) == 7
