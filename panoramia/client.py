@@ -7,11 +7,13 @@ Errors (unreachable server, bad token, 404, 422) raise :class:`ServiceError`, an
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from panoramia.errors import InputError
+from panoramia.hashing import file_sha256
 
 
 class ServiceError(InputError):
@@ -85,3 +87,67 @@ class ServiceClient:
 
     def report_html(self, report_id: str) -> str:
         return self.request("GET", f"/v1/reports/{report_id}/html").text
+
+    def uploads(self) -> list[dict]:
+        return self.request("GET", "/v1/uploads").json()
+
+    def delete_upload(self, id_or_name: str) -> dict:
+        return self.request("DELETE", f"/v1/uploads/{id_or_name}").json()
+
+    def find_upload(self, id_or_name: str) -> dict | None:
+        """Her upload of this id or name, or None."""
+        try:
+            response = self.http.get(f"/v1/uploads/{id_or_name}")
+        except httpx.HTTPError as error:
+            raise ServiceError(f"{self.url}: unreachable ({error})") from None
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise ServiceError(
+                f"GET /v1/uploads/{id_or_name}: {response.status_code} {_reason(response)}"
+            )
+        return response.json()
+
+    def send_file(
+        self,
+        path: Path,
+        *,
+        name: str,
+        kind: str,
+        filename: str,
+        chunk_bytes: int = 8 * 2**20,
+        progress: Callable[[int, int], None] = lambda _sent, _size: None,
+    ) -> dict:
+        """Upload the file at ``path`` as ``name`` in chunks of ``chunk_bytes``; an upload of
+        that name with the same size and SHA-256 that is still arriving is resumed from the
+        bytes the service holds (``HEAD``), not sent again. ``progress(sent, size)`` after
+        each chunk. Returns the upload as the service describes it once ready."""
+        size = path.stat().st_size
+        digest = file_sha256(path)
+        found = self.find_upload(name)
+        if (
+            found is not None
+            and found["state"] == "receiving"
+            and (found["size"], found["sha256"]) == (size, digest)
+        ):
+            upload_id = found["id"]
+            held = int(self.request("HEAD", f"/v1/uploads/{upload_id}").headers["Upload-Offset"])
+        else:
+            body = {"name": name, "kind": kind, "filename": filename, "size": size,
+                    "sha256": digest}  # fmt: skip
+            upload_id = self.request("POST", "/v1/uploads", json=body).json()["id"]
+            held = 0
+        progress(held, size)
+        view: dict = {}
+        with path.open("rb") as source:
+            source.seek(held)
+            while held < size:
+                chunk = source.read(chunk_bytes)
+                headers = {"Upload-Offset": str(held),
+                           "Content-Type": "application/offset+octet-stream"}  # fmt: skip
+                view = self.request(
+                    "PATCH", f"/v1/uploads/{upload_id}", content=chunk, headers=headers
+                ).json()
+                held += len(chunk)
+                progress(held, size)
+        return view or self.request("GET", f"/v1/uploads/{upload_id}").json()

@@ -10,6 +10,7 @@ import typer
 from panoramia.cli.account import register_accounting_commands
 from panoramia.cli.common import exits_on_input_error, print_json
 from panoramia.cli.service import register_service_commands
+from panoramia.cli.uploads import register_upload_commands
 
 app = typer.Typer(
     name="panoramia",
@@ -139,6 +140,7 @@ def o1(
 
 
 register_service_commands(app)
+register_upload_commands(app)
 register_accounting_commands(app)
 
 

@@ -259,7 +259,8 @@ def audits_submit(
         str | None, typer.Option(help="A demo target config (e.g. mlp_overfit).")
     ] = None,
     target_path: Annotated[
-        str | None, typer.Option(help="A model directory under the service's models folder.")
+        str | None,
+        typer.Option(help="Your model upload's name (panoramia models upload), or a shared model."),
     ] = None,
     source: Annotated[
         str | None,
@@ -269,12 +270,12 @@ def audits_submit(
         ),
     ] = None,
     members: Annotated[
-        str | None, typer.Option(help="Your members file or folder (in your data folder).")
+        str | None, typer.Option(help="Your members upload's name (panoramia data upload).")
     ] = None,
     label: Annotated[str | None, typer.Option(help="Label column of your file.")] = None,
     nonmembers: Annotated[
         str | None,
-        typer.Option(help="Rows or images you know were not trained on (in your data folder)."),
+        typer.Option(help="An upload of rows or images you know were not trained on."),
     ] = None,
     categorical: Annotated[
         list[str] | None,

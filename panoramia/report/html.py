@@ -12,6 +12,7 @@ from panoramia.measure import Measurement
 from panoramia.measure.null import NullTest
 from panoramia.report import plots
 from panoramia.report.attacker import percent_share
+from panoramia.report.redaction import member_data
 from panoramia.report.verdict import percent
 
 PARAGRAPH = (
@@ -126,8 +127,11 @@ def render_html(
     """
     charts = _figures(document, measurement, roc_curves, losses, galleries, claim, null)
     images = "".join(
-        f'<figure><img src="data:image/png;base64,{chart.png}" alt="{html.escape(chart.alt)}">'
-        "</figure>"
+        member_data(
+            f'<figure><img src="data:image/png;base64,{chart.png}" '
+            f'alt="{html.escape(chart.alt)}"></figure>',
+            chart.member_data,
+        )
         for chart in charts
     )
     target = html.escape(str(document["target"].get("name")))
@@ -139,14 +143,14 @@ def render_html(
 <body><main><h1>Privacy audit of {target}</h1>
 {_verdict_html(document)}
 {attacker_html(document)}
-{exposure_html(document)}
+{member_data(exposure_html(document))}
 <h2>Charts that back the figure</h2>{images}
 {_claim_html(claim)}
 <details><summary>The researcher's figures (both games, reference audits, μ̃)</summary>
 {_figures_table(document)}
 <h3>What ε̃ means</h3><p>{PARAGRAPH}</p></details>
 {GLOSSARY}
-{_examples_html(examples)}
+{member_data(_examples_html(examples))}
 <details class=noprint><summary>Details (target, data, timings, versions as JSON)</summary>
 <pre>{html.escape(_details(document))}</pre></details>
 </main></body></html>"""

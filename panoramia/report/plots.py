@@ -50,6 +50,8 @@ class Chart:
 
     png: str
     alt: str
+    member_data: bool = False
+    """It shows records (members, or samples of a generator trained on them)."""
 
 
 @contextmanager
@@ -366,7 +368,7 @@ def gallery_chart(galleries: dict[str, np.ndarray], columns: int = 8) -> list[Ch
             axis.set_title(caption)
             axis.axis("off")
             png = _png(figure)
-        charts.append(Chart(png, f"{n} example images: {caption}."))
+        charts.append(Chart(png, f"{n} example images: {caption}.", member_data=True))
     return charts
 
 

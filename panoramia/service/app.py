@@ -47,6 +47,8 @@ from panoramia.service.schemas import (
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import Name as NameType
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.naming import upload_resolver
+from panoramia.service.uploads.routes import is_chunk, uploads_router
 from panoramia.service.usage import file_bytes, usage
 from panoramia.store.database import current_revision
 from panoramia.store.repository import ModelRef as StoredModelRef
@@ -183,6 +185,7 @@ def create_app(
         max_bytes=settings.max_upload_bytes,
         spool_dir=settings.spool_dir,
         max_large_at_once=settings.max_parsing_uploads,
+        streamed=is_chunk,
     )
     limiter = make_limiter(settings)
     app.state.limiter = limiter
@@ -266,12 +269,14 @@ def create_app(
         request: Request, response: Response, body: AuditRequest, principal: Caller
     ) -> AuditView:
         """Queue an audit; poll ``GET /v1/audits/{id}`` for its status and progress."""
+        named: dict[str, str] = {}
         overrides = audit_overrides(
             body,
             contributor=principal.name,
             data_dir=settings.data_dir,
             models_dir=settings.models_dir,
             allow_torchscript=settings.trust_torchscript,
+            uploads=upload_resolver(settings, store, principal.contributor_id, named),
         )
         composed = check_composes(overrides, settings.limits)
         estimate = estimate_cost(composed)
@@ -283,6 +288,7 @@ def create_app(
         stored = body.model_dump(mode="json") | {
             "overrides_resolved": overrides,
             "cost": estimate.total,
+            "uploads": named,
         }
         audit = store.create_audit(
             principal,
@@ -402,6 +408,7 @@ def create_app(
         headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
         return HTMLResponse(page, headers=headers)
 
+    app.include_router(uploads_router(settings, store, caller, limiter.limit(settings.rate_limit)))
     app.add_exception_handler(NotSignedIn, not_signed_in_redirect)
     app.include_router(
         console_router(

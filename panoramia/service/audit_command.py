@@ -37,6 +37,7 @@ from panoramia.ranges import check_ranges
 from panoramia.service.audit_limits import AuditLimits, check_limits
 from panoramia.service.data_staging import MAX_ENTRIES, unreadable_entry
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
+from panoramia.service.uploads.naming import UploadNotReady, UploadResolver
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("data.split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
@@ -202,9 +203,19 @@ def audit_overrides(
     data_dir: Path,
     models_dir: Path,
     allow_torchscript: bool = False,
+    uploads: UploadResolver | None = None,
 ) -> list[str]:
     """The command-line arguments of this audit (without the service's own: paths, threads):
-    ``--config-name`` for image and text audits, then Hydra overrides."""
+    ``--config-name`` for image and text audits, then Hydra overrides. ``uploads`` finds her
+    uploads by name or id (:mod:`panoramia.service.uploads.naming`); a name that is not one
+    is looked up in her data folder, or for a model in the shared models folder."""
+
+    def uploaded(role: str, name: str, field: tuple[str, ...]) -> Path | None:
+        try:
+            return uploads(role, name) if uploads is not None else None
+        except UploadNotReady as error:
+            raise RequestProblem(field, str(error)) from None
+
     check_overrides(request.overrides)
     target, data = request.target, request.data
     entry = modality(data.modality)
@@ -220,18 +231,20 @@ def audit_overrides(
             )
         lines.append(f"target={target.config}")
     else:
-        directory = _inside(models_dir, target.path or "", ("target", "path"))
-        _check_model_format(directory, allow_torchscript=allow_torchscript)
+        directory = uploaded("target", target.path or "", ("target", "path"))
+        if directory is None:  # checked on arrival otherwise
+            directory = _inside(models_dir, target.path or "", ("target", "path"))
+            _check_model_format(directory, allow_torchscript=allow_torchscript)
         lines += [f"target={entry.path_target}", f"target.path={_quoted(str(directory))}"]
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
     lines.append(f"data={data.source}")
-    if data.members is not None:
-        members = _inside(own, data.members, ("data", "members"))
-        lines.append(f"data.members_path={_quoted(str(members))}")
-    if data.nonmembers is not None:
-        nonmembers = _inside(own, data.nonmembers, ("data", "nonmembers"))
-        lines.append(f"data.nonmembers_path={_quoted(str(nonmembers))}")
+    for role in ("members", "nonmembers"):
+        given = getattr(data, role)
+        if given is None:
+            continue
+        path = uploaded(role, given, ("data", role)) or _inside(own, given, ("data", role))
+        lines.append(f"data.{role}_path={_quoted(str(path))}")
     if data.source == "csv":
         lines += [
             f"data.label={_quoted(data.label or '')}",

@@ -30,6 +30,8 @@ from panoramia.errors import InputError
 
 DATA_PATH_KEYS = {"data.members_path": "members", "data.nonmembers_path": "nonmembers"}
 """The overrides that name a contributor's data, and the name of their copy."""
+UPLOADED_KEYS = DATA_PATH_KEYS | {"target.path": "target"}
+"""The overrides that may name an upload (a model folder too), and the name of their copy."""
 INPUTS = "inputs"
 """The run directory's folder of copied inputs."""
 MAX_ENTRIES = 100_000
@@ -134,13 +136,15 @@ def _copy_descriptor(
 
 
 def stage_data_files(
-    overrides: list[str], data_dir: Path, run_dir: Path
+    overrides: list[str], data_dir: Path, run_dir: Path, uploads_dir: Path | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """``overrides`` with each data path replaced by a copy under ``run_dir/inputs`` (see the
     module docstring), and each copy's path mapped to the name the contributor knows (its
     path inside her folder), for messages. A data path must lie in one contributor's folder
-    of ``data_dir``; StagingError naming the path inside that folder otherwise. Earlier
-    copies of a previous attempt are replaced."""
+    of ``data_dir``, or be one of her uploads under ``uploads_dir`` (a model upload's
+    ``target.path`` is copied too; a shared model's is left as it is); StagingError naming
+    the path inside that folder otherwise. Earlier copies of a previous attempt are
+    replaced."""
     parser = OverridesParser.create()
     inputs = run_dir / INPUTS
     if inputs.is_symlink() or inputs.is_file():  # planted by an earlier attempt's child
@@ -149,24 +153,28 @@ def stage_data_files(
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
     base = data_dir.resolve()
+    uploads = uploads_dir.resolve() if uploads_dir is not None else None
     staged, names = [], {}
     for line in overrides:
         key = line.split("=", 1)[0]
-        if key not in DATA_PATH_KEYS:
+        if key not in UPLOADED_KEYS:
             staged.append(line)
             continue
         (parsed,) = parser.parse_overrides([line])
-        try:
-            relative = Path(str(parsed.value())).relative_to(base)
-        except ValueError:
-            raise StagingError(f"{key}: outside the data folder") from None
+        value = Path(str(parsed.value()))
+        root, relative = _root_of(value, base, uploads)
+        if root is None:
+            if key not in DATA_PATH_KEYS:  # a shared model, read where the operator put it
+                staged.append(line)
+                continue
+            raise StagingError(f"{key}: outside the data folder")
         if len(relative.parts) < 2:
             raise StagingError(f"{key}: not a file or folder of a contributor's folder")
         owner, *inside = relative.parts
-        shown = "/".join(inside)
-        descriptor = _open_beneath(base, (owner, *inside), shown)
-        suffix = "".join(Path(inside[-1]).suffixes)
-        name = DATA_PATH_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
+        shown = "/".join(inside) if root == base else f"upload {inside[0]}"
+        descriptor = _open_beneath(root, (owner, *inside), shown)
+        suffix = "".join(Path(inside[-1]).suffixes) if key in DATA_PATH_KEYS else ""
+        name = UPLOADED_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
         try:
             _copy_descriptor(descriptor, inputs / name, shown, [MAX_ENTRIES, MAX_BYTES])
         except (OSError, RecursionError) as error:  # too long a name, too many files open
@@ -177,6 +185,19 @@ def stage_data_files(
         copied = str(inputs / name).replace("\\", "\\\\").replace("'", "\\'")
         staged.append(f"{key}='{copied}'")
     return staged, names
+
+
+def _root_of(value: Path, base: Path, uploads: Path | None) -> tuple[Path | None, Path]:
+    """Which folder ``value`` lies in, the data folder or the uploads folder, and its path
+    inside it; (None, value) for neither."""
+    for root in (base, uploads):
+        if root is None:
+            continue
+        try:
+            return root, value.relative_to(root)
+        except ValueError:
+            continue
+    return None, value
 
 
 def in_contributor_terms(message: str, names: dict[str, str]) -> str:

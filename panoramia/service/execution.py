@@ -218,8 +218,9 @@ def run_audit(
     try:  # the child reads copies made now, never the contributor's paths (no window)
         with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
             overrides, staged_names = stage_data_files(
-                list(audit.request["overrides_resolved"]), settings.data_dir, run_dir
-            )
+                list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
+                settings.uploads_dir,
+            )  # fmt: skip
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
         return AuditStatus.FAILED
@@ -291,12 +292,38 @@ def run_audit(
         store.release(audit_id, worker, outcome[0], outcome[1], timings)
     progress = _read_progress(run_dir / "progress.json")
     progress = progress if isinstance(progress, dict) else {}
+    expire_inputs(store, settings, ended=run_dir if outcome[0] in ENDED else None)
     log.info(
         "audit %s: %s in %.1f s (stages %s/%s)",
         audit_id, outcome[0].value, timings["run_s"],
         progress.get("done", "-"), progress.get("total", "-"),
     )  # fmt: skip
     return outcome[0]
+
+
+ENDED = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
+
+
+def expire_inputs(store: ReportStore, settings: ServiceSettings, *, ended: Path | None) -> int:
+    """Remove the staged inputs (``<run dir>/inputs``) of audits that ended: the one in
+    ``ended`` at once when ``PANORAMIA_KEEP_INPUTS_HOURS`` is 0, and every run directory's
+    whose audit ended longer ago than that. Returns how many were removed."""
+    import shutil
+
+    removed = 0
+    if ended is not None and settings.keep_inputs_s == 0:
+        shutil.rmtree(ended / "inputs", ignore_errors=True)
+        removed += 1
+    cutoff = time.time() - settings.keep_inputs_s
+    for inputs in settings.audits_dir.glob("*/inputs"):
+        audit = store.get_audit(None, inputs.parent.name)
+        finished = as_utc(audit.finished_at) if audit is not None else None
+        if audit is None or (
+            audit.status in ENDED and finished is not None and finished.timestamp() <= cutoff
+        ):
+            shutil.rmtree(inputs, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def _watch(

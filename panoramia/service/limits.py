@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -38,15 +39,24 @@ class SpooledBody:
     body's size in memory, then bound the server's memory whatever the number of uploads."""
 
     def __init__(
-        self, app: ASGIApp, max_bytes: int, *, spool_dir: Path | None, max_large_at_once: int
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        *,
+        spool_dir: Path | None,
+        max_large_at_once: int,
+        streamed: Callable[[str, str], bool] = lambda _method, _path: False,
     ):
         self.app = app
+        self.streamed = streamed
+        """(method, path) of requests whose route reads the body as it arrives, with limits
+        of its own (an upload's chunks): passed through, never spooled."""
         self.max_bytes = max_bytes
         self.spool_dir = spool_dir
         self.large_at_once = asyncio.Semaphore(max_large_at_once)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self.streamed(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")

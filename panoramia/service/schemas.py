@@ -343,3 +343,34 @@ class Health(BaseModel):
     database: Literal["ok"]
     queue: str
     schema_revision: str | None
+
+
+SHA256_PATTERN = r"^[0-9a-fA-F]{64}$"
+
+
+class UploadCreate(CleanBody):
+    """``POST /v1/uploads``: what is about to be sent. ``name`` is what an audit names it by
+    (``--members NAME``, ``--target-path NAME``); ``filename``'s suffix tells its format."""
+
+    _no_interpolation: ClassVar[bool] = True
+
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    kind: Literal["data", "model"] = "data"
+    filename: Annotated[str, Field(min_length=1, max_length=200)]
+    size: Annotated[int, Field(ge=1, le=2**50)]
+    sha256: Annotated[str, Field(pattern=SHA256_PATTERN)]
+
+
+class UploadView(BaseModel):
+    id: str
+    name: str
+    kind: str
+    filename: str
+    size: int
+    received: int
+    state: Literal["receiving", "ready"]
+    sha256: str
+    summary: dict
+    created_at: datetime
+    completed_at: datetime | None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ def _number(name: str, default: float, *, minimum: float) -> float:
         value = float(raw)
     except ValueError:
         raise InputError(f"{name}: expected a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{name}: expected a finite number, got {raw!r}")
     if value < minimum:
         raise InputError(f"{name}: must be at least {minimum:g}, got {raw!r}")
     return value
@@ -31,6 +34,7 @@ class ServiceSettings:
     Environment: ``PANORAMIA_HOME``, ``PANORAMIA_DATABASE_URL``, ``PANORAMIA_QUEUE``
     (``local`` | ``celery``), ``PANORAMIA_WORKERS`` (concurrent audits per process),
     ``PANORAMIA_REDIS_URL``, ``PANORAMIA_MAX_UPLOAD_MB``, ``PANORAMIA_MAX_PARSING_UPLOADS``,
+    ``PANORAMIA_MAX_FILE_MB`` (an uploaded file), ``PANORAMIA_KEEP_INPUTS_HOURS``,
     ``PANORAMIA_RATE_LIMIT`` (submissions
     and uploads per contributor, e.g. ``30/minute``), ``PANORAMIA_HEARTBEAT_S``,
     ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``,
@@ -53,6 +57,12 @@ class ServiceSettings:
     """Request bodies over 1 MiB handed to the app at once (``PANORAMIA_MAX_PARSING_UPLOADS``);
     the others wait, spooled to ``spool_dir``. The server's memory for uploads is about this
     many times a few body sizes, whatever the number of concurrent uploads."""
+    max_file_bytes: int = 2 * 2**30
+    """Bytes one uploaded file may have, and may expand to once decompressed or unpacked
+    (``PANORAMIA_MAX_FILE_MB``); it counts in the owner's storage quota."""
+    keep_inputs_s: float = 0.0
+    """How long an ended audit's staged copies of its inputs are kept
+    (``PANORAMIA_KEEP_INPUTS_HOURS``; 0: removed as soon as the audit ends)."""
     rate_limit: str = "30/minute"
     heartbeat_s: float = 5.0
     stale_after_s: float = 60.0
@@ -99,6 +109,11 @@ class ServiceSettings:
         return self.home / "models"
 
     @property
+    def uploads_dir(self) -> Path:
+        """Contributors' uploads: ``uploads/<contributor id>/<upload id>/`` (service-named)."""
+        return self.home / "uploads"
+
+    @property
     def spool_dir(self) -> Path:
         """Request bodies being received (temporary files, removed when answered)."""
         return self.home / "spool"
@@ -135,6 +150,8 @@ class ServiceSettings:
             max_upload_bytes=int(_number("PANORAMIA_MAX_UPLOAD_MB", 20, minimum=0.001) * 2**20),
             max_storage_bytes=int(_number("PANORAMIA_MAX_STORAGE_MB", 1024, minimum=0.001) * 2**20),
             max_parsing_uploads=int(_number("PANORAMIA_MAX_PARSING_UPLOADS", 2, minimum=1)),
+            max_file_bytes=int(_number("PANORAMIA_MAX_FILE_MB", 2048, minimum=0.001) * 2**20),
+            keep_inputs_s=_number("PANORAMIA_KEEP_INPUTS_HOURS", 0.0, minimum=0.0) * 3600,
             rate_limit=rate_limit,
             heartbeat_s=heartbeat,
             stale_after_s=_number("PANORAMIA_STALE_AFTER_S", 60.0, minimum=2 * heartbeat),

@@ -1,10 +1,12 @@
 """What one contributor makes the service keep: database rows and files, against her quota.
 
-Her database share is :meth:`panoramia.store.ReportStore.stored_bytes` (reports and pages,
-audits' requests and error texts, models' declared metadata). Her files are her audits' run
-directories (``audits/<audit id>``: staged inputs, logs, outputs) and her own stage store
-(``artifacts/<contributor id>``: trained models, synthetic pools, losses). Both count against
-``PANORAMIA_MAX_STORAGE_MB``; past it, a submission or an upload is answered 507.
+Her files include her uploads (``uploads/<contributor id>``, arriving ones as far as they
+have come). Her database share is :meth:`panoramia.store.ReportStore.stored_bytes` (reports
+and pages, audits' requests and error texts, models' declared metadata). Her files are
+also her audits' run directories (``audits/<audit id>``: staged inputs, logs, outputs)
+and her own stage store (``artifacts/<contributor id>``: trained models, synthetic pools,
+losses). Both count against ``PANORAMIA_MAX_STORAGE_MB``; past it, a submission or an
+upload is answered 507.
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ def folder_bytes(folder: Path, budget: list[int] | None = None) -> int:
 
 
 def file_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> int:
-    """Bytes of the contributor's run directories and stage store on this machine's disk."""
-    folders = [settings.artifacts_dir / str(contributor_id)]
+    """Bytes of the contributor's uploads, run directories and stage store on this
+    machine's disk."""
+    folders = [
+        settings.uploads_dir / str(contributor_id),
+        settings.artifacts_dir / str(contributor_id),
+    ]
     folders += [settings.audits_dir / audit_id for audit_id in store.audit_ids(contributor_id)]
     budget = [MAX_ENTRIES]
     return sum(folder_bytes(folder, budget) for folder in folders)

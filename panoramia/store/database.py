@@ -44,6 +44,7 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     connection.isolation_level = None  # SQLAlchemy, not pysqlite, begins transactions (below)
     cursor = connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: deleted text is gone
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from panoramia.errors import InputError
 from panoramia.report.digest import report_digest
+from panoramia.report.redaction import document_without_records, without_member_data
 from panoramia.store.database import WRITE_OPTION
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 from panoramia.store.tokens import hash_token, new_token
@@ -704,6 +705,37 @@ class ReportStore:
             query = query.options(undefer(Report.document))
         with self.sessions() as session:
             return session.scalars(query).unique().first()
+
+    @retried
+    def redact_reports(self, audit_ids: list[str], note: str) -> int:
+        """Take the records out of the reports of these audits (their ``exposure`` section,
+        and the page's parts that show records), saying why with ``note``; how many reports
+        there were."""
+        if not audit_ids:
+            return 0
+        with self.writes.begin() as session:
+            reports = session.scalars(
+                select(Report)
+                .options(undefer(Report.document))
+                .where(Report.audit_id.in_(audit_ids))
+            ).all()
+            for report in reports:
+                report.document = document_without_records(report.document, note)
+                page = session.get(ReportPage, report.id)
+                if page is not None:
+                    page.html = without_member_data(page.html, note)
+        self.forget_replaced()
+        return len(reports)
+
+    def forget_replaced(self) -> None:
+        """Make replaced and deleted text unreadable from the database's files where the
+        database allows it: SQLite zeroes freed pages (``secure_delete``) and here copies its
+        write-ahead log back and empties it. PostgreSQL keeps old row versions until its
+        vacuum reuses them (SECURITY.md)."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        with self.engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def has_report_page(self, principal: Principal, report_id: str) -> bool:
         """Whether the report has an HTML page that ``principal`` may see (not loading it)."""

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -124,3 +125,34 @@ class ReportPage(Base):
         ForeignKey("reports.id", ondelete="CASCADE"), primary_key=True
     )
     html: Mapped[str] = mapped_column(Text)
+
+
+class Upload(Base):
+    """A file or folder a contributor sent over the network (``/v1/uploads``): a data file
+    (CSV, ``.npz``), a text folder or a model folder (as one tar archive). Its bytes live under
+    the service's ``uploads/<contributor id>/<id>/``; an audit names it by id or name."""
+
+    __tablename__ = "uploads"
+    __table_args__ = (UniqueConstraint("contributor_id", "name", name="uq_uploads_owner_name"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    contributor_id: Mapped[int] = mapped_column(ForeignKey("contributors.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(8))
+    """``data`` or ``model``."""
+    filename: Mapped[str] = mapped_column(String(200))
+    """The name the sender gave (its suffixes tell the format: ``.csv``, ``.npz``, ``.tar``)."""
+    size: Mapped[int] = mapped_column(BigInteger)
+    """Bytes the sender declared, and that are received in all."""
+    sha256: Mapped[str] = mapped_column(String(64))
+    """The SHA-256 (hex) the sender declared; checked when the last byte arrives."""
+    received: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Bytes received so far (the offset the next chunk must start at)."""
+    state: Mapped[str] = mapped_column(String(12))
+    """``receiving`` until the last byte arrives and checks out, then ``ready``."""
+    files: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    """Once ready: the SHA-256 of each file it holds, by its path inside the upload."""
+    summary: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    """Once ready: what its check found (a table's rows and column types, arrays' shapes,
+    a model's format), shown to its owner."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

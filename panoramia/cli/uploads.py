@@ -1,0 +1,171 @@
+"""``panoramia data …`` and ``panoramia models …``: a contributor's files on the service, over
+the network only (the service's ``/v1/uploads``; ``PANORAMIA_URL``, ``PANORAMIA_TOKEN``).
+
+A folder (a text or image folder, a model folder) travels as one ``.tar.gz`` made here, the
+same bytes each time (sorted entries, no owner names, no gzip time), so that an interrupted
+upload started again resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from panoramia.cli.common import exits_on_input_error, print_json, table_console
+from panoramia.cli.service import DEFAULT_URL, AsJson, Token, Url, _client
+from panoramia.errors import InputError
+
+data = typer.Typer(help="Your data files on the service: upload, list, delete.")
+models = typer.Typer(help="Your models on the service: upload, list, delete.")
+data.info.no_args_is_help = models.info.no_args_is_help = True
+Name = Annotated[
+    str | None,
+    typer.Option("--name", help="What audits call it (default: the file or folder's name)."),
+]
+
+
+def _entry(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A folder's entry as it travels: plain files and folders only, no owner."""
+    if not (info.isfile() or info.isdir()):
+        raise InputError(f"{info.name}: a link or special file; send plain files and folders")
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+@contextmanager
+def _as_one_file(path: Path) -> Iterator[tuple[Path, str]]:
+    """``path`` itself, or for a folder a ``.tar.gz`` of its contents; with the file name
+    the service is told (its suffix tells the format)."""
+    if not path.exists():
+        raise InputError(f"{path}: not found")
+    if path.is_file():
+        yield path, path.name
+        return
+    with tempfile.TemporaryDirectory(prefix="panoramia-upload-") as folder:
+        archive = Path(folder) / f"{path.name}.tar.gz"
+        with (
+            archive.open("wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed,
+            tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for child in sorted(path.iterdir()):
+                tar.add(child, arcname=child.name, filter=_entry)
+        yield archive, archive.name
+
+
+def _send(path: Path, name: str | None, kind: str, url: str, token: str | None) -> None:
+    client = _client(url, token)
+    shown = {"last": -1}
+
+    def progress(sent: int, size: int) -> None:
+        percent = 100 * sent // max(size, 1)
+        if percent // 10 != shown["last"] // 10 or sent == size:
+            typer.echo(f"sent {sent:,} of {size:,} bytes ({percent}%)", err=True)
+            shown["last"] = percent
+
+    with _as_one_file(path) as (single, filename):
+        view = client.send_file(
+            single, name=name or path.name, kind=kind, filename=filename, progress=progress
+        )
+    summary = ", ".join(f"{key}: {value}" for key, value in (view.get("summary") or {}).items()
+                        if not isinstance(value, dict))  # fmt: skip
+    typer.echo(f"{view['name']} {view['id']} {view['state']} {view['size']} bytes"
+               + (f" ({summary})" if summary else ""))  # fmt: skip
+
+
+def _list(kind: str, as_json: bool, url: str, token: str | None) -> None:
+    rows = [u for u in _client(url, token).uploads() if u["kind"] == kind]
+    if as_json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table("name", "id", "state", "bytes", "file", "sent", title=f"Your {kind} uploads")
+    for row in rows:
+        table.add_row(row["name"], row["id"], row["state"], f"{row['size']:,}",
+                      row["filename"], row["created_at"][:19])  # fmt: skip
+    table_console().print(table)
+
+
+def _delete(name: str, url: str, token: str | None) -> None:
+    gone = _client(url, token).delete_upload(name)
+    typer.echo(
+        f"deleted {gone['name']} ({gone['deleted']}): {gone['run_directories_removed']} run "
+        f"folders, {gone['stages_removed']} stored stages, records taken out of "
+        f"{gone['reports_redacted']} reports (their figures stay)"
+    )
+
+
+@data.command("upload")
+@exits_on_input_error
+def data_upload(
+    path: Annotated[Path, typer.Argument(help="A CSV, Parquet or .npz file, or a folder.")],
+    name: Name = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Upload a data file (or a text/image folder); run again to resume an interrupted one."""
+    _send(path, name, "data", url, token)
+
+
+@data.command("list")
+@exits_on_input_error
+def data_list(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """Your data uploads."""
+    _list("data", as_json, url, token)
+
+
+@data.command("delete")
+@exits_on_input_error
+def data_delete(
+    name: Annotated[str, typer.Argument(help="The upload's name or id.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Delete an upload and everything derived from it (your reports keep their figures)."""
+    _delete(name, url, token)
+
+
+@models.command("upload")
+@exits_on_input_error
+def models_upload(
+    path: Annotated[Path, typer.Argument(help="A model folder with its target.json.")],
+    name: Name = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Upload a model folder; then ``audits submit --target-path NAME``."""
+    if path.is_dir() and not (path / "target.json").is_file():
+        raise InputError(f"{path}: no target.json in it (docs/TARGETS.md)")
+    _send(path, name, "model", url, token)
+
+
+@models.command("list")
+@exits_on_input_error
+def models_list(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """Your model uploads."""
+    _list("model", as_json, url, token)
+
+
+@models.command("delete")
+@exits_on_input_error
+def models_delete(
+    name: Annotated[str, typer.Argument(help="The upload's name or id.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Delete a model upload and everything derived from it."""
+    _delete(name, url, token)
+
+
+def register_upload_commands(app: typer.Typer) -> None:
+    app.add_typer(data, name="data")
+    app.add_typer(models, name="models")

@@ -1,0 +1,1 @@
+"""Contributors' files over the network: resumable, checked uploads, and their deletion."""

@@ -1,0 +1,348 @@
+"""What an upload must be before it is kept: checked when its last byte has arrived.
+
+- A **CSV** (``.csv``, or ``.csv.gz``/``.bz2``/``.xz``/``.zst``): a header of distinct,
+  non-empty names, then at least one row, every row with the header's number of fields (read
+  in chunks, never whole; a compressed file may expand to at most ``max_bytes``). Its summary
+  gives the rows and each column's type (number or text).
+- A **Parquet** file: its metadata readable; rows and column types from it.
+- An **npz**: every array's header read before any array (no pickled objects, no more data
+  declared than held, at most ``max_bytes`` once read:
+  :func:`panoramia.data.files.check_npz_arrays`).
+- A **tar** archive (``.tar``, ``.tar.gz``, ``.tgz``: a text or image folder, or a model
+  folder): only plain files and folders, each name relative, without ``..``, ``\\`` or
+  ``${``, at most :data:`MAX_ENTRIES` entries, :data:`MAX_DEPTH` levels and ``max_bytes``
+  once unpacked; unpacked here, entry by entry, into a folder nothing else writes to.
+- A **model** folder: a ``target.json`` of a known format whose files lie inside it; an
+  ``http`` model (a URL the server would call) and, unless the operator trusts TorchScript,
+  a TorchScript program are refused.
+
+Every refusal is an :class:`UploadRejected` with one line naming the upload's own file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from panoramia.errors import InputError
+
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+DATA_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES, ".npz", *ARCHIVE_SUFFIXES)
+MODEL_SUFFIXES = ARCHIVE_SUFFIXES
+MAX_ENTRIES = 100_000
+"""Entries an archive may hold (the staging copy's cap)."""
+MAX_DEPTH = 32
+MODEL_FORMATS = (
+    "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm",
+    "xgboost-json", "skops",
+)  # fmt: skip
+"""Formats an uploaded model may have (``http`` only for models the operator places)."""
+MANIFEST_FILES = ("file", "weights", "encoder")
+"""Manifest fields that name a file of the model folder."""
+
+
+class UploadRejected(InputError):
+    """An upload that is not what it says it is; the message is one line."""
+
+
+@dataclass
+class Checked:
+    """What a check found: ``summary`` is shown to the owner; ``unpacked`` is the folder an
+    archive was unpacked into (None for a single file)."""
+
+    summary: dict = field(default_factory=dict)
+    unpacked: Path | None = None
+
+
+def suffix_of(filename: str) -> str:
+    """The format suffix of ``filename`` (lower case): the longest known one it ends with."""
+    lowered = filename.lower()
+    for suffix in sorted((*DATA_SUFFIXES, *MODEL_SUFFIXES), key=len, reverse=True):
+        if lowered.endswith(suffix):
+            return suffix
+    return ""
+
+
+def check_filename(filename: str, kind: str) -> str:
+    """The format suffix of an upload's file name; UploadRejected for a name that is not a
+    plain file name or a format its ``kind`` does not take."""
+    if (
+        not filename
+        or len(filename) > 200
+        or filename in (".", "..")
+        or any(c in filename for c in "/\\\0")
+        or "${" in filename
+        or not filename.isprintable()
+    ):
+        raise UploadRejected(
+            f"filename {filename!r}: a plain file name, without '/', '\\' or '${{'"
+        )
+    suffix = suffix_of(filename)
+    allowed = MODEL_SUFFIXES if kind == "model" else DATA_SUFFIXES
+    if suffix not in allowed:
+        raise UploadRejected(f"{filename}: a {kind} upload is one of {', '.join(allowed)}")
+    return suffix
+
+
+def check_upload(
+    path: Path, filename: str, kind: str, *, max_bytes: int, into: Path, trust_torchscript: bool
+) -> Checked:
+    """Check the received file ``path`` (see the module docstring); an archive is unpacked
+    into the new folder ``into``. UploadRejected (one line naming ``filename``) otherwise."""
+    suffix = check_filename(filename, kind)
+    if suffix in ARCHIVE_SUFFIXES:
+        count, size = unpack_tar(path, into, max_bytes=max_bytes, shown=filename)
+        checked = Checked({"files": count, "unpacked_bytes": size}, into)
+        if kind == "model":
+            checked.summary["format"] = check_model_folder(
+                into, shown=filename, trust_torchscript=trust_torchscript
+            )
+        return checked
+    if suffix in CSV_SUFFIXES:
+        return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
+    if suffix in PARQUET_SUFFIXES:
+        return Checked(check_parquet(path, max_bytes=max_bytes, shown=filename))
+    from panoramia.data.files import check_npz_arrays
+
+    try:
+        headers = check_npz_arrays(path, max_bytes=max_bytes, where=filename)
+    except InputError as error:
+        raise UploadRejected(str(error)) from None
+    if not headers:
+        raise UploadRejected(f"{filename}: an .npz without arrays")
+    return Checked({"arrays": {name: list(shape) for name, (shape, _) in headers.items()}})
+
+
+class _Capped(io.RawIOBase):
+    """A decompressed stream that fails past ``limit`` bytes (a compression bomb stops
+    there, having cost at most that much reading)."""
+
+    def __init__(self, stream: io.BufferedIOBase, limit: int, shown: str):
+        self.stream, self.limit, self.left, self.shown = stream, limit, limit, shown
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        data = self.stream.read(len(buffer))
+        self.left -= len(data)
+        if self.left < 0:
+            raise UploadRejected(f"{self.shown}: expands past {self.limit} bytes")
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOBase:
+    """The CSV's text, decompressed where its suffix says, cut off past ``max_bytes``."""
+    import bz2
+    import gzip
+    import lzma
+
+    openers = {".csv.gz": gzip.open, ".csv.bz2": bz2.open, ".csv.xz": lzma.open}
+    if suffix == ".csv.zst":
+        import zstandard
+
+        openers[suffix] = zstandard.open
+    raw = openers.get(suffix, open)(path, "rb")  # closed with the wrapper
+    capped = io.BufferedReader(_Capped(raw, max_bytes, shown), 1 << 20)
+    return io.TextIOWrapper(capped, encoding="utf-8", newline="")
+
+
+def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
+    """Rows and column types of a CSV (see the module docstring); UploadRejected otherwise."""
+    try:
+        with _opened(path, suffix_of(shown), max_bytes, shown) as text:
+            reader = csv.reader(text)
+            header = next(reader, None)
+            if not header:
+                raise UploadRejected(f"{shown}: no header row")
+            names = [name.strip() for name in header]
+            if any(not name for name in names):
+                raise UploadRejected(f"{shown}: a column without a name in the header")
+            if len(set(names)) != len(names):
+                repeated = sorted({n for n in names if names.count(n) > 1})
+                raise UploadRejected(f"{shown}: column {repeated[0]!r} named twice")
+            if any("${" in name for name in names):
+                raise UploadRejected(f"{shown}: a column name may not contain '${{'")
+            numeric = [True] * len(names)
+            rows = 0
+            for line, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != len(names):
+                    raise UploadRejected(
+                        f"{shown}: line {line} has {len(row)} fields; the header has {len(names)}"
+                    )
+                rows += 1
+                for index, value in enumerate(row):
+                    if numeric[index] and value.strip() and not _is_number(value):
+                        numeric[index] = False
+    except UploadRejected:
+        raise
+    except UnicodeDecodeError:
+        raise UploadRejected(f"{shown}: not UTF-8 text") from None
+    except (OSError, EOFError, csv.Error, ValueError) as error:
+        raise UploadRejected(f"{shown}: not a readable CSV ({type(error).__name__})") from None
+    if rows == 0:
+        raise UploadRejected(f"{shown}: a header but no rows")
+    kinds = ["number" if is_number else "text" for is_number in numeric]
+    columns = dict(zip(names, kinds, strict=True))
+    return {"rows": rows, "columns": columns}
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def check_parquet(path: Path, *, max_bytes: int, shown: str) -> dict:
+    """Rows and column types from a Parquet file's metadata; UploadRejected otherwise."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.ParquetFile(path).metadata
+        schema = metadata.schema.to_arrow_schema()
+        unpacked = sum(
+            metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)
+        )
+    except Exception as error:  # pyarrow raises its own types for a malformed file
+        kind = type(error).__name__
+        raise UploadRejected(f"{shown}: not a readable Parquet file ({kind})") from None
+    if unpacked > max_bytes:
+        raise UploadRejected(f"{shown}: expands to {unpacked} bytes; at most {max_bytes}")
+    if metadata.num_rows == 0:
+        raise UploadRejected(f"{shown}: no rows")
+    import pyarrow.types as types
+
+    columns = {
+        f.name: "number" if types.is_integer(f.type) or types.is_floating(f.type) else "text"
+        for f in schema
+    }
+    return {"rows": metadata.num_rows, "columns": columns}
+
+
+def _entry_name(name: str, shown: str) -> PurePosixPath:
+    """An archive entry's name as a relative path, or UploadRejected."""
+    path = PurePosixPath(name)
+    if (
+        not name
+        or path.is_absolute()
+        or ".." in path.parts
+        or "\\" in name
+        or "${" in name
+        or "\0" in name
+        or len(path.parts) > MAX_DEPTH
+    ):
+        raise UploadRejected(f"{shown}: entry {name[:200]!r} would land outside its folder")
+    return path
+
+
+def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tuple[int, int]:
+    """Unpack the tar ``archive`` into the new folder ``into``: plain files and folders only,
+    names checked (:func:`_entry_name`), at most :data:`MAX_ENTRIES` entries and
+    ``max_bytes`` in all, each file created new (``O_EXCL``: a repeated name is refused).
+    Returns (files, bytes)."""
+    into.mkdir(mode=0o700)
+    files = size = entries = 0
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                entries += 1
+                if entries > MAX_ENTRIES:
+                    raise UploadRejected(f"{shown}: more than {MAX_ENTRIES} entries")
+                relative = _entry_name(member.name, shown)
+                if not (member.isfile() or member.isdir()):
+                    raise UploadRejected(
+                        f"{shown}: entry {member.name[:200]!r} is a link or a special file"
+                    )
+                target = into.joinpath(*relative.parts) if relative.parts != (".",) else into
+                if member.isdir():
+                    target.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    continue
+                size += member.size
+                if size > max_bytes:
+                    raise UploadRejected(f"{shown}: expands past {max_bytes} bytes")
+                target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is None:
+                    raise UploadRejected(f"{shown}: entry {member.name[:200]!r} is unreadable")
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                with source, os.fdopen(os.open(target, flags, 0o600), "wb") as out:
+                    copied = 0
+                    while block := source.read(1 << 20):
+                        copied += len(block)
+                        if copied > member.size:
+                            raise UploadRejected(f"{shown}: entry {member.name[:200]!r} overruns")
+                        out.write(block)
+                files += 1
+    except UploadRejected:
+        raise
+    except FileExistsError:
+        raise UploadRejected(f"{shown}: an entry named twice") from None
+    except (tarfile.TarError, OSError, EOFError, ValueError) as error:
+        kind = type(error).__name__
+        raise UploadRejected(f"{shown}: not a readable tar archive ({kind})") from None
+    if files == 0:
+        raise UploadRejected(f"{shown}: an archive without files")
+    return files, size
+
+
+def model_root(folder: Path) -> Path:
+    """The model folder inside an unpacked archive: itself, or its one top-level folder when
+    ``target.json`` lies there (``tar czf m.tgz my-model/``)."""
+    if (folder / "target.json").is_file():
+        return folder
+    inner = [entry for entry in folder.iterdir()]
+    if len(inner) == 1 and inner[0].is_dir() and (inner[0] / "target.json").is_file():
+        return inner[0]
+    return folder
+
+
+def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> str:
+    """The format of the model in the unpacked ``folder``; UploadRejected when its manifest
+    is missing, of an unknown or refused format, or names a file it does not hold."""
+    from panoramia.targets.manifest import manifest_file, read_manifest
+
+    root = model_root(folder)
+    if not (root / "target.json").is_file():
+        raise UploadRejected(f"{shown}: no target.json at its top (or in its one folder)")
+    try:
+        manifest = read_manifest(root)
+        kind = manifest["format"]
+        if kind == "http":
+            raise UploadRejected(
+                f"{shown}: an http model is a URL the server would call; only the operator "
+                "places those (SECURITY.md)"
+            )
+        if kind not in MODEL_FORMATS:
+            known = ", ".join(MODEL_FORMATS)
+            raise UploadRejected(f"{shown}: format {kind!r} is not one of {known}")
+        if kind == "torchscript" and not trust_torchscript:
+            raise UploadRejected(
+                f"{shown}: TorchScript models run code; this service opens them only with "
+                "PANORAMIA_TRUST_TORCHSCRIPT=1 (use torch-safetensors)"
+            )
+        for name in MANIFEST_FILES:
+            if manifest.get(name) is not None:
+                manifest_file(root, manifest, name)
+    except UploadRejected:
+        raise
+    except InputError as error:
+        line = str(error).splitlines()[0]
+        for where in (str(root.resolve()), str(root)):  # no server path shown
+            line = line.replace(where, shown)
+        raise UploadRejected(f"{shown}: {line[:300]}") from None
+    return str(kind)

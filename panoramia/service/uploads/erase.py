@@ -1,0 +1,112 @@
+"""Deleting an upload leaves nothing of it behind on the service.
+
+When its owner deletes an upload (refused while an audit that names it is queued or
+running), this removes, in order:
+
+1. its bytes (``uploads/<contributor>/<id>/``);
+2. the run directory of every audit of hers that named it (``audits/<audit id>/``: the staged
+   copy, logs, the page and document as the child wrote them; the figures stay in the
+   database);
+3. every stage of her stage store derived from it: the stages whose recorded config holds
+   one of its files' SHA-256 (the data stage of a data upload, the stages that read an
+   uploaded model), then, repeatedly, every stage that took one of those as an input
+   (generators, synthetic pools, stand-ins, h, losses, distinguishers, games);
+4. the rows of her data in her stored reports of those audits: the document's ``exposure``
+   section (records and group values) and the page's parts that show members (marked
+   ``member-data`` by :mod:`panoramia.report.html`), each replaced by a line saying when and
+   why they went. The figures, verdict and charts of losses stay;
+5. its row.
+
+Files go first and the row last: a deletion cut short is finished by deleting again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from panoramia.pipeline.store import DONE
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.files import UploadFolder
+from panoramia.store.repository import ReportStore, utcnow
+from panoramia.store.tables import Upload
+from panoramia.store.uploads import UploadRows
+
+ACTIVE = ("queued", "running")
+
+
+class UploadInUse(Exception):
+    """An audit that names the upload is queued or running."""
+
+
+@dataclass
+class Erased:
+    """What a deletion removed, for its answer."""
+
+    upload: str
+    run_directories: list[str] = field(default_factory=list)
+    stages: int = 0
+    reports_redacted: int = 0
+
+
+def erase_upload(store: ReportStore, settings: ServiceSettings, upload: Upload) -> Erased:
+    """Remove ``upload`` and everything derived from it (see the module docstring)."""
+    rows = UploadRows(store)
+    audits = rows.audits_naming(upload.contributor_id, upload.id)
+    busy = [audit.id for audit in audits if audit.status in ACTIVE]
+    if busy:
+        raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
+    erased = Erased(upload.id)
+    UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id).remove()
+    for audit in audits:
+        run_dir = settings.audits_dir / audit.id
+        if run_dir.exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+            erased.run_directories.append(audit.id)
+    digests = {upload.sha256.lower(), *(str(v).lower() for v in (upload.files or {}).values())}
+    erased.stages = remove_derived_stages(
+        settings.artifacts_dir / str(upload.contributor_id),
+        digests,
+        partials=not rows.has_running(upload.contributor_id),
+    )
+    when = utcnow().strftime("%Y-%m-%d %H:%M UTC")
+    note = f"Removed on {when}: the data they came from ({upload.name}) was deleted."
+    erased.reports_redacted = store.redact_reports([audit.id for audit in audits], note)
+    rows.remove(upload.id)
+    return erased
+
+
+def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool) -> int:
+    """Remove every stage under ``artifacts`` (``<stage>/<key>/`` with a ``_done.json``)
+    whose record holds one of ``digests``, and every stage derived from one of those; with
+    ``partials`` (no audit of hers running), the half-written ``.partial-*`` folders too,
+    which are never read. Returns the number of stages removed."""
+    records: dict[tuple[str, str], dict] = {}
+    for done in artifacts.glob(f"*/*/{DONE}"):
+        try:
+            records[(done.parent.parent.name, done.parent.name)] = json.loads(done.read_text())
+        except (OSError, ValueError):
+            records[(done.parent.parent.name, done.parent.name)] = {}
+    tainted = {
+        place
+        for place, record in records.items()
+        if any(digest in json.dumps(record.get("config"), default=str) for digest in digests)
+    }
+    growing = True
+    while growing:  # a stage built on a removed stage goes too
+        keys = {key for _, key in tainted}
+        more = {
+            place
+            for place, record in records.items()
+            if place not in tainted
+            and keys & {str(k) for k in (record.get("inputs") or {}).values()}
+        }
+        tainted |= more
+        growing = bool(more)
+    for stage, key in tainted:
+        shutil.rmtree(artifacts / stage / key, ignore_errors=True)
+    for partial in artifacts.glob("*/.partial-*") if partials else ():
+        shutil.rmtree(partial, ignore_errors=True)
+    return len(tainted)

@@ -1,0 +1,169 @@
+"""An upload's bytes on the service's disk: received in chunks at stated offsets, then checked.
+
+Layout, all under ``$PANORAMIA_HOME/uploads/<contributor id>/<upload id>/`` (folders 0700,
+files 0600; names chosen here, never by the sender):
+
+- ``incoming``: the bytes received so far. A chunk is appended only at the offset the
+  sender states, which must equal the file's size (a resumed upload asks ``HEAD`` for it);
+  one chunk at a time (an exclusive lock; a second sender is told 409).
+- ``content/``: once the last byte arrived and its SHA-256 matched the declared one, the
+  checked file (``content/<format name>``, e.g. ``content/data.csv``) or the unpacked folder
+  (``content/folder``). ``incoming`` is then removed.
+
+Nothing here follows a link: the folders are the service's own, created here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from panoramia.hashing import file_sha256
+from panoramia.service.uploads.checks import (
+    ARCHIVE_SUFFIXES,
+    Checked,
+    UploadRejected,
+    check_upload,
+    model_root,
+    suffix_of,
+)
+
+INCOMING = "incoming"
+CONTENT = "content"
+FOLDER = "folder"
+
+
+class ChunkRefused(Exception):
+    """A chunk that cannot be appended: ``status`` is the HTTP status to answer (409 for a
+    wrong offset or a chunk already arriving, 413 past the declared size), ``offset`` the
+    bytes held now."""
+
+    def __init__(self, status: int, message: str, offset: int):
+        super().__init__(message)
+        self.status, self.message, self.offset = status, message, offset
+
+
+@dataclass(frozen=True)
+class UploadFolder:
+    """One upload's folder under the service's ``uploads`` folder."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, uploads_dir: Path, contributor_id: int, upload_id: str) -> UploadFolder:
+        return cls(uploads_dir / str(contributor_id) / upload_id)
+
+    @property
+    def incoming(self) -> Path:
+        return self.root / INCOMING
+
+    @property
+    def content(self) -> Path:
+        return self.root / CONTENT
+
+    def create(self) -> None:
+        self.root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700)
+        fd = os.open(self.incoming, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+
+    def held(self) -> int:
+        """Bytes received so far (0 when nothing is arriving any more)."""
+        try:
+            return self.incoming.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def data_path(self, filename: str) -> Path:
+        """Where a ready upload's data lies: the checked file, or the unpacked folder (for a
+        model, the folder holding its ``target.json``)."""
+        suffix = suffix_of(filename)
+        if suffix in ARCHIVE_SUFFIXES:
+            return model_root(self.content / FOLDER)
+        return self.content / f"data{suffix}"
+
+
+async def append_chunk(
+    folder: UploadFolder, offset: int, size: int, body: AsyncIterator[bytes], max_chunk: int
+) -> int:
+    """Append the chunk ``body`` at ``offset`` to the upload of ``size`` bytes; the bytes held
+    after it. ChunkRefused when another chunk is arriving, ``offset`` is not the bytes held,
+    or the chunk passes ``size`` or ``max_chunk`` bytes (what it brought is cut off again:
+    a refused chunk leaves the upload as it was)."""
+    try:
+        fd = os.open(folder.incoming, os.O_WRONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise ChunkRefused(409, "this upload is not receiving (complete or removed)", 0) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ChunkRefused(409, "another chunk of this upload is arriving", -1) from None
+        held = os.fstat(fd).st_size
+        if offset != held:
+            raise ChunkRefused(409, f"Upload-Offset {offset}: {held} bytes are held", held)
+        os.lseek(fd, held, os.SEEK_SET)
+        written = 0
+        try:
+            async for piece in body:
+                written += len(piece)
+                if held + written > size or written > max_chunk:
+                    limit = "the declared size" if held + written > size else "a chunk's limit"
+                    raise ChunkRefused(413, f"the chunk passes {limit}", held)
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view) :]
+        except BaseException:
+            os.ftruncate(fd, held)  # a refused or broken-off chunk leaves nothing half-written
+            raise
+        os.fsync(fd)
+        return held + written
+    finally:
+        os.close(fd)
+
+
+def finish(
+    folder: UploadFolder,
+    *,
+    filename: str,
+    kind: str,
+    sha256: str,
+    max_bytes: int,
+    trust_torchscript: bool,
+) -> tuple[dict[str, str], Checked]:
+    """Check the fully received upload: its SHA-256 against ``sha256``, then its format
+    (:func:`panoramia.service.uploads.checks.check_upload`); move it into ``content/``.
+    Returns each kept file's SHA-256 by its path inside the upload, and the check's findings.
+    UploadRejected otherwise (the caller removes the upload)."""
+    digest = hashlib.sha256()
+    with open(folder.incoming, "rb") as received:
+        for block in iter(lambda: received.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != sha256.lower():
+        raise UploadRejected(
+            f"{filename}: SHA-256 {digest.hexdigest()} does not match the declared {sha256}"
+        )
+    folder.content.mkdir(mode=0o700)
+    checked = check_upload(
+        folder.incoming, filename, kind, max_bytes=max_bytes,
+        into=folder.content / FOLDER, trust_torchscript=trust_torchscript,
+    )  # fmt: skip
+    if checked.unpacked is None:
+        kept = folder.data_path(filename)
+        os.rename(folder.incoming, kept)
+        return {kept.name: sha256.lower()}, checked
+    folder.incoming.unlink()
+    files = {
+        str(path.relative_to(checked.unpacked)): file_sha256(path)
+        for path in sorted(checked.unpacked.rglob("*"))
+        if path.is_file()
+    }
+    return files, checked

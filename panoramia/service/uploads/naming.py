@@ -1,0 +1,51 @@
+"""An audit names an upload by its id or name; this finds it, on the service's disk.
+
+:func:`upload_resolver` gives :func:`panoramia.service.audit_command.audit_overrides` a
+function from (role, the name she gave) to the ready upload's data path (its checked file or
+unpacked folder), or None where she has no upload of that name (the name may then be an
+operator-placed file: her data folder, the shared models folder). It records which upload
+each role named (``named``: role → upload id), which the audit keeps, so that deleting the
+upload finds the audits that used it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.files import UploadFolder
+from panoramia.store.repository import ReportStore
+from panoramia.store.uploads import READY, UploadRows
+
+UploadResolver = Callable[[str, str], Path | None]
+"""(role: ``members``, ``nonmembers`` or ``target``; her name or id) → the data's path."""
+
+
+class UploadNotReady(Exception):
+    """She has an upload of that name, but it has not fully arrived, or is of the wrong
+    kind for its role; the message says which."""
+
+
+def upload_resolver(
+    settings: ServiceSettings, store: ReportStore, contributor_id: int, named: dict[str, str]
+) -> UploadResolver:
+    rows = UploadRows(store)
+
+    def resolve(role: str, id_or_name: str) -> Path | None:
+        upload = rows.find(contributor_id, id_or_name)
+        if upload is None:
+            return None
+        wanted = "model" if role == "target" else "data"
+        if upload.kind != wanted:
+            raise UploadNotReady(f"upload {upload.name!r} is a {upload.kind} upload, not {wanted}")
+        if upload.state != READY:
+            raise UploadNotReady(
+                f"upload {upload.name!r} has {upload.received} of {upload.size} bytes: "
+                "finish sending it first"
+            )
+        named[role] = upload.id
+        folder = UploadFolder.of(settings.uploads_dir, contributor_id, upload.id)
+        return folder.data_path(upload.filename).resolve()
+
+    return resolve

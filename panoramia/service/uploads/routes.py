@@ -1,0 +1,191 @@
+"""``/v1/uploads``: a contributor sends a data file or a model folder, in resumable chunks.
+
+The protocol is tus's core (https://tus.io/protocols/resumable-upload), with its creation
+step taking the SHA-256 up front:
+
+1. ``POST /v1/uploads`` ``{"name", "kind", "filename", "size", "sha256"}`` → 201 and the
+   upload's id (``Location``). The name, the format (by ``filename``'s suffix), the size
+   (``PANORAMIA_MAX_FILE_MB``) and her storage quota are checked here, before any byte.
+2. ``PATCH /v1/uploads/{id}`` with ``Upload-Offset: N`` and the next bytes as the body
+   (``Content-Type: application/offset+octet-stream``) → the bytes held. The body is written
+   to disk as it arrives, never held whole in memory. A wrong offset gets 409 and the
+   offset held.
+3. ``HEAD /v1/uploads/{id}`` → ``Upload-Offset`` (bytes held) and ``Upload-Length``: an
+   interrupted upload resumes from there, without sending the first part again.
+
+When the last byte arrives the SHA-256 is checked and the file is validated
+(:mod:`panoramia.service.uploads.checks`); a failure answers 422 with one line and keeps
+nothing. ``GET /v1/uploads`` lists hers; ``DELETE /v1/uploads/{id or name}`` removes it and
+everything derived from it (:mod:`panoramia.service.uploads.erase`). Another contributor's
+upload answers 404, as an unknown one does.
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
+from fastapi import Path as FastApiPath
+from fastapi.concurrency import run_in_threadpool
+
+from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.checks import UploadRejected, check_filename
+from panoramia.service.uploads.erase import UploadInUse, erase_upload
+from panoramia.service.uploads.files import ChunkRefused, UploadFolder, append_chunk, finish
+from panoramia.service.usage import usage
+from panoramia.store.repository import Principal, ReportStore, as_utc
+from panoramia.store.tables import Upload
+from panoramia.store.uploads import READY, NameTaken, NewUpload, UploadRows
+
+MAX_CHUNK_BYTES = 64 * 2**20
+"""Bytes one ``PATCH`` may bring (the CLI sends 8 MiB)."""
+NOT_FOUND = "not found"
+
+
+def upload_view(upload: Upload) -> UploadView:
+    return UploadView(
+        id=upload.id, name=upload.name, kind=upload.kind, filename=upload.filename,
+        size=upload.size, received=upload.received, state=upload.state,  # type: ignore[arg-type]
+        sha256=upload.sha256, summary=upload.summary or {},
+        created_at=as_utc(upload.created_at), completed_at=as_utc(upload.completed_at),
+    )  # fmt: skip
+
+
+def is_chunk(method: str, path: str) -> bool:
+    """Whether a request is an upload's chunk (its body is streamed, not spooled)."""
+    return method == "PATCH" and path.startswith("/v1/uploads/")
+
+
+def uploads_router(
+    settings: ServiceSettings,
+    store: ReportStore,
+    caller: Callable[..., Any],
+    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
+) -> APIRouter:
+    """The upload routes; ``caller`` is the bearer-token dependency, ``rate_limit`` the
+    per-contributor limit of creations and deletions."""
+    router = APIRouter(tags=["uploads"])
+    rows = UploadRows(store)
+    Caller = Annotated[Principal, Depends(caller)]
+    UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
+    IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
+
+    def owned(principal: Principal, id_or_name: str) -> Upload:
+        upload = rows.find(principal.contributor_id, id_or_name)
+        if upload is None:
+            raise HTTPException(404, NOT_FOUND)
+        return upload
+
+    def folder(upload: Upload) -> UploadFolder:
+        return UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
+
+    @router.post("/v1/uploads", status_code=201)
+    @rate_limit
+    def create_upload(
+        request: Request, response: Response, body: UploadCreate, principal: Caller
+    ) -> UploadView:
+        """Announce a file: checked here (name, format, size, quota) before any byte."""
+        try:
+            check_filename(body.filename, body.kind)
+        except UploadRejected as error:
+            raise _rejected(str(error), "filename") from None
+        if body.size > settings.max_file_bytes:
+            raise _rejected(
+                f"{body.size} bytes; an upload may have at most {settings.max_file_bytes} "
+                "(PANORAMIA_MAX_FILE_MB)",
+                "size",
+            )
+        kept = usage(store, settings, principal.contributor_id)
+        new = NewUpload(body.name, body.kind, body.filename, body.size, body.sha256.lower())
+        try:
+            upload = rows.create(
+                principal.contributor_id, new, quota=kept.quota_bytes, kept=kept.total
+            )
+        except NameTaken:
+            raise HTTPException(409, f"you already have an upload named {body.name!r}") from None
+        folder(upload).create()
+        response.headers["Location"] = f"/v1/uploads/{upload.id}"
+        response.headers["Upload-Offset"] = "0"
+        return upload_view(upload)
+
+    @router.patch("/v1/uploads/{upload_id}")
+    async def send_chunk(
+        upload_id: UploadId,
+        request: Request,
+        principal: Caller,
+        offset: Annotated[int, Header(alias="Upload-Offset", ge=0)],
+    ) -> UploadView:
+        """Append the body at ``Upload-Offset``; the last chunk completes the upload."""
+        upload = await run_in_threadpool(rows.find, principal.contributor_id, upload_id)
+        if upload is None or upload.id != upload_id:
+            raise HTTPException(404, NOT_FOUND)
+        if upload.state == READY:
+            raise HTTPException(409, "this upload is complete", {"Upload-Offset": str(upload.size)})
+        place = folder(upload)
+        try:
+            held = await append_chunk(place, offset, upload.size, request.stream(), MAX_CHUNK_BYTES)
+        except ChunkRefused as error:
+            headers = {"Upload-Offset": str(error.offset)} if error.offset >= 0 else {}
+            raise HTTPException(error.status, error.message, headers) from None
+        await run_in_threadpool(rows.received, upload.id, held)
+        if held < upload.size:
+            upload.received = held
+            return upload_view(upload)
+        try:
+            files, checked = await run_in_threadpool(
+                finish, place, filename=upload.filename, kind=upload.kind,
+                sha256=upload.sha256, max_bytes=settings.max_file_bytes,
+                trust_torchscript=settings.trust_torchscript,
+            )  # fmt: skip
+        except UploadRejected as error:
+            place.remove()
+            await run_in_threadpool(rows.remove, upload.id)
+            raise _rejected(f"{error} (nothing was kept)", "file") from None
+        except OSError as error:
+            place.remove()
+            await run_in_threadpool(rows.remove, upload.id)
+            raise _rejected(f"cannot be stored ({type(error).__name__})", "file") from None
+        ready = await run_in_threadpool(rows.ready, upload.id, files, checked.summary)
+        return upload_view(ready or upload)
+
+    @router.head("/v1/uploads/{upload_id}")
+    def upload_offset(upload_id: UploadId, principal: Caller) -> Response:
+        """``Upload-Offset``: the bytes held (resume from there); ``Upload-Length``: all."""
+        upload = owned(principal, upload_id)
+        held = upload.size if upload.state == READY else folder(upload).held()
+        headers = {"Upload-Offset": str(held), "Upload-Length": str(upload.size)}
+        return Response(status_code=200, headers=headers | {"Cache-Control": "no-store"})
+
+    @router.get("/v1/uploads")
+    def list_uploads(principal: Caller) -> list[UploadView]:
+        """Your uploads, newest first."""
+        return [upload_view(upload) for upload in rows.owned(principal.contributor_id)]
+
+    @router.get("/v1/uploads/{id_or_name}")
+    def get_upload(id_or_name: IdOrName, principal: Caller) -> UploadView:
+        return upload_view(owned(principal, id_or_name))
+
+    @router.delete("/v1/uploads/{id_or_name}")
+    @rate_limit
+    def delete_upload(request: Request, id_or_name: IdOrName, principal: Caller) -> dict:
+        """Delete the upload and everything derived from it: its staged copies, the stages
+        trained or drawn from it, and its records in your reports (their figures stay)."""
+        upload = owned(principal, id_or_name)
+        try:
+            erased = erase_upload(store, settings, upload)
+        except UploadInUse as error:
+            raise HTTPException(409, str(error)) from None
+        return {
+            "deleted": upload.id,
+            "name": upload.name,
+            "run_directories_removed": len(erased.run_directories),
+            "stages_removed": erased.stages,
+            "reports_redacted": erased.reports_redacted,
+        }
+
+    return router
+
+
+def _rejected(message: str, field: str) -> HTTPException:
+    """A 422 in the API's validation shape, naming the body's field."""
+    return HTTPException(422, [{"loc": ["body", field], "msg": message, "type": "value_error"}])

@@ -1,0 +1,121 @@
+"""Deleting an upload leaves nothing of it behind: a canary value planted in a contributor's
+CSV is found in no file under the service's home once she deletes her uploads, after a real
+audit (the worker's own code path, confined child) trained, drew and scored on it."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from tests.conftest import TINY_AUDIT
+from tests.service_support import LiveService, queued_only_service, redis_database
+
+CANARY = "Canaryland-7f3a9c"
+
+
+def _files_holding(root: Path, needle: bytes) -> list[str]:
+    return [
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and not path.is_symlink() and needle in path.read_bytes()
+    ]
+
+
+def _model_archive(members, directory: Path) -> bytes:  # type: ignore[no-untyped-def]
+    """An xgboost model trained on ``members`` as people save one, packed as a tar.gz."""
+    import xgboost as xgb
+
+    from panoramia.datasets.adult import SCHEMA
+
+    features = members.drop(columns=["income"]).copy()
+    for column in SCHEMA.categorical:
+        features[column] = features[column].astype("category")
+    model = xgb.XGBClassifier(n_estimators=20, max_depth=3, enable_categorical=True, n_jobs=1)
+    model.fit(features, (members["income"] == ">50K").astype(int))
+    directory.mkdir()
+    model.save_model(directory / "model.json")
+    manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["<=50K", ">50K"]}
+    (directory / "target.json").write_text(json.dumps(manifest))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(directory, arcname="forest")
+    return buffer.getvalue()
+
+
+def _send(client, name: str, kind: str, filename: str, content: bytes) -> dict:  # type: ignore[no-untyped-def]
+    import hashlib
+
+    body = {"name": name, "kind": kind, "filename": filename, "size": len(content),
+            "sha256": hashlib.sha256(content).hexdigest()}  # fmt: skip
+    created = client.post("/v1/uploads", json=body)
+    assert created.status_code == 201, created.text
+    half = len(content) // 2
+    for offset, chunk in ((0, content[:half]), (half, content[half:])):
+        headers = {"Upload-Offset": str(offset),
+                   "Content-Type": "application/offset+octet-stream"}  # fmt: skip
+        answer = client.patch(f"/v1/uploads/{created.json()['id']}", content=chunk,
+                              headers=headers)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+    assert answer.json()["state"] == "ready"
+    return answer.json()
+
+
+def test_a_planted_canary_is_nowhere_once_her_uploads_are_deleted(tmp_path: Path) -> None:
+    from panoramia.datasets.adult import load_adult
+    from panoramia.service.execution import run_audit
+    from panoramia.store.repository import AuditStatus
+
+    train, test = load_adult()
+    members = train.iloc[:800].copy()
+    members.loc[members.index[:60], "native-country"] = CANARY  # a value only she holds
+    home = tmp_path / "home"
+    database_url = f"sqlite:///{home / 'store.sqlite'}"
+    home.mkdir()
+    with queued_only_service(home, database_url, redis_database(2),
+                             rate_limit="1000/minute") as service:  # fmt: skip
+        service: LiveService
+        with service.client(service.token("alice")) as alice:
+            _send(alice, "census", "data", "census.csv", members.to_csv(index=False).encode())
+            _send(alice, "held-out", "data", "held-out.csv",
+                  test.iloc[:400].to_csv(index=False).encode())  # fmt: skip
+            _send(alice, "forest", "model", "forest.tar.gz",
+                  _model_archive(members, tmp_path / "forest"))  # fmt: skip
+            body = {
+                "model": {"name": "census-forest", "version": "1"},
+                "target": {"path": "forest"},
+                "data": {"source": "csv", "members": "census", "nonmembers": "held-out",
+                         "label": "income"},
+                "overrides": [o for o in TINY_AUDIT if not o.startswith("target.")],
+            }  # fmt: skip
+            submitted = alice.post("/v1/audits", json=body)
+            assert submitted.status_code == 202, submitted.text
+            audit_id = submitted.json()["id"]
+            assert run_audit(service.store, service.settings, audit_id) == AuditStatus.SUCCEEDED
+            done = alice.get(f"/v1/audits/{audit_id}").json()
+            report_id = done["report_id"]
+            before = _files_holding(home, CANARY.encode())
+            assert any(p.startswith("uploads/") for p in before)
+            assert any(p.startswith("artifacts/") for p in before)  # the pool, the generator
+            assert not (service.settings.audits_dir / audit_id / "inputs").exists()  # kept 0 h
+            removed = {}
+            for name in ("census", "held-out", "forest"):
+                gone = alice.delete(f"/v1/uploads/{name}")
+                assert gone.status_code == 200, gone.text
+                removed[name] = gone.json()
+            assert alice.get("/v1/uploads").json() == []
+            report = alice.get(f"/v1/reports/{report_id}").json()
+            page = alice.get(f"/v1/reports/{report_id}/html").text
+
+    assert removed["census"]["stages_removed"] >= 5  # data, generator, pool, h, losses, …
+    assert removed["census"]["run_directories_removed"] == 1
+    assert removed["census"]["reports_redacted"] == 1
+    after = _files_holding(home, CANARY.encode())
+    assert after == [], after
+    assert report["eps_tilde"] >= 0
+    assert report["c_lb"] is not None
+    assert "removed" in report["document"]["exposure"]
+    assert "was deleted" in page
+    assert CANARY not in page
+    assert CANARY not in json.dumps(report)

@@ -1,0 +1,212 @@
+"""Uploads over the network (``/v1/uploads``): resumable chunks, SHA-256, checks on arrival,
+owner-only access, the quota; and hostile uploads, each refused with a 4xx and nothing kept."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from tests.service_support import LiveService, queued_only_service, redis_database
+
+CSV = b"x,colour,y\n1.5,red,0\n2,blue,1\n3,red,1\n"
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    with queued_only_service(
+        tmp_path / "home", database_url, redis_database(2), rate_limit="1000/minute",
+        max_file_bytes=2 * 2**20, max_storage_bytes=3 * 2**20,
+    ) as running:  # fmt: skip
+        yield running
+
+
+def announce(client: httpx.Client, content: bytes, **fields: object) -> httpx.Response:
+    body = {"name": "members", "kind": "data", "filename": "members.csv", "size": len(content),
+            "sha256": hashlib.sha256(content).hexdigest()} | fields  # fmt: skip
+    return client.post("/v1/uploads", json=body)
+
+
+def send(client: httpx.Client, upload_id: str, offset: int, chunk: bytes) -> httpx.Response:
+    headers = {"Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream"}
+    return client.patch(f"/v1/uploads/{upload_id}", content=chunk, headers=headers)
+
+
+def upload(client: httpx.Client, content: bytes, **fields: object) -> httpx.Response:
+    """Announce and send ``content`` in one chunk; the last answer."""
+    created = announce(client, content, **fields)
+    assert created.status_code == 201, created.text
+    return send(client, created.json()["id"], 0, content)
+
+
+def stored_files(service: LiveService) -> list[Path]:
+    return [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]
+
+
+def test_a_csv_arrives_in_chunks_resumes_from_the_offset_held_and_is_checked(
+    service: LiveService,
+) -> None:
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, CSV)
+        assert created.status_code == 201, created.text
+        upload_id = created.json()["id"]
+        assert created.headers["Location"] == f"/v1/uploads/{upload_id}"
+        first = send(alice, upload_id, 0, CSV[:10])
+        assert first.status_code == 200, first.text
+        assert first.json()["state"] == "receiving"
+        # the connection broke here: the client asks how much arrived, and sends the rest
+        held = alice.head(f"/v1/uploads/{upload_id}")
+        assert held.headers["Upload-Offset"] == "10"
+        assert held.headers["Upload-Length"] == str(len(CSV))
+        wrong = send(alice, upload_id, 0, CSV)  # a chunk sent again is refused, not appended
+        assert wrong.status_code == 409
+        assert wrong.headers["Upload-Offset"] == "10"
+        done = send(alice, upload_id, 10, CSV[10:])
+        assert done.status_code == 200, done.text
+        view = done.json()
+        assert view["state"] == "ready"
+        assert view["summary"] == {"rows": 3, "columns": {"x": "number", "colour": "text",
+                                                          "y": "number"}}  # fmt: skip
+        assert [u["name"] for u in alice.get("/v1/uploads").json()] == ["members"]
+        assert alice.get("/v1/uploads/members").json()["id"] == upload_id
+        assert announce(alice, CSV).status_code == 409  # the name is hers already
+        usage = alice.get("/v1/usage").json()
+        assert usage["file_bytes"] >= len(CSV)
+    kept = stored_files(service)
+    assert [p.read_bytes() for p in kept] == [CSV]
+    assert all(p.stat().st_mode & 0o077 == 0 for p in kept)
+    assert str(service.settings.home) not in json.dumps(view)
+
+
+def test_another_contributors_upload_is_not_found_anywhere(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        upload_id = upload(alice, CSV).json()["id"]
+    with service.client(service.token("mallory")) as mallory:
+        for method, path in [("GET", f"/v1/uploads/{upload_id}"), ("GET", "/v1/uploads/members"),
+                             ("HEAD", f"/v1/uploads/{upload_id}"),
+                             ("DELETE", f"/v1/uploads/{upload_id}")]:  # fmt: skip
+            assert mallory.request(method, path).status_code == 404, (method, path)
+        assert send(mallory, upload_id, 0, b"x").status_code == 404
+        assert mallory.get("/v1/uploads").json() == []
+        body = {"model": {"name": "m"}, "target": {"config": "mlp_generalised"},
+                "data": {"source": "csv", "members": upload_id, "label": "y"}}  # fmt: skip
+        named = mallory.post("/v1/audits", json=body)  # her id is no name of mallory's
+        assert named.status_code == 422
+        assert "not found" in named.text
+    with service.client(service.token("alice")) as alice:
+        assert alice.get(f"/v1/uploads/{upload_id}").json()["state"] == "ready"
+
+
+def _tar(entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for info, content in entries:
+            tar.addfile(info, io.BytesIO(content) if content is not None else None)
+    return buffer.getvalue()
+
+
+def _file(name: str, content: bytes = b"hello") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(content)
+    return info, content
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info, None
+
+
+def _npz_bomb() -> bytes:
+    """An npz whose array header declares 8 GB (it holds a few bytes)."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**9,)}
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("images.npy", header.getvalue() + b"\0" * 16)
+    return buffer.getvalue()
+
+
+HOSTILE = {
+    "a compression bomb": (gzip.compress(b"x,y\n" + b"1,0\n" * 2**20, 9), {"filename": "m.csv.gz"},
+                           "expands past"),
+    "an npz bomb": (_npz_bomb(), {"filename": "scans.npz"}, "declares 8000000000 bytes"),
+    "an archive entry that climbs out": (_tar([_file("../../escaped.txt")]),
+                                         {"filename": "notes.tar"}, "would land outside"),
+    "an absolute archive entry": (_tar([_file("/etc/cron.d/x")]), {"filename": "notes.tar"},
+                                  "would land outside"),
+    "a link in an archive": (_tar([_file("a.txt"), _link("b.txt", "/etc/passwd")]),
+                             {"filename": "notes.tar"}, "is a link or a special file"),
+    "a CSV whose rows do not match its header": (b"a,b\n1,2,3\n", {}, "line 2 has 3 fields"),
+    "a model with no manifest": (_tar([_file("model.json")]),
+                                 {"kind": "model", "filename": "m.tar"}, "no target.json"),
+    "a model that is a URL": (_tar([_file("target.json", b'{"format": "http", "url": "x"}')]),
+                              {"kind": "model", "filename": "m.tar"}, "only the operator"),
+    "a model whose file lies outside": (
+        _tar([_file("target.json", b'{"format": "skops", "file": "../../x.skops"}')]),
+        {"kind": "model", "filename": "m.tar"}, "inside the model directory"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_upload_is_refused_on_arrival_and_nothing_is_kept(
+    service: LiveService, case: str
+) -> None:
+    content, fields, message = HOSTILE[case]
+    with service.client(service.token("mallory")) as mallory:
+        answer = upload(mallory, content, **fields)
+        assert answer.status_code == 422, answer.text
+        assert message in answer.text
+        assert "nothing was kept" in answer.text
+        assert str(service.settings.home) not in answer.text
+        assert mallory.get("/v1/uploads").json() == []
+    assert stored_files(service) == []
+    assert not (service.settings.home / "escaped.txt").exists()
+
+
+def test_refused_at_the_door_before_any_byte(service: LiveService) -> None:
+    with service.client(service.token("mallory")) as mallory:
+        cases = {
+            "a name carrying ${": ({"name": "${oc.env:HOME}"}, 422),
+            "a file name carrying ${": ({"filename": "${x}.csv"}, 422),
+            "a path as a file name": ({"filename": "../../m.csv"}, 422),
+            "an unknown format": ({"filename": "m.exe"}, 422),
+            "a model as a lone CSV": ({"kind": "model"}, 422),
+            "an oversized file": ({"size": 3 * 2**20}, 422),
+            "a bad checksum's form": ({"sha256": "abc"}, 422),
+        }
+        for case, (fields, status) in cases.items():
+            answer = announce(mallory, CSV, **fields)
+            assert answer.status_code == status, (case, answer.text)
+            assert "${" not in answer.text.replace("'${'", ""), case  # the value is not echoed
+        full = announce(mallory, b"x" * 100, size=2 * 2**20, filename="a.csv")
+        assert full.status_code == 201
+        over = announce(mallory, CSV, name="second", size=2 * 2**20 + 1)  # past the file limit
+        assert over.status_code in (422, 507)
+        past_quota = announce(mallory, CSV, name="third", size=2 * 2**20)
+        assert past_quota.status_code == 507, past_quota.text
+    assert all(p.stat().st_size == 0 for p in stored_files(service))
+
+
+def test_a_wrong_checksum_or_a_chunk_past_the_size_keeps_nothing(service: LiveService) -> None:
+    with service.client(service.token("mallory")) as mallory:
+        wrong = upload(mallory, CSV, sha256="0" * 64)
+        assert wrong.status_code == 422
+        assert "does not match the declared" in wrong.text
+        created = announce(mallory, CSV, name="short")
+        too_long = send(mallory, created.json()["id"], 0, CSV + b"4,red,0\n")
+        assert too_long.status_code == 413
+        assert mallory.head(f"/v1/uploads/{created.json()['id']}").headers["Upload-Offset"] == "0"
+        assert [u["name"] for u in mallory.get("/v1/uploads").json()] == ["short"]
+    assert [p.stat().st_size for p in stored_files(service)] == [0]
