@@ -71,6 +71,14 @@ def db_upgrade() -> None:
 def tokens_create(
     contributor: Annotated[str, typer.Option("--contributor", help="The contributor's name.")],
     admin: Annotated[bool, typer.Option("--admin", help="May read every report.")] = False,
+    worker: Annotated[
+        bool,
+        typer.Option(
+            "--worker",
+            help="A worker's credential (PANORAMIA_WORKER_TOKEN): reads running audits' "
+            "uploads, nothing else.",
+        ),
+    ] = False,
     expires_in_days: Annotated[
         float | None,
         typer.Option("--expires-in-days", help="The token stops working after this many days."),
@@ -86,7 +94,12 @@ def tokens_create(
         if not 0 < expires_in_days <= 36_500:
             raise InputError(f"--expires-in-days: must be in (0, 36500], got {expires_in_days}")
         expires_at = utcnow() + timedelta(days=expires_in_days)
-    typer.echo(_store().create_contributor(contributor, admin=admin, expires_at=expires_at))
+    if admin and worker:
+        raise InputError("--worker: a worker's token cannot be an admin's too")
+    token = _store().create_contributor(
+        contributor, admin=admin, expires_at=expires_at, worker=worker
+    )
+    typer.echo(token)
 
 
 @tokens.command("list")

@@ -47,7 +47,7 @@ from panoramia.service.schemas import (
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import Name as NameType
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.uploads.naming import upload_resolver
+from panoramia.service.uploads.naming import portable_overrides, upload_resolver
 from panoramia.service.uploads.routes import is_chunk, uploads_router
 from panoramia.service.usage import file_bytes, usage
 from panoramia.store.database import current_revision
@@ -245,6 +245,18 @@ def create_app(
             raise HTTPException(
                 401, "missing or unknown bearer token", {"WWW-Authenticate": "Bearer"}
             )
+        if principal.is_worker:
+            raise HTTPException(403, "a worker's token reads running audits' inputs only")
+        return principal
+
+    async def worker_caller(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> Principal:
+        principal = await principals.lookup(credentials.credentials) if credentials else None
+        if principal is None or not principal.is_worker:
+            raise HTTPException(
+                401, "a worker's token is needed here", {"WWW-Authenticate": "Bearer"}
+            )
         return principal
 
     Caller = Annotated[Principal, Depends(caller)]
@@ -286,7 +298,7 @@ def create_app(
         if kept.total >= kept.quota_bytes:  # its report and files could not be kept
             raise StorageFull(kept.quota_bytes, kept.total, 0)
         stored = body.model_dump(mode="json") | {
-            "overrides_resolved": overrides,
+            "overrides_resolved": portable_overrides(overrides, settings.uploads_dir),
             "cost": estimate.total,
             "uploads": named,
         }
@@ -408,7 +420,9 @@ def create_app(
         headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
         return HTMLResponse(page, headers=headers)
 
-    app.include_router(uploads_router(settings, store, caller, limiter.limit(settings.rate_limit)))
+    app.include_router(
+        uploads_router(settings, store, caller, limiter.limit(settings.rate_limit), worker_caller)
+    )
     app.add_exception_handler(NotSignedIn, not_signed_in_redirect)
     app.include_router(
         console_router(

@@ -300,7 +300,11 @@ def console_router(
         principal = None
         if found is not None:
             principal = await run_in_threadpool(store.authenticate_digest, found[0])
-        if principal is None or _signed_out_since(principal, found[1]):  # type: ignore[index]
+        if (
+            principal is None
+            or principal.is_worker  # a worker's credential never signs in to the console
+            or _signed_out_since(principal, found[1])  # type: ignore[index]
+        ):
             raise NotSignedIn
         return principal, sessions.csrf_token(key, cookie or "")
 
@@ -345,7 +349,7 @@ def console_router(
         principal = None
         if 0 < len(token) <= 200:
             principal = await run_in_threadpool(store.authenticate, token)
-        if principal is None:
+        if principal is None or principal.is_worker:
             return RedirectResponse("/console/login?failed=token", 303)
         response = RedirectResponse("/console/models", 303)
         response.set_cookie(

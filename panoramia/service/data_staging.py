@@ -27,6 +27,8 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from panoramia.errors import InputError
+from panoramia.service.uploads.sources import PREFIX as UPLOAD_PREFIX
+from panoramia.service.uploads.sources import UploadSource
 
 DATA_PATH_KEYS = {"data.members_path": "members", "data.nonmembers_path": "nonmembers"}
 """The overrides that name a contributor's data, and the name of their copy."""
@@ -65,7 +67,7 @@ class StagingError(InputError):
     """A data path that cannot be copied safely; the message names it inside its folder."""
 
 
-def _open_beneath(root: Path, parts: tuple[str, ...], shown: str) -> int:
+def open_beneath(root: Path, parts: tuple[str, ...], shown: str) -> int:
     """A descriptor of ``root / parts`` opened component by component without following any
     link; StagingError (naming ``shown``) on a link, ``..``, or a missing entry."""
     descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
@@ -135,16 +137,30 @@ def _copy_descriptor(
             os.close(child)
 
 
+def copy_beneath(root: Path, parts: tuple[str, ...], destination: Path, shown: str) -> None:
+    """Copy ``root / parts`` (opened component by component, no link followed) to
+    ``destination``, within the staging's caps; StagingError naming ``shown`` otherwise."""
+    descriptor = open_beneath(root, parts, shown)
+    try:
+        _copy_descriptor(descriptor, destination, shown, [MAX_ENTRIES, MAX_BYTES])
+    except (OSError, RecursionError) as error:  # too long a name, too many files open
+        raise StagingError(f"{shown}: cannot be copied ({type(error).__name__})") from None
+    finally:
+        os.close(descriptor)
+
+
 def stage_data_files(
-    overrides: list[str], data_dir: Path, run_dir: Path, uploads_dir: Path | None = None
+    overrides: list[str],
+    data_dir: Path,
+    run_dir: Path,
+    uploads: UploadSource | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """``overrides`` with each data path replaced by a copy under ``run_dir/inputs`` (see the
     module docstring), and each copy's path mapped to the name the contributor knows (its
-    path inside her folder), for messages. A data path must lie in one contributor's folder
-    of ``data_dir``, or be one of her uploads under ``uploads_dir`` (a model upload's
-    ``target.path`` is copied too; a shared model's is left as it is); StagingError naming
-    the path inside that folder otherwise. Earlier copies of a previous attempt are
-    replaced."""
+    path inside her folder, or the upload's), for messages. A data path is ``upload:<id>``,
+    copied from ``uploads`` (a model upload's ``target.path`` too; a shared model's is left
+    as it is), or lies in one contributor's folder of ``data_dir``; StagingError naming the
+    path inside that folder otherwise. Earlier copies of a previous attempt are replaced."""
     parser = OverridesParser.create()
     inputs = run_dir / INPUTS
     if inputs.is_symlink() or inputs.is_file():  # planted by an earlier attempt's child
@@ -153,7 +169,6 @@ def stage_data_files(
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
     base = data_dir.resolve()
-    uploads = uploads_dir.resolve() if uploads_dir is not None else None
     staged, names = [], {}
     for line in overrides:
         key = line.split("=", 1)[0]
@@ -161,43 +176,38 @@ def stage_data_files(
             staged.append(line)
             continue
         (parsed,) = parser.parse_overrides([line])
-        value = Path(str(parsed.value()))
-        root, relative = _root_of(value, base, uploads)
-        if root is None:
-            if key not in DATA_PATH_KEYS:  # a shared model, read where the operator put it
-                staged.append(line)
-                continue
-            raise StagingError(f"{key}: outside the data folder")
-        if len(relative.parts) < 2:
-            raise StagingError(f"{key}: not a file or folder of a contributor's folder")
-        owner, *inside = relative.parts
-        shown = "/".join(inside) if root == base else f"upload {inside[0]}"
-        descriptor = _open_beneath(root, (owner, *inside), shown)
-        suffix = "".join(Path(inside[-1]).suffixes) if key in DATA_PATH_KEYS else ""
-        name = UPLOADED_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
-        try:
-            _copy_descriptor(descriptor, inputs / name, shown, [MAX_ENTRIES, MAX_BYTES])
-        except (OSError, RecursionError) as error:  # too long a name, too many files open
-            raise StagingError(f"{shown}: cannot be copied ({type(error).__name__})") from None
-        finally:
-            os.close(descriptor)
-        names[str(inputs / name)] = shown
-        copied = str(inputs / name).replace("\\", "\\\\").replace("'", "\\'")
-        staged.append(f"{key}='{copied}'")
+        value = str(parsed.value())
+        if value.startswith(UPLOAD_PREFIX):
+            if uploads is None:
+                raise StagingError(f"{key}: uploads cannot be read by this worker")
+            upload_id = value.removeprefix(UPLOAD_PREFIX)
+            copy = uploads.copy(upload_id, inputs / UPLOADED_KEYS[key])
+            names[copy] = f"upload {upload_id}"
+        elif key not in DATA_PATH_KEYS:  # a shared model, read where the operator put it
+            staged.append(line)
+            continue
+        else:
+            try:
+                relative = Path(value).relative_to(base)
+            except ValueError:
+                raise StagingError(f"{key}: outside the data folder") from None
+            if not base.is_dir():
+                raise StagingError(
+                    f"{key}: a file of the service's data folder, which this worker does not "
+                    "have; upload it (panoramia data upload)"
+                )
+            if len(relative.parts) < 2:
+                raise StagingError(f"{key}: not a file or folder of a contributor's folder")
+            owner, *inside = relative.parts
+            shown = "/".join(inside)
+            suffix = "".join(Path(inside[-1]).suffixes)
+            name = DATA_PATH_KEYS[key] + (suffix if PLAIN_SUFFIX.fullmatch(suffix) else "")
+            copy_beneath(base, (owner, *inside), inputs / name, shown)
+            copy = str(inputs / name)
+            names[copy] = shown
+        quoted = copy.replace("\\", "\\\\").replace("'", "\\'")
+        staged.append(f"{key}='{quoted}'")
     return staged, names
-
-
-def _root_of(value: Path, base: Path, uploads: Path | None) -> tuple[Path | None, Path]:
-    """Which folder ``value`` lies in, the data folder or the uploads folder, and its path
-    inside it; (None, value) for neither."""
-    for root in (base, uploads):
-        if root is None:
-            continue
-        try:
-            return root, value.relative_to(root)
-        except ValueError:
-            continue
-    return None, value
 
 
 def in_contributor_terms(message: str, names: dict[str, str]) -> str:

@@ -19,6 +19,7 @@ import html
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +42,7 @@ from panoramia.service.data_staging import (
 )
 from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.sources import LocalUploads, RemoteUploads, UploadSource
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
 
 log = logging.getLogger("panoramia.worker")
@@ -219,7 +221,7 @@ def run_audit(
         with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
             overrides, staged_names = stage_data_files(
                 list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
-                settings.uploads_dir,
+                upload_source(store, settings),
             )  # fmt: skip
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
@@ -228,6 +230,8 @@ def run_audit(
         log.warning("audit %s: claim lost while copying its data; stopped", audit_id)
         return None
     artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
+    if settings.remote_worker:  # nothing of hers outlives the audit on this machine
+        artifacts_dir = run_dir / "stages"
     command = job_command(
         overrides,
         run_dir=run_dir,
@@ -293,6 +297,8 @@ def run_audit(
     progress = _read_progress(run_dir / "progress.json")
     progress = progress if isinstance(progress, dict) else {}
     expire_inputs(store, settings, ended=run_dir if outcome[0] in ENDED else None)
+    if settings.remote_worker and outcome[0] in ENDED:
+        shutil.rmtree(run_dir, ignore_errors=True)
     log.info(
         "audit %s: %s in %.1f s (stages %s/%s)",
         audit_id, outcome[0].value, timings["run_s"],
@@ -304,12 +310,20 @@ def run_audit(
 ENDED = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
 
 
+def upload_source(store: ReportStore, settings: ServiceSettings) -> UploadSource:
+    """Where this worker reads uploads: the service over HTTP for a worker on another
+    machine (``PANORAMIA_SERVICE_URL``), else the service's disk."""
+    if settings.remote_worker:
+        if not settings.worker_token:
+            raise InputError("PANORAMIA_SERVICE_URL is set: PANORAMIA_WORKER_TOKEN is needed too")
+        return RemoteUploads(settings.service_url or "", settings.worker_token)
+    return LocalUploads(store, settings.uploads_dir)
+
+
 def expire_inputs(store: ReportStore, settings: ServiceSettings, *, ended: Path | None) -> int:
     """Remove the staged inputs (``<run dir>/inputs``) of audits that ended: the one in
     ``ended`` at once when ``PANORAMIA_KEEP_INPUTS_HOURS`` is 0, and every run directory's
     whose audit ended longer ago than that. Returns how many were removed."""
-    import shutil
-
     removed = 0
     if ended is not None and settings.keep_inputs_s == 0:
         shutil.rmtree(ended / "inputs", ignore_errors=True)

@@ -63,6 +63,12 @@ class ServiceSettings:
     keep_inputs_s: float = 0.0
     """How long an ended audit's staged copies of its inputs are kept
     (``PANORAMIA_KEEP_INPUTS_HOURS``; 0: removed as soon as the audit ends)."""
+    service_url: str | None = None
+    """For a worker on a machine without the service's disk (``PANORAMIA_SERVICE_URL``): it
+    fetches audits' uploads from the service there, keeps its stages inside each audit's
+    run folder and removes the folder when the audit ends."""
+    worker_token: str | None = None
+    """That worker's credential (``PANORAMIA_WORKER_TOKEN``, from ``tokens create --worker``)."""
     rate_limit: str = "30/minute"
     heartbeat_s: float = 5.0
     stale_after_s: float = 60.0
@@ -109,6 +115,11 @@ class ServiceSettings:
         return self.home / "models"
 
     @property
+    def remote_worker(self) -> bool:
+        """Whether this process works without the service's disk (see ``service_url``)."""
+        return bool(self.service_url)
+
+    @property
     def uploads_dir(self) -> Path:
         """Contributors' uploads: ``uploads/<contributor id>/<upload id>/`` (service-named)."""
         return self.home / "uploads"
@@ -151,6 +162,8 @@ class ServiceSettings:
             max_storage_bytes=int(_number("PANORAMIA_MAX_STORAGE_MB", 1024, minimum=0.001) * 2**20),
             max_parsing_uploads=int(_number("PANORAMIA_MAX_PARSING_UPLOADS", 2, minimum=1)),
             max_file_bytes=int(_number("PANORAMIA_MAX_FILE_MB", 2048, minimum=0.001) * 2**20),
+            service_url=os.environ.get("PANORAMIA_SERVICE_URL") or None,
+            worker_token=os.environ.get("PANORAMIA_WORKER_TOKEN") or None,
             keep_inputs_s=_number("PANORAMIA_KEEP_INPUTS_HOURS", 0.0, minimum=0.0) * 3600,
             rate_limit=rate_limit,
             heartbeat_s=heartbeat,

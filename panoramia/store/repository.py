@@ -123,6 +123,8 @@ class Principal:
     expires_at: datetime | None = None
     sessions_after: datetime | None = None
     """Console sessions signed in before this time are over."""
+    is_worker: bool = False
+    """A worker's credential: it may read running audits' uploads, and nothing else."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,12 @@ class ReportStore:
     # -- contributors -------------------------------------------------------------------------
     @retried
     def create_contributor(
-        self, name: str, *, admin: bool = False, expires_at: datetime | None = None
+        self,
+        name: str,
+        *,
+        admin: bool = False,
+        expires_at: datetime | None = None,
+        worker: bool = False,
     ) -> str:
         """Register ``name`` and return its token (shown once; only its hash is stored).
 
@@ -221,6 +228,7 @@ class ReportStore:
                     name=name,
                     token_hash=hash_token(token),
                     is_admin=admin,
+                    is_worker=worker,
                     created_at=utcnow(),
                     expires_at=expires_at,
                 )
@@ -245,8 +253,9 @@ class ReportStore:
             if row is None:
                 return None
             return Principal(
-                row.id, row.name, row.is_admin, as_utc(row.expires_at), as_utc(row.sessions_after)
-            )
+                row.id, row.name, row.is_admin and not row.is_worker,
+                as_utc(row.expires_at), as_utc(row.sessions_after), row.is_worker,
+            )  # fmt: skip
 
     def list_tokens(self) -> list[TokenInfo]:
         """Every contributor's token state, by name."""

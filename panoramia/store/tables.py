@@ -35,6 +35,9 @@ class Contributor(Base):
     name: Mapped[str] = mapped_column(String(120), unique=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_worker: Mapped[bool] = mapped_column(Boolean, default=False)
+    """A worker's credential (``tokens create --worker``): it reads the uploads of running
+    audits (``/v1/worker/…``) and nothing else."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     """The token stops working at this time (None: never)."""

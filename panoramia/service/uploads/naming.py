@@ -49,3 +49,29 @@ def upload_resolver(
         return folder.data_path(upload.filename).resolve()
 
     return resolve
+
+
+def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:
+    """``overrides`` with each path of an upload (under ``uploads_dir``, as
+    :func:`upload_resolver` gave it) replaced by ``upload:<id>``: what the audit keeps and a
+    worker stages, wherever it runs."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from panoramia.service.data_staging import UPLOADED_KEYS
+    from panoramia.service.uploads.sources import PREFIX
+
+    parser = OverridesParser.create()
+    root = uploads_dir.resolve()
+    kept = []
+    for line in overrides:
+        key = line.split("=", 1)[0]
+        if key in UPLOADED_KEYS:
+            (parsed,) = parser.parse_overrides([line])
+            try:
+                _owner, upload_id, *_ = Path(str(parsed.value())).relative_to(root).parts
+            except ValueError:
+                kept.append(line)
+                continue
+            line = f"{key}='{PREFIX}{upload_id}'"
+        kept.append(line)
+    return kept

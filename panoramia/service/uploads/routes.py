@@ -20,18 +20,34 @@ everything derived from it (:mod:`panoramia.service.uploads.erase`). Another con
 upload answers 404, as an unknown one does.
 """
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 
+from panoramia.errors import InputError
+from panoramia.service.data_staging import open_beneath
 from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.uploads.checks import UploadRejected, check_filename
+from panoramia.service.uploads.checks import (
+    ARCHIVE_SUFFIXES,
+    UploadRejected,
+    check_filename,
+    suffix_of,
+)
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
-from panoramia.service.uploads.files import ChunkRefused, UploadFolder, append_chunk, finish
+from panoramia.service.uploads.files import (
+    FOLDER,
+    ChunkRefused,
+    UploadFolder,
+    append_chunk,
+    finish,
+)
 from panoramia.service.usage import usage
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Upload
@@ -61,9 +77,11 @@ def uploads_router(
     store: ReportStore,
     caller: Callable[..., Any],
     rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
+    worker_caller: Callable[..., Any],
 ) -> APIRouter:
     """The upload routes; ``caller`` is the bearer-token dependency, ``rate_limit`` the
-    per-contributor limit of creations and deletions."""
+    per-contributor limit of creations and deletions, ``worker_caller`` the dependency of
+    the routes a worker on another machine reads an audit's uploads by."""
     router = APIRouter(tags=["uploads"])
     rows = UploadRows(store)
     Caller = Annotated[Principal, Depends(caller)]
@@ -182,6 +200,59 @@ def uploads_router(
             "stages_removed": erased.stages,
             "reports_redacted": erased.reports_redacted,
         }
+
+    Worker = Annotated[Principal, Depends(worker_caller)]
+
+    def in_use(upload_id: str) -> tuple[Upload, Path]:
+        """A ready upload that a running audit names, and its data's path; else 404."""
+        upload = rows.get(upload_id)
+        if (
+            upload is None
+            or upload.state != READY
+            or not any(
+                audit.status == "running"
+                for audit in rows.audits_naming(upload.contributor_id, upload.id)
+            )
+        ):
+            raise HTTPException(404, NOT_FOUND)
+        return upload, folder(upload).data_path(upload.filename)
+
+    @router.get("/v1/worker/uploads/{upload_id}", tags=["workers"])
+    def worker_listing(upload_id: UploadId, _worker: Worker) -> dict:
+        """The files of a running audit's upload, each with its SHA-256 (a worker token)."""
+        upload, data = in_use(upload_id)
+        if upload.kind == "data" and suffix_of(upload.filename) not in ARCHIVE_SUFFIXES:
+            return {"suffix": suffix_of(upload.filename), "folder": False,
+                    "files": {data.name: upload.sha256}}  # fmt: skip
+        inner = data.relative_to(folder(upload).content / FOLDER).as_posix()
+        prefix = "" if inner == "." else inner + "/"
+        files = {
+            name.removeprefix(prefix): digest
+            for name, digest in (upload.files or {}).items()
+            if name.startswith(prefix)
+        }
+        return {"suffix": "", "folder": True, "files": files}
+
+    @router.get("/v1/worker/uploads/{upload_id}/files/{relative:path}", tags=["workers"])
+    def worker_file(upload_id: UploadId, relative: str, _worker: Worker) -> StreamingResponse:
+        """One file of a running audit's upload, streamed (a worker token)."""
+        listing = worker_listing(upload_id, _worker)
+        if relative not in listing["files"]:
+            raise HTTPException(404, NOT_FOUND)
+        upload, data = in_use(upload_id)
+        path = data if not listing["folder"] else data.joinpath(*relative.split("/"))
+        parts = path.relative_to(settings.uploads_dir).parts
+        try:
+            descriptor = open_beneath(settings.uploads_dir, parts, f"upload {upload.name}")
+        except InputError:
+            raise HTTPException(404, NOT_FOUND) from None
+
+        def blocks() -> Iterator[bytes]:
+            with os.fdopen(descriptor, "rb") as source:
+                while block := source.read(1 << 20):
+                    yield block
+
+        return StreamingResponse(blocks(), media_type="application/octet-stream")
 
     return router
 

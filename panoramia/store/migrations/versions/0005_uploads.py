@@ -1,4 +1,5 @@
-"""uploads: data files and model folders sent over the network, owned by one contributor
+"""uploads: data files and model folders sent over the network, owned by one contributor;
+workers' credentials (``contributors.is_worker``)
 
 Revision ID: 0005
 Revises: 0004
@@ -21,6 +22,10 @@ def _json() -> sa.types.TypeEngine:
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("contributors") as batch:
+        batch.add_column(
+            sa.Column("is_worker", sa.Boolean, nullable=False, server_default=sa.false())
+        )
     op.create_table(
         "uploads",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -44,3 +49,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_uploads_contributor_id", "uploads")
     op.drop_table("uploads")
+    with op.batch_alter_table("contributors") as batch:
+        batch.drop_column("is_worker")
