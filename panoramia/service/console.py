@@ -31,6 +31,7 @@ from panoramia.report.verdict import WORDS
 from panoramia.service import sessions
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.console_pages import add_upload_pages
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Audit, Report
 from panoramia.store.tokens import hash_token
@@ -462,6 +463,13 @@ def console_router(
             refresh=REFRESH_S if found.status in ACTIVE and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
+
+    def form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
+        return _same_origin(request) and sessions.csrf_matches(csrf, sent)
+
+    add_upload_pages(
+        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine
+    )
 
     @router.get("/static/console.css")
     def stylesheet() -> Response:

@@ -229,3 +229,35 @@ def test_report_pages_pass_axe_on_a_phone_and_a_screen(  # type: ignore[no-untyp
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         bare_page.screenshot(path=SCREENSHOTS / f"report-{modality}-{width}.png")
         accessible(bare_page, f"report.html ({modality}, {width} px)")
+
+
+def test_a_contributor_uploads_and_deletes_her_data_in_the_console(  # type: ignore[no-untyped-def]
+    service: LiveService, page, database_url: str, tmp_path: Path
+) -> None:
+    """The upload form takes a CSV (checked: rows and column types shown), refuses a broken
+    one in one line, and the delete button removes it; each page passes axe at both widths."""
+    expect = sync_api.expect
+    good = tmp_path / "census.csv"
+    good.write_text("age,colour,y\n30,red,0\n41,blue,1\n52,red,1\n")
+    broken = tmp_path / "broken.csv"
+    broken.write_text("a,b\n1,2,3\n")
+    page.goto(f"{service.url}/console/login")
+    page.fill("#token", service.token("alice"))
+    page.click("button[type=submit]")
+    page.get_by_role("link", name="Your data and models").click()
+    expect(page.locator("h1")).to_have_text("Your data and models")
+    shot(page, "8-uploads-empty", database_url)
+    page.set_input_files("#file", str(good))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("status")).to_contain_text("Uploaded and checked: census")
+    expect(page.locator("table")).to_contain_text("3 rows; columns age (number), colour (text)")
+    shot(page, "8-uploads-one", database_url)
+    page.set_input_files("#file", str(broken))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("alert")).to_contain_text("more fields than the header")
+    shot(page, "8-uploads-refused", database_url)
+    page.get_by_role("button", name="Delete census").click()
+    expect(page.get_by_role("status")).to_contain_text("Deleted census")
+    expect(page.locator(".empty")).to_contain_text("no uploads yet")
+    shot(page, "8-uploads-deleted", database_url)
+    assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]

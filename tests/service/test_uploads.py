@@ -74,8 +74,8 @@ def test_a_csv_arrives_in_chunks_resumes_from_the_offset_held_and_is_checked(
         assert done.status_code == 200, done.text
         view = done.json()
         assert view["state"] == "ready"
-        assert view["summary"] == {"rows": 3, "columns": {"x": "number", "colour": "text",
-                                                          "y": "number"}}  # fmt: skip
+        assert view["summary"] == {"rows": 3, "columns": [["x", "number"], ["colour", "text"],
+                                                          ["y", "number"]]}  # fmt: skip
         assert [u["name"] for u in alice.get("/v1/uploads").json()] == ["members"]
         assert alice.get("/v1/uploads/members").json()["id"] == upload_id
         assert announce(alice, CSV).status_code == 409  # the name is hers already
@@ -148,7 +148,8 @@ HOSTILE = {
                                   "would land outside"),
     "a link in an archive": (_tar([_file("a.txt"), _link("b.txt", "/etc/passwd")]),
                              {"filename": "notes.tar"}, "is a link or a special file"),
-    "a CSV whose rows do not match its header": (b"a,b\n1,2,3\n", {}, "line 2 has 3 fields"),
+    "a CSV whose rows do not match its header": (b"a,b\n1,2,3\n", {},
+                                                 "more fields than the header"),
     "a model with no manifest": (_tar([_file("model.json")]),
                                  {"kind": "model", "filename": "m.tar"}, "no target.json"),
     "a model that is a URL": (_tar([_file("target.json", b'{"format": "http", "url": "x"}')]),

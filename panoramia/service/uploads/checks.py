@@ -3,7 +3,8 @@
 - A **CSV** (``.csv``, or ``.csv.gz``/``.bz2``/``.xz``/``.zst``): a header of distinct,
   non-empty names, then at least one row, every row with the header's number of fields (read
   in chunks, never whole; a compressed file may expand to at most ``max_bytes``). Its summary
-  gives the rows and each column's type (number or text).
+  gives the rows and each column's type (number or text), as ``[name, type]`` pairs in the
+  file's order (a JSONB column would reorder an object's keys).
 - A **Parquet** file: its metadata readable; rows and column types from it.
 - An **npz**: every array's header read before any array (no pickled objects, no more data
   declared than held, at most ``max_bytes`` once read:
@@ -25,6 +26,7 @@ import csv
 import io
 import os
 import tarfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -38,6 +40,7 @@ MODEL_SUFFIXES = ARCHIVE_SUFFIXES
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (the staging copy's cap)."""
 MAX_DEPTH = 32
+CSV_CHUNK_ROWS = 100_000
 MODEL_FORMATS = (
     "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm",
     "xgboost-json", "skops",
@@ -159,53 +162,51 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOBas
 
 
 def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
-    """Rows and column types of a CSV (see the module docstring); UploadRejected otherwise."""
+    """Rows and column types of a CSV (see the module docstring); UploadRejected otherwise.
+    The header is read with :mod:`csv` (pandas would rename a repeated name), the rows with
+    pandas' C parser in chunks of :data:`CSV_CHUNK_ROWS`."""
+    import pandas as pd
+
+    suffix = suffix_of(shown)
     try:
-        with _opened(path, suffix_of(shown), max_bytes, shown) as text:
-            reader = csv.reader(text)
-            header = next(reader, None)
-            if not header:
-                raise UploadRejected(f"{shown}: no header row")
-            names = [name.strip() for name in header]
-            if any(not name for name in names):
-                raise UploadRejected(f"{shown}: a column without a name in the header")
-            if len(set(names)) != len(names):
-                repeated = sorted({n for n in names if names.count(n) > 1})
-                raise UploadRejected(f"{shown}: column {repeated[0]!r} named twice")
-            if any("${" in name for name in names):
-                raise UploadRejected(f"{shown}: a column name may not contain '${{'")
-            numeric = [True] * len(names)
-            rows = 0
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if len(row) != len(names):
-                    raise UploadRejected(
-                        f"{shown}: line {line} has {len(row)} fields; the header has {len(names)}"
-                    )
-                rows += 1
-                for index, value in enumerate(row):
-                    if numeric[index] and value.strip() and not _is_number(value):
-                        numeric[index] = False
+        with _opened(path, suffix, max_bytes, shown) as text:
+            header = next(csv.reader(text), None)
+        if not header:
+            raise UploadRejected(f"{shown}: no header row")
+        names = [name.strip() for name in header]
+        if any(not name for name in names):
+            raise UploadRejected(f"{shown}: a column without a name in the header")
+        if len(set(names)) != len(names):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            raise UploadRejected(f"{shown}: column {repeated[0]!r} named twice")
+        if any("${" in name for name in names):
+            raise UploadRejected(f"{shown}: a column name may not contain '${{'")
+        numeric = dict.fromkeys(names, True)
+        rows = 0
+        with _opened(path, suffix, max_bytes, shown) as text, warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
+            chunks = pd.read_csv(
+                text, chunksize=CSV_CHUNK_ROWS, skipinitialspace=True, index_col=False
+            )
+            for chunk in chunks:
+                rows += len(chunk)
+                for name, column in zip(names, chunk.columns, strict=True):
+                    if numeric[name] and not pd.api.types.is_numeric_dtype(chunk[column]):
+                        numeric[name] = False
     except UploadRejected:
         raise
     except UnicodeDecodeError:
         raise UploadRejected(f"{shown}: not UTF-8 text") from None
+    except pd.errors.ParserError as error:
+        line = str(error).strip().splitlines()[-1][:200]
+        raise UploadRejected(f"{shown}: {line}") from None
+    except pd.errors.ParserWarning:
+        raise UploadRejected(f"{shown}: a row has more fields than the header") from None
     except (OSError, EOFError, csv.Error, ValueError) as error:
         raise UploadRejected(f"{shown}: not a readable CSV ({type(error).__name__})") from None
     if rows == 0:
         raise UploadRejected(f"{shown}: a header but no rows")
-    kinds = ["number" if is_number else "text" for is_number in numeric]
-    columns = dict(zip(names, kinds, strict=True))
-    return {"rows": rows, "columns": columns}
-
-
-def _is_number(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+    return {"rows": rows, "columns": [[n, "number" if numeric[n] else "text"] for n in names]}
 
 
 def check_parquet(path: Path, *, max_bytes: int, shown: str) -> dict:
@@ -227,10 +228,10 @@ def check_parquet(path: Path, *, max_bytes: int, shown: str) -> dict:
         raise UploadRejected(f"{shown}: no rows")
     import pyarrow.types as types
 
-    columns = {
-        f.name: "number" if types.is_integer(f.type) or types.is_floating(f.type) else "text"
+    columns = [
+        [f.name, "number" if types.is_integer(f.type) or types.is_floating(f.type) else "text"]
         for f in schema
-    }
+    ]
     return {"rows": metadata.num_rows, "columns": columns}
 
 

@@ -1,0 +1,107 @@
+"""The console's "Your data and models" page: her uploads, a form to upload a file (up to
+``PANORAMIA_MAX_UPLOAD_MB``; larger ones with ``panoramia data upload``, which resumes), and
+a button to delete each one with everything derived from it."""
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse
+from starlette.datastructures import UploadFile
+
+from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.checks import UploadRejected
+from panoramia.service.uploads.erase import UploadInUse, erase_upload
+from panoramia.service.uploads.intake import take_whole_file
+from panoramia.store.repository import ReportStore, StorageFull
+from panoramia.store.uploads import NameTaken, UploadRows
+
+
+def add_upload_pages(
+    router: APIRouter,
+    settings: ServiceSettings,
+    store: ReportStore,
+    *,
+    page: Callable[..., Response],
+    session: Any,
+    form_is_genuine: Callable[[Request, str, str | None], bool],
+) -> None:
+    """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (POST) to
+    ``router``; ``session`` is the signed-in dependency, ``form_is_genuine(request, csrf,
+    sent)`` checks a form's origin and CSRF token."""
+    import re
+
+    rows = UploadRows(store)
+
+    def listing(
+        request: Request, principal: Any, csrf: str, status: int = 200, **said: Any
+    ) -> Response:
+        uploads = rows.owned(principal.contributor_id)
+        return page(
+            request, "uploads.html", status, principal=principal, csrf=csrf, uploads=uploads,
+            form_limit=settings.max_upload_bytes, **said,
+        )  # fmt: skip
+
+    @router.get("/uploads")
+    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:  # type: ignore[valid-type]
+        principal, csrf = signed
+        shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
+        return listing(request, principal, csrf, done=shown)
+
+    @router.post("/uploads")
+    async def upload_form(request: Request, signed: session) -> Response:  # type: ignore[valid-type]
+        principal, csrf = signed
+        try:
+            form = await request.form(max_files=1, max_fields=5)
+        except Exception:  # a malformed multipart body
+            return listing(request, principal, csrf, 400, problem="the form could not be read")
+        sent = form.get("csrf")
+        if not form_is_genuine(request, csrf, sent if isinstance(sent, str) else None):
+            return listing(request, principal, csrf, 403, problem="the form did not come from here")
+        name, kind, file = form.get("name"), form.get("kind"), form.get("file")
+        if not isinstance(file, UploadFile) or not file.filename:
+            return listing(request, principal, csrf, 422, problem="choose a file to upload")
+        kind = kind if kind in ("data", "model") else "data"
+        name = name.strip() if isinstance(name, str) and name.strip() else file.filename
+        name = name.rsplit(".", 2)[0] if name == file.filename else name
+        if not (re.fullmatch(NAME_PATTERN, name) and len(name) <= 100):
+            problem = "a name of letters, digits, '.', '_' and '-' (at most 100)"
+            return listing(request, principal, csrf, 422, problem=problem)
+        try:
+            await run_in_threadpool(
+                take_whole_file, settings, store, principal.contributor_id, name=name,
+                kind=kind, filename=file.filename, source=file.file,
+            )  # fmt: skip
+        except UploadRejected as error:
+            return listing(request, principal, csrf, 422, problem=f"{error} (nothing was kept)")
+        except NameTaken:
+            return listing(request, principal, csrf, 409,
+                           problem=f"you already have an upload named {name!r}")  # fmt: skip
+        except StorageFull as error:
+            return listing(request, principal, csrf, 507, problem=str(error))
+        finally:
+            await file.close()
+        return RedirectResponse(f"/console/uploads?done={name}", 303)
+
+    @router.post("/uploads/{upload_id}/delete")
+    async def delete_form(request: Request, signed: session, upload_id: str) -> Response:  # type: ignore[valid-type]
+        principal, csrf = signed
+        form = await request.form(max_files=0, max_fields=5)
+        sent = form.get("csrf")
+        if not form_is_genuine(request, csrf, sent if isinstance(sent, str) else None):
+            return listing(request, principal, csrf, 403, problem="the form did not come from here")
+        found = None
+        if re.fullmatch(IDENTIFIER_PATTERN, upload_id):
+            found = await run_in_threadpool(rows.find, principal.contributor_id, upload_id)
+        if found is None or found.id != upload_id:
+            return listing(request, principal, csrf, 404, problem="no such upload of yours")
+        try:
+            erased = await run_in_threadpool(erase_upload, store, settings, found)
+        except UploadInUse as error:
+            return listing(request, principal, csrf, 409, problem=str(error))
+        return listing(
+            request, principal, csrf, deleted=found.name, stages=erased.stages,
+            redacted=erased.reports_redacted,
+        )  # fmt: skip
