@@ -68,6 +68,8 @@ def running_service(settings: ServiceSettings) -> Iterator[tuple[ReportStore, Au
     engine = make_engine(settings.database_url)
     upgrade(engine)
     store = ReportStore(engine)
+    if settings.worker_token and not settings.remote_worker:  # the service its workers reach
+        store.ensure_worker_token(settings.worker_token)
     queue = make_queue(store, settings)
     recover(store, queue, settings)
     for audit_id in store.queued_audit_ids():

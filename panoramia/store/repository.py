@@ -235,6 +235,30 @@ class ReportStore:
             )
         return token
 
+    WORKERS_FROM_ENVIRONMENT = "workers (PANORAMIA_WORKER_TOKEN)"
+
+    @retried
+    def ensure_worker_token(self, token: str) -> None:
+        """Make ``token`` the credential of the workers the operator starts with it
+        (``PANORAMIA_WORKER_TOKEN`` in a compose file's environment): one worker principal,
+        its hash replaced when the token changes. InputError for a token under 32
+        characters."""
+        if len(token) < 32:
+            raise InputError("PANORAMIA_WORKER_TOKEN: at least 32 characters")
+        with self.writes.begin() as session:
+            row = session.scalar(
+                select(Contributor).where(Contributor.name == self.WORKERS_FROM_ENVIRONMENT)
+            )
+            if row is None:
+                session.add(
+                    Contributor(
+                        name=self.WORKERS_FROM_ENVIRONMENT, token_hash=hash_token(token),
+                        is_admin=False, is_worker=True, created_at=utcnow(),
+                    )
+                )  # fmt: skip
+            else:
+                row.token_hash, row.is_worker, row.is_admin = hash_token(token), True, False
+
     def authenticate(self, token: str) -> Principal | None:
         """The principal holding ``token``, or None (unknown, revoked or expired)."""
         return self.authenticate_digest(hash_token(token))

@@ -138,3 +138,72 @@ def test_a_worker_stopped_while_it_runs_an_audit_finishes_it_first(stack: Stack)
     stack.compose("stop", "-t", "120", "worker")  # SIGTERM: Celery's warm shutdown
     assert dave.get(f"/v1/audits/{audit_id}").json()["status"] == "succeeded"
     stack.compose("start", "worker")
+
+
+CANARY = "Canaryland-compose-41d7"
+
+
+def test_the_readme_walkthrough_over_the_network_with_a_worker_that_shares_no_disk(
+    stack: Stack, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """From this machine, which has no access to the service's disk: upload a CSV (with a
+    planted canary) and an xgboost model with the CLI, submit, wait, read the verdict, delete
+    the uploads; the worker container mounts no volume of the service's, and afterwards the
+    canary is in no file of the service's volume and the worker's disk holds nothing."""
+    import json
+    import sys
+    from pathlib import Path
+
+    import xgboost as xgb
+
+    from panoramia.datasets.adult import SCHEMA, load_adult
+
+    mounts = json.loads(docker("inspect", "-f", "{{json .Mounts}}", stack.container("worker")))
+    assert f"{stack.project}_panoramia" not in [m.get("Name") for m in mounts]
+    train, test = load_adult()
+    members = train.iloc[:800].copy()
+    members.loc[members.index[:60], "native-country"] = CANARY
+    members.to_csv(tmp_path / "census.csv", index=False)
+    test.iloc[:400].to_csv(tmp_path / "held-out.csv", index=False)
+    features = members.drop(columns=["income"]).copy()
+    for column in SCHEMA.categorical:
+        features[column] = features[column].astype("category")
+    model = xgb.XGBClassifier(n_estimators=20, max_depth=3, enable_categorical=True, n_jobs=1)
+    model.fit(features, (members["income"] == ">50K").astype(int))
+    forest = tmp_path / "forest"
+    forest.mkdir()
+    model.save_model(forest / "model.json")
+    (forest / "target.json").write_text(
+        json.dumps({"format": "xgboost-json", "file": "model.json", "classes": ["<=50K", ">50K"]})
+    )
+    cli = Path(sys.executable).parent / "panoramia"
+    env = os.environ | {"PANORAMIA_URL": f"http://127.0.0.1:{stack.port}",
+                        "PANORAMIA_TOKEN": stack.token("erin")}  # fmt: skip
+
+    def run(*arguments: str) -> str:
+        done = subprocess.run([str(cli), *arguments], capture_output=True, text=True, env=env,
+                              timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+        print(f"$ panoramia {' '.join(arguments)}\n{done.stdout.strip()}")
+        return done.stdout
+
+    assert "ready" in run("data", "upload", str(tmp_path / "census.csv"))
+    assert "ready" in run("data", "upload", str(tmp_path / "held-out.csv"))
+    assert "ready" in run("models", "upload", str(forest))
+    overrides = [f"-o={o}" for o in TINY_AUDIT if not o.startswith("target.")]
+    finished = run("audits", "submit", "--model", "census-forest", "--target-path", "forest",
+                   "--members", "census", "--nonmembers", "held-out", "--label", "income",
+                   *overrides, "--wait")  # fmt: skip
+    assert "succeeded" in finished
+    report_id = finished.split("report=")[1].split()[0]
+    assert "ε̃" in run("reports", "show", report_id)  # the verdict and its quoted figure
+    for name in ("census", "held-out", "forest"):
+        run("data" if name != "forest" else "models", "delete", name)
+    found = subprocess.run(
+        [*compose_command(), "-p", stack.project, *COMPOSE_FILES, "exec", "-T", "service",
+         "grep", "-rl", CANARY, "/var/lib/panoramia"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert found.stdout.strip() == "", found.stdout
+    left = stack.compose("exec", "-T", "worker", "find", "/var/lib/panoramia", "-type", "f")
+    assert left.strip() == "", left
