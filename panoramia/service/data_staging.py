@@ -23,12 +23,24 @@ import re
 import shutil
 import stat
 from pathlib import Path
+from typing import Protocol
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from panoramia.errors import InputError
-from panoramia.service.uploads.sources import PREFIX as UPLOAD_PREFIX
-from panoramia.service.uploads.sources import UploadSource
+
+UPLOAD_PREFIX = "upload:"
+"""How a stored command line names an upload: ``upload:<id>`` (never a server path)."""
+
+
+class UploadSource(Protocol):
+    """Where a worker copies uploads from (:mod:`panoramia.service.uploads.sources`)."""
+
+    def copy(self, upload_id: str, destination: Path) -> str:
+        """Copy the upload to ``destination`` plus its format suffix (a file) or to
+        ``destination`` (a folder); the path made. InputError (one line) otherwise."""
+        ...
+
 
 DATA_PATH_KEYS = {"data.members_path": "members", "data.nonmembers_path": "nonmembers"}
 """The overrides that name a contributor's data, and the name of their copy."""

@@ -142,6 +142,8 @@ HOSTILE = {
     "a compression bomb": (gzip.compress(b"x,y\n" + b"1,0\n" * 2**20, 9), {"filename": "m.csv.gz"},
                            "expands past"),
     "an npz bomb": (_npz_bomb(), {"filename": "scans.npz"}, "declares 8000000000 bytes"),
+    "an archive bomb": (gzip.compress(_tar([_file("zeros.txt", b"0" * 3 * 2**20)]), 9),
+                        {"filename": "notes.tar.gz"}, "expands past"),
     "an archive entry that climbs out": (_tar([_file("../../escaped.txt")]),
                                          {"filename": "notes.tar"}, "would land outside"),
     "an absolute archive entry": (_tar([_file("/etc/cron.d/x")]), {"filename": "notes.tar"},

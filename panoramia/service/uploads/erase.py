@@ -27,7 +27,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panoramia.pipeline.store import DONE
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore, utcnow
@@ -35,6 +34,9 @@ from panoramia.store.tables import Upload
 from panoramia.store.uploads import UploadRows
 
 ACTIVE = ("queued", "running")
+DONE = "_done.json"
+"""The record a finished stage of the artifact store holds (``panoramia.pipeline.store.DONE``;
+the service reaches the audit job only through the registry, so it is named here too)."""
 
 
 class UploadInUse(Exception):

@@ -19,20 +19,13 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path, PurePosixPath
-from typing import Protocol
 from urllib.parse import quote
 
 from panoramia.errors import InputError
+from panoramia.service.data_staging import UPLOAD_PREFIX as PREFIX
+from panoramia.service.data_staging import UploadSource, copy_beneath
 
-PREFIX = "upload:"
-"""How a stored command line names an upload: ``upload:<id>``."""
-
-
-class UploadSource(Protocol):
-    def copy(self, upload_id: str, destination: Path) -> str:
-        """Copy the upload to ``destination`` plus its format suffix (a file) or to
-        ``destination`` (a folder); the path made. InputError (one line) otherwise."""
-        ...
+__all__ = ["PREFIX", "LocalUploads", "RemoteUploads", "UploadSource"]
 
 
 class LocalUploads:
@@ -42,7 +35,6 @@ class LocalUploads:
         self.store, self.uploads_dir = store, uploads_dir
 
     def copy(self, upload_id: str, destination: Path) -> str:
-        from panoramia.service.data_staging import copy_beneath
         from panoramia.service.uploads.checks import ARCHIVE_SUFFIXES, suffix_of
         from panoramia.service.uploads.files import UploadFolder
         from panoramia.store.uploads import READY, UploadRows

@@ -1,0 +1,47 @@
+"""The pieces of an upload's deletion, without a service: lineage through the stage store,
+and records taken out of a report's document and page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from panoramia.pipeline.store import DONE as STORE_DONE
+from panoramia.report.redaction import document_without_records, member_data, without_member_data
+from panoramia.service.uploads.erase import DONE, remove_derived_stages
+
+
+def _stage(root: Path, stage: str, key: str, config: dict, inputs: dict) -> None:
+    folder = root / stage / key
+    folder.mkdir(parents=True)
+    (folder / DONE).write_text(json.dumps({"stage": stage, "key": key, "config": config,
+                                           "inputs": inputs}))  # fmt: skip
+
+
+def test_the_stages_built_on_an_upload_go_and_the_others_stay(tmp_path: Path) -> None:
+    assert DONE == STORE_DONE
+    _stage(tmp_path, "data", "d1", {"members_path_sha256": "aa" * 32}, {})
+    _stage(tmp_path, "data", "d2", {"members_path_sha256": "bb" * 32}, {})
+    _stage(tmp_path, "generator", "g1", {"epochs": 3}, {"data": "d1"})
+    _stage(tmp_path, "pool", "p1", {}, {"generator": "g1"})
+    _stage(tmp_path, "generator", "g2", {"epochs": 3}, {"data": "d2"})
+    (tmp_path / "pool" / ".partial-p9-host-1-abc").mkdir()
+    assert remove_derived_stages(tmp_path, {"aa" * 32}, partials=False) == 3
+    assert sorted(p.parent.name for p in tmp_path.glob(f"*/*/{DONE}")) == ["d2", "g2"]
+    assert (tmp_path / "pool" / ".partial-p9-host-1-abc").exists()  # an audit may be writing
+    assert remove_derived_stages(tmp_path, {"cc" * 32}, partials=True) == 0
+    assert not (tmp_path / "pool" / ".partial-p9-host-1-abc").exists()
+
+
+def test_a_report_loses_its_records_and_keeps_its_figures() -> None:
+    document = {"eps_tilde": 1.2, "exposure": {"records": [{"colour": "secret"}]}}
+    kept = document_without_records(document, "gone")
+    assert kept == {"eps_tilde": 1.2, "exposure": {"removed": "gone"}}
+    page = (f"<h1>Audit</h1>{member_data('<table>secret</table>')}<p>ε̃ 1.2</p>"
+            f"{member_data('<img alt=a>')}{member_data('<img alt=b>')}")  # fmt: skip
+    redacted = without_member_data(page, "Removed: <deleted>")
+    assert "secret" not in redacted
+    assert "img" not in redacted
+    assert redacted.count("Removed: &lt;deleted&gt;") == 2  # adjacent parts: one line
+    assert "<p>ε̃ 1.2</p>" in redacted
+    assert member_data("") == ""
