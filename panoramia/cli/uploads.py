@@ -73,18 +73,48 @@ def _send(path: Path, name: str | None, kind: str, url: str, token: str | None) 
 
     with _as_one_file(path) as (single, filename):
         view = client.send_file(
-            single, name=name or path.name, kind=kind, filename=filename, progress=progress
+            single, name=name or default_name(path), kind=kind, filename=filename,
+            progress=progress,
+        )  # fmt: skip
+    typer.echo(f"{view['name']} {view['id']} {view['state']} {view['size']:,} bytes: "
+               f"{described(view.get('summary') or {})}")  # fmt: skip
+
+
+def default_name(path: Path) -> str:
+    """What audits call an upload unless told: the file's name without its format suffix
+    (``census.csv`` → ``census``), or the folder's name."""
+    from panoramia.service.uploads.checks import suffix_of
+
+    name = path.resolve().name if path.is_dir() else path.name
+    suffix = suffix_of(name) if path.is_file() else ""
+    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else name
+
+
+def described(summary: dict) -> str:
+    """What the service's check found, in words."""
+    if "rows" in summary:
+        columns = summary.get("columns") or []
+        named = ", ".join(f"{name} ({kind})" for name, kind in columns)
+        return f"{summary['rows']:,} rows, {len(columns)} columns: {named}"
+    if "format" in summary:
+        return f"a model ({summary['format']}), {summary.get('files', '?')} files"
+    if "arrays" in summary:
+        return "arrays " + ", ".join(
+            f"{name} {'×'.join(map(str, shape))}" for name, shape in summary["arrays"].items()
         )
-    summary = ", ".join(f"{key}: {value}" for key, value in (view.get("summary") or {}).items()
-                        if not isinstance(value, dict))  # fmt: skip
-    typer.echo(f"{view['name']} {view['id']} {view['state']} {view['size']} bytes"
-               + (f" ({summary})" if summary else ""))  # fmt: skip
+    if "files" in summary:
+        return f"{summary['files']} files, {summary.get('unpacked_bytes', 0):,} bytes"
+    return "checked"
 
 
 def _list(kind: str, as_json: bool, url: str, token: str | None) -> None:
     rows = [u for u in _client(url, token).uploads() if u["kind"] == kind]
     if as_json:
         print_json(rows)
+        return
+    if not rows:
+        upload = "panoramia data upload FILE" if kind == "data" else "panoramia models upload DIR"
+        typer.echo(f"You have no {kind} uploads. Send one with `{upload}`.")
         return
     from rich.table import Table
 
@@ -98,10 +128,15 @@ def _list(kind: str, as_json: bool, url: str, token: str | None) -> None:
 def _delete(name: str, url: str, token: str | None) -> None:
     gone = _client(url, token).delete_upload(name)
     typer.echo(
-        f"deleted {gone['name']} ({gone['deleted']}): {gone['run_directories_removed']} run "
-        f"folders, {gone['stages_removed']} stored stages, records taken out of "
-        f"{gone['reports_redacted']} reports (their figures stay)"
+        f"deleted {gone['name']} ({gone['deleted']}) and what was made from it: "
+        f"{_count(gone['run_directories_removed'], 'run folder')}, "
+        f"{_count(gone['stages_removed'], 'stored stage')}; its records taken out of "
+        f"{_count(gone['reports_redacted'], 'report')} (their figures stay)"
     )
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
 @data.command("upload")

@@ -213,3 +213,41 @@ def test_a_wrong_checksum_or_a_chunk_past_the_size_keeps_nothing(service: LiveSe
         assert mallory.head(f"/v1/uploads/{created.json()['id']}").headers["Upload-Offset"] == "0"
         assert [u["name"] for u in mallory.get("/v1/uploads").json()] == ["short"]
     assert [p.stat().st_size for p in stored_files(service)] == [0]
+
+
+def test_the_cli_names_an_upload_by_its_file_without_the_format(tmp_path: Path) -> None:
+    from panoramia.cli.uploads import default_name, described
+
+    (tmp_path / "census.csv.gz").write_bytes(b"x")
+    (tmp_path / "forest").mkdir()
+    assert default_name(tmp_path / "census.csv.gz") == "census"
+    assert default_name(tmp_path / "forest") == "forest"
+    summary = {"rows": 3, "columns": [["x", "number"], ["colour", "text"]]}
+    assert described(summary) == "3 rows, 2 columns: x (number), colour (text)"
+
+
+def test_the_cli_uploads_resumes_lists_and_deletes(service: LiveService, tmp_path: Path) -> None:
+    """``panoramia data upload`` run again after a broken upload sends only what is missing."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "census.csv"
+    header, rows = CSV.split(b"\n", 1)
+    data.write_bytes(header + b"\n" + rows * 1000)
+    env = os.environ | {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
+    with service.client(service.token("alice")) as alice:  # a first try broke off at 100 bytes
+        created = announce(alice, data.read_bytes(), name="census", filename="census.csv")
+        send(alice, created.json()["id"], 0, data.read_bytes()[:100])
+    command = [str(Path(sys.executable).parent / "panoramia"), "data"]
+    sent = subprocess.run([*command, "upload", str(data)], env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert sent.stderr.splitlines()[0].startswith(f"sent 100 of {data.stat().st_size:,} bytes")
+    assert "census" in sent.stdout
+    assert "3,000 rows, 3 columns: x (number), colour (text), y (number)" in sent.stdout
+    listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True)
+    assert "census" in listed.stdout
+    gone = subprocess.run([*command, "delete", "census"], env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert gone.stdout.startswith("deleted census")
+    assert stored_files(service) == []
