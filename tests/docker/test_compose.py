@@ -190,7 +190,7 @@ def test_the_readme_walkthrough_over_the_network_with_a_worker_that_shares_no_di
     assert "ready" in run("data", "upload", str(tmp_path / "census.csv"))
     assert "ready" in run("data", "upload", str(tmp_path / "held-out.csv"))
     assert "ready" in run("models", "upload", str(forest))
-    overrides = [f"-o={o}" for o in TINY_AUDIT if not o.startswith("target.")]
+    overrides = [part for o in TINY_AUDIT if not o.startswith("target.") for part in ("-o", o)]
     finished = run("audits", "submit", "--model", "census-forest", "--target-path", "forest",
                    "--members", "census", "--nonmembers", "held-out", "--label", "income",
                    *overrides, "--wait")  # fmt: skip

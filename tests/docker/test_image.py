@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import insert
 
 from panoramia.store import make_engine, upgrade
-from panoramia.store.tables import Contributor, Report
+from panoramia.store.tables import Report
 from panoramia.store.tokens import hash_token
 from tests.conftest import OFFICIAL_SCORES, TINY_AUDIT
 from tests.docker.conftest import IMAGE, docker
@@ -68,11 +68,10 @@ def _older_store(folder: Path, token: str) -> None:
     upgrade(engine, "0002")
     now = datetime(2026, 11, 1, tzinfo=UTC)
     with engine.begin() as connection:
-        alice = connection.execute(
-            insert(Contributor.__table__).values(name="alice", token_hash=hash_token(token),
-                                                 is_admin=False, created_at=now)
-            .returning(Contributor.__table__.c.id)
-        ).scalar_one()  # fmt: skip
+        alice = connection.exec_driver_sql(  # the columns of revision 0002, not today's
+            "INSERT INTO contributors (name, token_hash, is_admin, created_at) "
+            f"VALUES ('alice', '{hash_token(token)}', 0, '2026-11-01 00:00:00') RETURNING id"
+        ).scalar_one()
         model = connection.exec_driver_sql(
             "INSERT INTO models (name, version, declared, created_at) "
             "VALUES ('census', '1', '{}', '2026-11-01 00:00:00') RETURNING id"
