@@ -141,7 +141,9 @@ class ServiceClient:
         view: dict = {}
         with path.open("rb") as source:
             source.seek(held)
-            while held < size:
+            first = True
+            while held < size or (first and found is not None and found.get("state") != "ready"):
+                first = False  # all bytes held but unchecked: an empty last chunk checks it
                 chunk = source.read(chunk_bytes)
                 headers = {"Upload-Offset": str(held),
                            "Content-Type": "application/offset+octet-stream"}  # fmt: skip

@@ -159,11 +159,16 @@ def worker(
 ) -> None:
     """Run a Celery audit worker (PANORAMIA_QUEUE=celery, broker PANORAMIA_REDIS_URL)."""
     from panoramia.service.celery_app import run_worker
+    from panoramia.service.execution import clear_remote_leftovers
     from panoramia.service.server import owner_only_files
 
     settings = _settings()
     typer.echo(f"audit confinement: {settings.check_sandbox()}", err=True)
     owner_only_files()
+    if settings.remote_worker:
+        cleared = clear_remote_leftovers(settings)
+        message = f"reads uploads from {settings.service_url}; removed {cleared} old run folders"
+        typer.echo(message, err=True)
     run_worker(settings, loglevel=loglevel)
 
 

@@ -30,9 +30,15 @@ def without_member_data(page: str, note: str) -> str:
     return replaced
 
 
+RECORD_SECTIONS = ("exposure", "examples")
+"""A report document's sections that hold records: the exposed records and groups, and a
+text audit's example chunks (members and generated)."""
+
+
 def document_without_records(document: dict, note: str) -> dict:
-    """``document`` with its ``exposure`` section (records and group values) replaced by
+    """``document`` with each of :data:`RECORD_SECTIONS` it has replaced by
     ``{"removed": note}``."""
-    if "exposure" not in document:
-        return document
-    return {**document, "exposure": {"removed": note}}
+    return {
+        key: ({"removed": note} if key in RECORD_SECTIONS else value)
+        for key, value in document.items()
+    }

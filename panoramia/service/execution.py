@@ -44,6 +44,7 @@ from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.sources import LocalUploads, RemoteUploads, UploadSource
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
+from panoramia.store.tables import Audit
 
 log = logging.getLogger("panoramia.worker")
 CHILD_ENVIRONMENT = (
@@ -211,6 +212,21 @@ def run_audit(
         return None
     if audit.id != audit_id:
         log.info("audit %s: woken for %s, ran the fairest queued one", audit.id, audit_id)
+    try:
+        return _run_claimed(store, settings, audit, worker, shutting_down)
+    finally:
+        if settings.remote_worker:  # whatever happened, nothing of hers stays on this disk
+            shutil.rmtree(settings.audits_dir / audit.id, ignore_errors=True)
+
+
+def _run_claimed(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit: Audit,
+    worker: str,
+    shutting_down: threading.Event | None,
+) -> AuditStatus | None:
+    """:func:`run_audit` once ``worker`` holds the claim on ``audit``."""
     audit_id = audit.id
     run_dir = settings.audits_dir / audit_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -297,8 +313,6 @@ def run_audit(
     progress = _read_progress(run_dir / "progress.json")
     progress = progress if isinstance(progress, dict) else {}
     expire_inputs(store, settings, ended=run_dir if outcome[0] in ENDED else None)
-    if settings.remote_worker and outcome[0] in ENDED:
-        shutil.rmtree(run_dir, ignore_errors=True)
     log.info(
         "audit %s: %s in %.1f s (stages %s/%s)",
         audit_id, outcome[0].value, timings["run_s"],
@@ -308,6 +322,18 @@ def run_audit(
 
 
 ENDED = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
+
+
+def clear_remote_leftovers(settings: ServiceSettings) -> int:
+    """A worker without the service's disk starts by removing every run folder a previous
+    life of it left (killed mid-audit): nothing of a contributor's stays there. Returns how
+    many it removed."""
+    if not settings.remote_worker or not settings.audits_dir.is_dir():
+        return 0
+    left = [folder for folder in settings.audits_dir.iterdir() if not folder.is_symlink()]
+    for folder in left:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(left)
 
 
 def upload_source(store: ReportStore, settings: ServiceSettings) -> UploadSource:

@@ -58,8 +58,28 @@ class Reaper(threading.Thread):
         while not self.stopped.wait(self.settings.stale_after_s / 2):
             try:
                 recover(self.store, self.queue, self.settings)
+                expire_stalled_uploads(self.store, self.settings)
             except Exception:
                 log.exception("orphan recovery failed; retrying")
+
+
+def expire_stalled_uploads(store: ReportStore, settings: ServiceSettings) -> int:
+    """Remove uploads whose last chunk came longer than ``PANORAMIA_UPLOAD_STALL_HOURS`` ago
+    (an upload started and never finished holds room in her quota and on disk)."""
+    from datetime import timedelta
+
+    from panoramia.service.uploads.files import UploadFolder
+    from panoramia.store.repository import utcnow
+    from panoramia.store.uploads import DELETING, RECEIVING, UploadRows
+
+    rows = UploadRows(store)
+    stalled = rows.stalled(utcnow() - timedelta(seconds=settings.upload_stall_s))
+    for upload in stalled:
+        if rows.move(upload.id, (RECEIVING,), DELETING):
+            UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id).remove()
+            rows.remove(upload.id)
+            log.info("upload %s: removed, nothing arrived for a while", upload.id)
+    return len(stalled)
 
 
 @contextmanager

@@ -60,6 +60,9 @@ class ServiceSettings:
     max_file_bytes: int = 2 * 2**30
     """Bytes one uploaded file may have, and may expand to once decompressed or unpacked
     (``PANORAMIA_MAX_FILE_MB``); it counts in the owner's storage quota."""
+    upload_stall_s: float = 24 * 3600.0
+    """An upload whose last chunk is older than this is removed
+    (``PANORAMIA_UPLOAD_STALL_HOURS``)."""
     keep_inputs_s: float = 0.0
     """How long an ended audit's staged copies of its inputs are kept
     (``PANORAMIA_KEEP_INPUTS_HOURS``; 0: removed as soon as the audit ends)."""
@@ -164,6 +167,7 @@ class ServiceSettings:
             max_file_bytes=int(_number("PANORAMIA_MAX_FILE_MB", 2048, minimum=0.001) * 2**20),
             service_url=os.environ.get("PANORAMIA_SERVICE_URL") or None,
             worker_token=os.environ.get("PANORAMIA_WORKER_TOKEN") or None,
+            upload_stall_s=_number("PANORAMIA_UPLOAD_STALL_HOURS", 24.0, minimum=0.01) * 3600,
             keep_inputs_s=_number("PANORAMIA_KEEP_INPUTS_HOURS", 0.0, minimum=0.0) * 3600,
             rate_limit=rate_limit,
             heartbeat_s=heartbeat,

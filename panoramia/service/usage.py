@@ -34,7 +34,7 @@ class Usage:
 
 MAX_ENTRIES = 100_000
 """Entries walked at most for one contributor (a folder of many tiny files cannot make every
-submission slow); past it the count stops, as large as it got."""
+submission slow); past it her files count as filling her quota."""
 
 
 def folder_bytes(folder: Path, budget: list[int] | None = None) -> int:
@@ -61,15 +61,18 @@ def folder_bytes(folder: Path, budget: list[int] | None = None) -> int:
 
 
 def file_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> int:
-    """Bytes of the contributor's uploads, run directories and stage store on this
-    machine's disk."""
-    folders = [
-        settings.uploads_dir / str(contributor_id),
-        settings.artifacts_dir / str(contributor_id),
-    ]
+    """Bytes of the contributor's uploads (from their rows: what arrived, or an archive's
+    unpacked files), run directories and stage store on this machine's disk. A walk that
+    passes :data:`MAX_ENTRIES` counts as her whole quota (she is told to delete some)."""
+    from panoramia.store.uploads import UploadRows
+
+    folders = [settings.artifacts_dir / str(contributor_id)]
     folders += [settings.audits_dir / audit_id for audit_id in store.audit_ids(contributor_id)]
     budget = [MAX_ENTRIES]
-    return sum(folder_bytes(folder, budget) for folder in folders)
+    walked = sum(folder_bytes(folder, budget) for folder in folders)
+    if budget[0] <= 0:
+        walked = max(walked, settings.max_storage_bytes)
+    return walked + UploadRows(store).bytes_kept(contributor_id)
 
 
 def usage(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> Usage:

@@ -741,12 +741,16 @@ class ReportStore:
 
     @retried
     def redact_reports(self, audit_ids: list[str], note: str) -> int:
-        """Take the records out of the reports of these audits (their ``exposure`` section,
-        and the page's parts that show records), saying why with ``note``; how many reports
-        there were."""
+        """Take the records out of the reports of these audits (their ``exposure`` and
+        ``examples`` sections, and the page's parts that show records) and out of their
+        failure lines (the child's last line may quote a value), saying why with ``note``;
+        how many reports there were."""
         if not audit_ids:
             return 0
         with self.writes.begin() as session:
+            for audit in session.scalars(select(Audit).where(Audit.id.in_(audit_ids))):
+                if audit.error:
+                    audit.error = note
             reports = session.scalars(
                 select(Report)
                 .options(undefer(Report.document))

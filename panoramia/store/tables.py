@@ -151,11 +151,14 @@ class Upload(Base):
     received: Mapped[int] = mapped_column(BigInteger, default=0)
     """Bytes received so far (the offset the next chunk must start at)."""
     state: Mapped[str] = mapped_column(String(12))
-    """``receiving`` until the last byte arrives and checks out, then ``ready``."""
+    """``receiving`` until the last byte arrives, ``checking`` while its check runs (one at a
+    time), then ``ready``; ``deleting`` while its deletion runs."""
     files: Mapped[dict] = mapped_column(JsonColumn, default=dict)
     """Once ready: the SHA-256 of each file it holds, by its path inside the upload."""
     summary: Mapped[dict] = mapped_column(JsonColumn, default=dict)
     """Once ready: what its check found (a table's rows and column types, arrays' shapes,
     a model's format), shown to its owner."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    touched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    """When its last chunk arrived (an upload that stalls is removed after a while)."""
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -1,22 +1,27 @@
-"""The uploads' rows: who sent what, how much of it has arrived, and whether it checked out.
+"""The uploads' rows: who sent what, how much of it has arrived, and where it stands.
 
-Every query is scoped to the uploading contributor: an upload is listed, read, named in an
-audit and deleted by its owner only (an admin token too sees only its own). The bytes
+Every query a contributor's request makes is scoped to her: an upload is listed, read, named
+in an audit and deleted by its owner only (an admin token too sees only its own). The bytes
 themselves are the service's (:mod:`panoramia.service.uploads.files`).
+
+States move only forward, each step one conditional update (two requests racing on one
+upload: one wins, the other is told so): ``receiving`` → ``checking`` (the last byte is
+in; one check at a time) → ``ready``; any but ``checking`` → ``deleting`` (gone at the end).
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from panoramia.store.repository import ReportStore, StorageFull, retried, utcnow
-from panoramia.store.tables import Audit, Upload
+from panoramia.store.tables import Audit, Contributor, Upload
 
-RECEIVING, READY = "receiving", "ready"
+RECEIVING, CHECKING, READY, DELETING = "receiving", "checking", "ready", "deleting"
 
 
 class NameTaken(Exception):
@@ -36,6 +41,14 @@ class NewUpload:
     sha256: str
 
 
+def kept_bytes(upload: Upload) -> int:
+    """Bytes an upload takes on the service's disk: what has arrived, or once ready what
+    was kept (an archive's unpacked files)."""
+    if upload.state == READY:
+        return int((upload.summary or {}).get("unpacked_bytes", upload.size))
+    return int(upload.received or 0)
+
+
 class UploadRows:
     """The ``uploads`` table through a :class:`ReportStore`'s sessions."""
 
@@ -45,10 +58,14 @@ class UploadRows:
     @retried
     def create(self, contributor_id: int, new: NewUpload, *, quota: int, kept: int) -> Upload:
         """A ``receiving`` upload; :class:`StorageFull` when its declared size would take
-        her past ``quota`` bytes, counting the ``kept`` bytes she has and the bytes of her
-        uploads still arriving (not yet on disk, but promised); :class:`NameTaken` when the
-        name is hers already."""
+        her past ``quota`` bytes, counting the ``kept`` bytes she has and the bytes her
+        uploads still arriving have promised; :class:`NameTaken` when the name is hers
+        already. Her creations are serialised (her row is locked), so two at once cannot both
+        fit in the room one leaves."""
         with self.store.writes.begin() as session:
+            session.scalar(
+                select(Contributor.id).where(Contributor.id == contributor_id).with_for_update()
+            )
             promised = session.scalar(
                 select(func.coalesce(func.sum(Upload.size - Upload.received), 0)).where(
                     Upload.contributor_id == contributor_id, Upload.state == RECEIVING
@@ -57,10 +74,12 @@ class UploadRows:
             stored = kept + int(promised or 0)
             if stored + new.size > quota:
                 raise StorageFull(quota, stored, new.size)
+            now = utcnow()
             upload = Upload(
                 id=str(uuid.uuid4()), contributor_id=contributor_id, name=new.name,
                 kind=new.kind, filename=new.filename, size=new.size, sha256=new.sha256,
-                received=0, state=RECEIVING, files={}, summary={}, created_at=utcnow(),
+                received=0, state=RECEIVING, files={}, summary={}, created_at=now,
+                touched_at=now,
             )  # fmt: skip
             session.add(upload)
             try:
@@ -69,14 +88,12 @@ class UploadRows:
                 raise NameTaken(new.name) from None
         return upload
 
-    def find(self, contributor_id: int, id_or_name: str, *, ready: bool = False) -> Upload | None:
-        """Her upload with this id or name (``ready``: only one that has fully arrived)."""
+    def find(self, contributor_id: int, id_or_name: str) -> Upload | None:
+        """Her upload with this id or name (an id first)."""
         query = select(Upload).where(
             Upload.contributor_id == contributor_id,
             or_(Upload.id == id_or_name, Upload.name == id_or_name),
         )
-        if ready:
-            query = query.where(Upload.state == READY)
         with self.store.sessions() as session:
             return session.scalars(query.order_by((Upload.id == id_or_name).desc())).first()
 
@@ -95,20 +112,41 @@ class UploadRows:
         with self.store.sessions() as session:
             return list(session.scalars(query))
 
+    def bytes_kept(self, contributor_id: int) -> int:
+        """What her uploads take on the service's disk (:func:`kept_bytes`)."""
+        return sum(kept_bytes(upload) for upload in self.owned(contributor_id))
+
     @retried
     def received(self, upload_id: str, offset: int) -> None:
         with self.store.writes.begin() as session:
-            upload = session.get(Upload, upload_id)
-            if upload is not None:
-                upload.received = offset
+            session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state == RECEIVING)
+                .values(received=offset, touched_at=utcnow())
+            )
+
+    @retried
+    def move(self, upload_id: str, before: tuple[str, ...], after: str) -> bool:
+        """Move the upload from one of the ``before`` states to ``after``; whether it moved
+        (False: another request moved it first, or it is gone)."""
+        with self.store.writes.begin() as session:
+            moved = session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state.in_(before))
+                .values(state=after, touched_at=utcnow())
+            )
+        return bool(moved.rowcount)
 
     @retried
     def ready(self, upload_id: str, files: dict[str, str], summary: dict) -> Upload | None:
+        """The checked upload, now ``ready``; None when it is no longer being checked."""
         with self.store.writes.begin() as session:
             upload = session.get(Upload, upload_id)
-            if upload is not None:
-                upload.state, upload.files, upload.summary = READY, files, summary
-                upload.completed_at = utcnow()
+            if upload is None or upload.state != CHECKING:
+                return None
+            upload.state, upload.files, upload.summary = READY, files, summary
+            upload.received = upload.size
+            upload.completed_at = utcnow()
         return upload
 
     @retried
@@ -117,6 +155,12 @@ class UploadRows:
             upload = session.get(Upload, upload_id)
             if upload is not None:
                 session.delete(upload)
+
+    def stalled(self, before: datetime) -> list[Upload]:
+        """Uploads still arriving whose last chunk came before ``before``."""
+        query = select(Upload).where(Upload.state == RECEIVING, Upload.touched_at < before)
+        with self.store.sessions() as session:
+            return list(session.scalars(query))
 
     def audits_naming(self, contributor_id: int, upload_id: str) -> list[Audit]:
         """Her audits whose request named this upload (any state)."""

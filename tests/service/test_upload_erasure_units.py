@@ -45,3 +45,22 @@ def test_a_report_loses_its_records_and_keeps_its_figures() -> None:
     assert redacted.count("Removed: &lt;deleted&gt;") == 2  # adjacent parts: one line
     assert "<p>ε̃ 1.2</p>" in redacted
     assert member_data("") == ""
+
+
+def test_a_text_reports_examples_go_too() -> None:
+    document = {"eps_tilde": 0.4, "examples": {"members": ["a secret chunk"]}}
+    assert document_without_records(document, "gone")["examples"] == {"removed": "gone"}
+
+
+def test_a_remote_worker_clears_what_an_earlier_life_left(tmp_path: Path) -> None:
+    from panoramia.service.execution import clear_remote_leftovers
+    from panoramia.service.settings import ServiceSettings
+
+    left = tmp_path / "audits" / "a1" / "inputs"
+    left.mkdir(parents=True)
+    (left / "members.csv").write_text("x\n1\n")
+    shared = ServiceSettings(home=tmp_path)
+    assert clear_remote_leftovers(shared) == 0  # a worker on the service's disk keeps them
+    remote = ServiceSettings(home=tmp_path, service_url="http://service:8000")
+    assert clear_remote_leftovers(remote) == 1
+    assert list((tmp_path / "audits").iterdir()) == []

@@ -75,7 +75,8 @@ def test_a_csv_arrives_in_chunks_resumes_from_the_offset_held_and_is_checked(
         view = done.json()
         assert view["state"] == "ready"
         assert view["summary"] == {"rows": 3, "columns": [["x", "number"], ["colour", "text"],
-                                                          ["y", "number"]]}  # fmt: skip
+                                                          ["y", "number"]],
+                                   "unpacked_bytes": len(CSV)}  # fmt: skip
         assert [u["name"] for u in alice.get("/v1/uploads").json()] == ["members"]
         assert alice.get("/v1/uploads/members").json()["id"] == upload_id
         assert announce(alice, CSV).status_code == 409  # the name is hers already
@@ -150,6 +151,10 @@ HOSTILE = {
                                   "would land outside"),
     "a link in an archive": (_tar([_file("a.txt"), _link("b.txt", "/etc/passwd")]),
                              {"filename": "notes.tar"}, "is a link or a special file"),
+    "a CSV of too many columns": (b",".join(b"c%d" % i for i in range(10_001)) + b"\n1\n", {},
+                                  "10001 columns; at most 10000"),
+    "a corrupt compressed CSV": (b"\x1f\x8b\x08\x00" + b"\x00" * 40, {"filename": "m.csv.gz"},
+                                 "not a readable CSV"),
     "a CSV whose rows do not match its header": (b"a,b\n1,2,3\n", {},
                                                  "more fields than the header"),
     "a model with no manifest": (_tar([_file("model.json")]),
@@ -251,3 +256,55 @@ def test_the_cli_uploads_resumes_lists_and_deletes(service: LiveService, tmp_pat
                           text=True, check=True)  # fmt: skip
     assert gone.stdout.startswith("deleted census")
     assert stored_files(service) == []
+
+
+def test_a_check_that_needs_too_much_memory_fails_alone(
+    service: LiveService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check runs in a process with a memory ceiling: past it, that upload is refused
+    (nothing kept) and the service goes on."""
+    from panoramia.service.uploads import files
+
+    monkeypatch.setattr(files, "CHECK_MEMORY_BYTES", 40 * 2**20)  # not even pandas fits
+    with service.client(service.token("mallory")) as mallory:
+        answer = upload(mallory, CSV)
+        assert answer.status_code == 422, answer.text
+        assert "could not be checked" in answer.text or "more memory" in answer.text
+        assert mallory.get("/v1/uploads").json() == []
+    assert stored_files(service) == []
+    monkeypatch.undo()
+    with service.client(service.token("mallory")) as mallory:
+        assert upload(mallory, CSV).json()["state"] == "ready"
+
+
+def test_an_archive_counts_in_the_quota_as_unpacked(service: LiveService) -> None:
+    """3 MiB quota: a small .tar.gz that unpacks to 1.9 MB fits once, not twice."""
+    archive = gzip.compress(_tar([_file("notes.txt", b"word " * 400_000)]), 9)
+    assert len(archive) < 20_000
+    with service.client(service.token("alice")) as alice:
+        first = upload(alice, archive, name="notes", filename="notes.tar.gz")
+        assert first.json()["summary"]["unpacked_bytes"] == 2_000_000
+        second = upload(alice, archive, name="notes-2", filename="notes.tar.gz")
+        assert second.status_code == 507, second.text
+        assert [u["name"] for u in alice.get("/v1/uploads").json()] == ["notes"]
+        assert alice.get("/v1/usage").json()["file_bytes"] >= 2_000_000
+
+
+def test_one_check_per_upload_and_no_deletion_while_it_runs(service: LiveService) -> None:
+    from panoramia.store.uploads import CHECKING, RECEIVING, UploadRows
+
+    rows = UploadRows(service.store)
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, CSV).json()
+        assert send(alice, created["id"], 0, CSV[:5]).status_code == 200
+        assert rows.move(created["id"], (RECEIVING,), CHECKING)  # a check is running
+        assert not rows.move(created["id"], (RECEIVING,), CHECKING)  # a second is not started
+        busy = alice.delete(f"/v1/uploads/{created['id']}")
+        assert busy.status_code == 409
+        assert "being checked" in busy.text
+        assert send(alice, created["id"], 5, CSV[5:]).status_code == 409
+        assert rows.move(created["id"], (CHECKING,), RECEIVING)
+        assert send(alice, created["id"], 5, CSV[5:]).json()["state"] == "ready"
+        again = send(alice, created["id"], len(CSV), b"")  # a retried last chunk
+        assert again.status_code == 409
+        assert alice.get(f"/v1/uploads/{created['id']}").json()["state"] == "ready"

@@ -1,10 +1,14 @@
 """What an upload must be before it is kept: checked when its last byte has arrived.
 
-- A **CSV** (``.csv``, or ``.csv.gz``/``.bz2``/``.xz``/``.zst``): a header of distinct,
-  non-empty names, then at least one row, every row with the header's number of fields (read
-  in chunks, never whole; a compressed file may expand to at most ``max_bytes``). Its summary
+- A **CSV** (``.csv``, or ``.csv.gz``/``.bz2``/``.xz``): a header of at most
+  :data:`MAX_COLUMNS` distinct, non-empty names on one line of at most
+  :data:`MAX_HEADER_BYTES`, then at least one row, no row longer than the header (read in
+  chunks, never whole; a compressed file may expand to at most ``max_bytes``). Its summary
   gives the rows and each column's type (number or text), as ``[name, type]`` pairs in the
   file's order (a JSONB column would reorder an object's keys).
+- Every check runs in a process of its own with memory and processor ceilings
+  (:func:`panoramia.service.uploads.files.finish`): a file built to expand inside a parser
+  (a tar's long-name header, a CSV of a few enormous rows) fails its own check only.
 - A **Parquet** file: its metadata readable; rows and column types from it.
 - An **npz**: every array's header read before any array (no pickled objects, no more data
   declared than held, at most ``max_bytes`` once read:
@@ -24,15 +28,18 @@ from __future__ import annotations
 
 import csv
 import io
+import lzma
 import os
 import tarfile
 import warnings
+import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from panoramia.errors import InputError
 
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 DATA_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES, ".npz", *ARCHIVE_SUFFIXES)
@@ -40,7 +47,10 @@ MODEL_SUFFIXES = ARCHIVE_SUFFIXES
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (the staging copy's cap)."""
 MAX_DEPTH = 32
-CSV_CHUNK_ROWS = 100_000
+CSV_CHUNK_BYTES = 32 * 2**20
+"""About how many bytes of rows the CSV check reads at once."""
+MAX_COLUMNS = 10_000
+MAX_HEADER_BYTES = 2**20
 MODEL_FORMATS = (
     "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm",
     "xgboost-json", "skops",
@@ -152,10 +162,6 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOBas
     import lzma
 
     openers = {".csv.gz": gzip.open, ".csv.bz2": bz2.open, ".csv.xz": lzma.open}
-    if suffix == ".csv.zst":
-        import zstandard
-
-        openers[suffix] = zstandard.open
     raw = openers.get(suffix, open)(path, "rb")  # closed with the wrapper
     capped = io.BufferedReader(_Capped(raw, max_bytes, shown), 1 << 20)
     return io.TextIOWrapper(capped, encoding="utf-8", newline="")
@@ -164,30 +170,36 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOBas
 def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
     """Rows and column types of a CSV (see the module docstring); UploadRejected otherwise.
     The header is read with :mod:`csv` (pandas would rename a repeated name), the rows with
-    pandas' C parser in chunks of :data:`CSV_CHUNK_ROWS`."""
+    pandas' C parser, about :data:`CSV_CHUNK_BYTES` at a time."""
     import pandas as pd
 
     suffix = suffix_of(shown)
     try:
         with _opened(path, suffix, max_bytes, shown) as text:
-            header = next(csv.reader(text), None)
+            first = text.readline(MAX_HEADER_BYTES + 1)
+            sample = text.read(2**20)
+        if len(first) > MAX_HEADER_BYTES:
+            raise UploadRejected(f"{shown}: a header line over {MAX_HEADER_BYTES} characters")
+        header = next(csv.reader([first]), None)
         if not header:
             raise UploadRejected(f"{shown}: no header row")
+        if len(header) > MAX_COLUMNS:
+            raise UploadRejected(f"{shown}: {len(header)} columns; at most {MAX_COLUMNS}")
         names = [name.strip() for name in header]
         if any(not name for name in names):
             raise UploadRejected(f"{shown}: a column without a name in the header")
-        if len(set(names)) != len(names):
-            repeated = sorted({n for n in names if names.count(n) > 1})
+        repeated = [name for name, count in Counter(names).items() if count > 1]
+        if repeated:
             raise UploadRejected(f"{shown}: column {repeated[0]!r} named twice")
         if any("${" in name for name in names):
             raise UploadRejected(f"{shown}: a column name may not contain '${{'")
+        lines = max(sample.count("\n"), 1)
+        chunk_rows = max(1, min(100_000, CSV_CHUNK_BYTES * lines // max(len(sample), 1)))
         numeric = dict.fromkeys(names, True)
         rows = 0
         with _opened(path, suffix, max_bytes, shown) as text, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            chunks = pd.read_csv(
-                text, chunksize=CSV_CHUNK_ROWS, skipinitialspace=True, index_col=False
-            )
+            chunks = pd.read_csv(text, chunksize=chunk_rows, skipinitialspace=True, index_col=False)
             for chunk in chunks:
                 rows += len(chunk)
                 for name, column in zip(names, chunk.columns, strict=True):
@@ -202,7 +214,7 @@ def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
         raise UploadRejected(f"{shown}: {line}") from None
     except pd.errors.ParserWarning:
         raise UploadRejected(f"{shown}: a row has more fields than the header") from None
-    except (OSError, EOFError, csv.Error, ValueError) as error:
+    except (OSError, EOFError, csv.Error, ValueError, zlib.error, lzma.LZMAError) as error:
         raise UploadRejected(f"{shown}: not a readable CSV ({type(error).__name__})") from None
     if rows == 0:
         raise UploadRejected(f"{shown}: a header but no rows")
@@ -248,6 +260,8 @@ def _entry_name(name: str, shown: str) -> PurePosixPath:
         or len(path.parts) > MAX_DEPTH
     ):
         raise UploadRejected(f"{shown}: entry {name[:200]!r} would land outside its folder")
+    if not name.isprintable() or any(c in name for c in "'\"`"):
+        raise UploadRejected(f"{shown}: entry names may not hold quotes or control characters")
     return path
 
 
@@ -345,5 +359,7 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
         line = str(error).splitlines()[0]
         for where in (str(root.resolve()), str(root)):  # no server path shown
             line = line.replace(where, shown)
+        if str(folder) in line or str(folder.resolve()) in line:
+            line = "its target.json is not usable"
         raise UploadRejected(f"{shown}: {line[:300]}") from None
     return str(kind)

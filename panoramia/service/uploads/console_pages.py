@@ -14,7 +14,7 @@ from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.checks import UploadRejected
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
-from panoramia.service.uploads.intake import take_whole_file
+from panoramia.service.uploads.intake import NotReceiving, take_whole_file
 from panoramia.store.repository import ReportStore, StorageFull
 from panoramia.store.uploads import NameTaken, UploadRows
 
@@ -76,6 +76,8 @@ def add_upload_pages(
             )  # fmt: skip
         except UploadRejected as error:
             return listing(request, principal, csrf, 422, problem=f"{error} (nothing was kept)")
+        except NotReceiving as error:
+            return listing(request, principal, csrf, 409, problem=str(error))
         except NameTaken:
             return listing(request, principal, csrf, 409,
                            problem=f"you already have an upload named {name!r}")  # fmt: skip

@@ -17,6 +17,9 @@ running), this removes, in order:
    why they went. The figures, verdict and charts of losses stay;
 5. its row.
 
+While it runs the upload is ``deleting``: no audit can name it any more, and a worker
+staging one that did finds it gone (the audit fails before copying anything).
+
 Files go first and the row last: a deletion cut short is finished by deleting again.
 """
 
@@ -31,7 +34,7 @@ from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore, utcnow
 from panoramia.store.tables import Upload
-from panoramia.store.uploads import UploadRows
+from panoramia.store.uploads import DELETING, READY, RECEIVING, UploadRows
 
 ACTIVE = ("queued", "running")
 DONE = "_done.json"
@@ -56,9 +59,12 @@ class Erased:
 def erase_upload(store: ReportStore, settings: ServiceSettings, upload: Upload) -> Erased:
     """Remove ``upload`` and everything derived from it (see the module docstring)."""
     rows = UploadRows(store)
-    audits = rows.audits_naming(upload.contributor_id, upload.id)
+    if not rows.move(upload.id, (RECEIVING, READY, DELETING), DELETING):
+        raise UploadInUse("it is being checked; delete it once its check ends (seconds)")
+    audits = rows.audits_naming(upload.contributor_id, upload.id)  # none can start naming it
     busy = [audit.id for audit in audits if audit.status in ACTIVE]
     if busy:
+        rows.move(upload.id, (DELETING,), upload.state)
         raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
     erased = Erased(upload.id)
     UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id).remove()
@@ -91,10 +97,10 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
             records[(done.parent.parent.name, done.parent.name)] = json.loads(done.read_text())
         except (OSError, ValueError):
             records[(done.parent.parent.name, done.parent.name)] = {}
+    configs = {place: json.dumps(record.get("config"), default=str).lower()
+               for place, record in records.items()}  # fmt: skip
     tainted = {
-        place
-        for place, record in records.items()
-        if any(digest in json.dumps(record.get("config"), default=str) for digest in digests)
+        place for place, text in configs.items() if any(digest in text for digest in digests)
     }
     growing = True
     while growing:  # a stage built on a removed stage goes too

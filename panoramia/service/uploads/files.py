@@ -17,16 +17,22 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
+import resource
 import shutil
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from panoramia.hashing import file_sha256
 from panoramia.service.uploads.checks import (
     ARCHIVE_SUFFIXES,
-    Checked,
     UploadRejected,
     check_upload,
     model_root,
@@ -91,6 +97,16 @@ class UploadFolder:
         return self.content / f"data{suffix}"
 
 
+WRITE_BYTES = 2**20
+"""Bytes of a chunk gathered before they are written (in a thread)."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 async def append_chunk(
     folder: UploadFolder, offset: int, size: int, body: AsyncIterator[bytes], max_chunk: int
 ) -> int:
@@ -111,23 +127,34 @@ async def append_chunk(
         if offset != held:
             raise ChunkRefused(409, f"Upload-Offset {offset}: {held} bytes are held", held)
         os.lseek(fd, held, os.SEEK_SET)
-        written = 0
+        written, pending = 0, bytearray()
         try:
             async for piece in body:
                 written += len(piece)
                 if held + written > size or written > max_chunk:
                     limit = "the declared size" if held + written > size else "a chunk's limit"
                     raise ChunkRefused(413, f"the chunk passes {limit}", held)
-                view = memoryview(piece)
-                while view:
-                    view = view[os.write(fd, view) :]
+                pending += piece
+                if len(pending) >= WRITE_BYTES:  # the disk is written off the event loop
+                    await anyio.to_thread.run_sync(_write_all, fd, bytes(pending))
+                    pending.clear()
+            await anyio.to_thread.run_sync(_write_all, fd, bytes(pending))
+            await anyio.to_thread.run_sync(os.fsync, fd)
         except BaseException:
             os.ftruncate(fd, held)  # a refused or broken-off chunk leaves nothing half-written
             raise
-        os.fsync(fd)
         return held + written
     finally:
         os.close(fd)
+
+
+CHECK_MEMORY_BYTES = 2 * 2**30
+"""The data memory a check's process may take (``RLIMIT_DATA``): a file built to expand
+(a tar's long-name header, a CSV of a few very wide rows) fails its check, not the service."""
+CHECK_CPU_S = 900
+"""Processor seconds a check may take (``RLIMIT_CPU``); the wall clock allows twice that."""
+CHECKS_AT_ONCE = threading.BoundedSemaphore(2)
+"""Checks running at once in this server process (the others wait their turn)."""
 
 
 def finish(
@@ -138,11 +165,61 @@ def finish(
     sha256: str,
     max_bytes: int,
     trust_torchscript: bool,
-) -> tuple[dict[str, str], Checked]:
-    """Check the fully received upload: its SHA-256 against ``sha256``, then its format
-    (:func:`panoramia.service.uploads.checks.check_upload`); move it into ``content/``.
-    Returns each kept file's SHA-256 by its path inside the upload, and the check's findings.
-    UploadRejected otherwise (the caller removes the upload)."""
+) -> tuple[dict[str, str], dict]:
+    """Check the fully received upload in a process of its own, with a memory and a
+    processor ceiling (:func:`check_here` there); returns each kept file's SHA-256 by its
+    path inside the upload, and the check's findings. UploadRejected (one line) otherwise;
+    the caller removes the upload."""
+    request = {"root": str(folder.root), "filename": filename, "kind": kind,
+               "sha256": sha256, "max_bytes": max_bytes,
+               "trust_torchscript": trust_torchscript}  # fmt: skip
+
+    def limited() -> None:  # in the child, before it runs Python
+        resource.setrlimit(resource.RLIMIT_DATA, (CHECK_MEMORY_BYTES, CHECK_MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+
+    command = [sys.executable, "-m", "panoramia.service.uploads.check_child", json.dumps(request)]
+    with CHECKS_AT_ONCE:
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=2 * CHECK_CPU_S,
+                preexec_fn=limited, env=_child_environment(), check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise UploadRejected(f"{filename}: its check took too long") from None
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        killed = done.returncode < 0
+        why = "more time or memory than a check may take" if killed else "an unreadable file"
+        raise UploadRejected(f"{filename}: could not be checked ({why})") from None
+    if "rejected" in answer:
+        raise UploadRejected(str(answer["rejected"]))
+    return answer["files"], answer["summary"]
+
+
+def _child_environment() -> dict[str, str]:
+    """What a check's process inherits: enough to run Python, no secret of the service."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+    return {name: os.environ[name] for name in keep if name in os.environ} | {
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+def check_here(
+    folder: UploadFolder,
+    *,
+    filename: str,
+    kind: str,
+    sha256: str,
+    max_bytes: int,
+    trust_torchscript: bool,
+) -> tuple[dict[str, str], dict]:
+    """The check itself (run by :mod:`panoramia.service.uploads.check_child`): the SHA-256
+    against ``sha256``, then the format (:func:`panoramia.service.uploads.checks.
+    check_upload`); the upload moved into ``content/``. The summary gains ``unpacked_bytes``:
+    what the upload keeps on disk."""
     digest = hashlib.sha256()
     with open(folder.incoming, "rb") as received:
         for block in iter(lambda: received.read(1 << 20), b""):
@@ -158,12 +235,13 @@ def finish(
     )  # fmt: skip
     if checked.unpacked is None:
         kept = folder.data_path(filename)
+        size = folder.incoming.stat().st_size
         os.rename(folder.incoming, kept)
-        return {kept.name: sha256.lower()}, checked
+        return {kept.name: sha256.lower()}, checked.summary | {"unpacked_bytes": size}
     folder.incoming.unlink()
     files = {
         str(path.relative_to(checked.unpacked)): file_sha256(path)
         for path in sorted(checked.unpacked.rglob("*"))
         if path.is_file()
     }
-    return files, checked
+    return files, checked.summary

@@ -1,5 +1,6 @@
-"""A whole file taken in one go (the console's upload form): the same checks, quota and
-layout as the chunked protocol, for a file the request already holds spooled on disk."""
+"""An upload's last step, shared by the chunked protocol and the console's form: the check
+(in a process of its own), the quota once unpacked, and ``ready``; nothing is kept when any
+of them fails."""
 
 from __future__ import annotations
 
@@ -12,9 +13,43 @@ from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.checks import UploadRejected, check_filename
 from panoramia.service.uploads.files import UploadFolder, finish
 from panoramia.service.usage import usage
-from panoramia.store.repository import ReportStore
+from panoramia.store.repository import ReportStore, StorageFull
 from panoramia.store.tables import Upload
-from panoramia.store.uploads import NewUpload, UploadRows
+from panoramia.store.uploads import CHECKING, RECEIVING, NewUpload, UploadRows
+
+
+class NotReceiving(Exception):
+    """The upload is already being checked, or was deleted meanwhile."""
+
+
+def complete_upload(settings: ServiceSettings, store: ReportStore, upload: Upload) -> Upload:
+    """Check the fully arrived ``upload`` (one check at a time per upload: the move to
+    ``checking`` is the lock), count what it keeps once unpacked against her quota, and make
+    it ``ready``. UploadRejected or :class:`StorageFull` with nothing kept, NotReceiving when
+    another request got there first."""
+    rows = UploadRows(store)
+    if not rows.move(upload.id, (RECEIVING,), CHECKING):
+        raise NotReceiving("this upload is being checked, or is no longer there")
+    folder = UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
+    try:
+        files, summary = finish(
+            folder, filename=upload.filename, kind=upload.kind, sha256=upload.sha256,
+            max_bytes=settings.max_file_bytes, trust_torchscript=settings.trust_torchscript,
+        )  # fmt: skip
+        kept = usage(store, settings, upload.contributor_id)
+        after = kept.total - upload.size + int(summary.get("unpacked_bytes", upload.size))
+        if after > kept.quota_bytes:
+            raise StorageFull(kept.quota_bytes, kept.total - upload.size, after - kept.total)
+        ready = rows.ready(upload.id, files, summary)
+    except BaseException:
+        if rows.move(upload.id, (CHECKING,), "deleting"):
+            folder.remove()
+            rows.remove(upload.id)
+        raise
+    if ready is None:  # deleted while it was checked: the deletion removed what it holds
+        folder.remove()
+        raise NotReceiving("this upload was deleted while it was checked")
+    return ready
 
 
 def take_whole_file(
@@ -27,9 +62,9 @@ def take_whole_file(
     filename: str,
     source: BinaryIO,
 ) -> Upload:
-    """Keep ``source`` (read from its start) as her upload ``name``; UploadRejected,
-    :class:`panoramia.store.uploads.NameTaken` or
-    :class:`panoramia.store.repository.StorageFull` otherwise, with nothing kept."""
+    """Keep ``source`` (read from its start) as her upload ``name``: announced, written and
+    completed as a chunked upload is. UploadRejected, :class:`panoramia.store.uploads.
+    NameTaken` or :class:`StorageFull` otherwise, with nothing kept."""
     check_filename(filename, kind)
     digest, size = hashlib.sha256(), 0
     source.seek(0)
@@ -56,12 +91,9 @@ def take_whole_file(
         with os.fdopen(os.open(folder.incoming, flags), "wb") as incoming:
             shutil.copyfileobj(source, incoming, 1 << 20)
         rows.received(upload.id, size)
-        files, checked = finish(
-            folder, filename=filename, kind=kind, sha256=upload.sha256,
-            max_bytes=settings.max_file_bytes, trust_torchscript=settings.trust_torchscript,
-        )  # fmt: skip
     except BaseException:
         folder.remove()
         rows.remove(upload.id)
         raise
-    return rows.ready(upload.id, files, checked.summary) or upload
+    upload.received = size
+    return complete_upload(settings, store, upload)

@@ -40,10 +40,12 @@ def upload_resolver(
         if upload.kind != wanted:
             raise UploadNotReady(f"upload {upload.name!r} is a {upload.kind} upload, not {wanted}")
         if upload.state != READY:
-            raise UploadNotReady(
-                f"upload {upload.name!r} has {upload.received} of {upload.size} bytes: "
-                "finish sending it first"
-            )
+            if upload.state == "receiving":
+                raise UploadNotReady(
+                    f"upload {upload.name!r} has {upload.received} of {upload.size} bytes: "
+                    "finish sending it first"
+                )
+            raise UploadNotReady(f"upload {upload.name!r} is {upload.state}")
         named[role] = upload.id
         folder = UploadFolder.of(settings.uploads_dir, contributor_id, upload.id)
         return folder.data_path(upload.filename).resolve()

@@ -41,17 +41,12 @@ from panoramia.service.uploads.checks import (
     suffix_of,
 )
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
-from panoramia.service.uploads.files import (
-    FOLDER,
-    ChunkRefused,
-    UploadFolder,
-    append_chunk,
-    finish,
-)
+from panoramia.service.uploads.files import FOLDER, ChunkRefused, UploadFolder, append_chunk
+from panoramia.service.uploads.intake import NotReceiving, complete_upload
 from panoramia.service.usage import usage
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Upload
-from panoramia.store.uploads import READY, NameTaken, NewUpload, UploadRows
+from panoramia.store.uploads import READY, RECEIVING, NameTaken, NewUpload, UploadRows
 
 MAX_CHUNK_BYTES = 64 * 2**20
 """Bytes one ``PATCH`` may bring (the CLI sends 8 MiB)."""
@@ -137,8 +132,9 @@ def uploads_router(
         upload = await run_in_threadpool(rows.find, principal.contributor_id, upload_id)
         if upload is None or upload.id != upload_id:
             raise HTTPException(404, NOT_FOUND)
-        if upload.state == READY:
-            raise HTTPException(409, "this upload is complete", {"Upload-Offset": str(upload.size)})
+        if upload.state != RECEIVING:
+            headers = {"Upload-Offset": str(upload.size)} if upload.state == READY else {}
+            raise HTTPException(409, f"this upload is {upload.state}", headers)
         place = folder(upload)
         try:
             held = await append_chunk(place, offset, upload.size, request.stream(), MAX_CHUNK_BYTES)
@@ -146,25 +142,18 @@ def uploads_router(
             headers = {"Upload-Offset": str(error.offset)} if error.offset >= 0 else {}
             raise HTTPException(error.status, error.message, headers) from None
         await run_in_threadpool(rows.received, upload.id, held)
+        upload.received = held
         if held < upload.size:
-            upload.received = held
             return upload_view(upload)
         try:
-            files, checked = await run_in_threadpool(
-                finish, place, filename=upload.filename, kind=upload.kind,
-                sha256=upload.sha256, max_bytes=settings.max_file_bytes,
-                trust_torchscript=settings.trust_torchscript,
-            )  # fmt: skip
+            ready = await run_in_threadpool(complete_upload, settings, store, upload)
         except UploadRejected as error:
-            place.remove()
-            await run_in_threadpool(rows.remove, upload.id)
             raise _rejected(f"{error} (nothing was kept)", "file") from None
+        except NotReceiving as error:
+            raise HTTPException(409, str(error)) from None
         except OSError as error:
-            place.remove()
-            await run_in_threadpool(rows.remove, upload.id)
             raise _rejected(f"cannot be stored ({type(error).__name__})", "file") from None
-        ready = await run_in_threadpool(rows.ready, upload.id, files, checked.summary)
-        return upload_view(ready or upload)
+        return upload_view(ready)
 
     @router.head("/v1/uploads/{upload_id}")
     def upload_offset(upload_id: UploadId, principal: Caller) -> Response:
@@ -236,11 +225,18 @@ def uploads_router(
     @router.get("/v1/worker/uploads/{upload_id}/files/{relative:path}", tags=["workers"])
     def worker_file(upload_id: UploadId, relative: str, _worker: Worker) -> StreamingResponse:
         """One file of a running audit's upload, streamed (a worker token)."""
-        listing = worker_listing(upload_id, _worker)
-        if relative not in listing["files"]:
-            raise HTTPException(404, NOT_FOUND)
         upload, data = in_use(upload_id)
-        path = data if not listing["folder"] else data.joinpath(*relative.split("/"))
+        single = upload.kind == "data" and suffix_of(upload.filename) not in ARCHIVE_SUFFIXES
+        if single:
+            if relative != data.name:
+                raise HTTPException(404, NOT_FOUND)
+            path = data
+        else:
+            inner = data.relative_to(folder(upload).content / FOLDER).as_posix()
+            recorded = relative if inner == "." else f"{inner}/{relative}"
+            if recorded not in (upload.files or {}):
+                raise HTTPException(404, NOT_FOUND)
+            path = data.joinpath(*relative.split("/"))
         parts = path.relative_to(settings.uploads_dir).parts
         try:
             descriptor = open_beneath(settings.uploads_dir, parts, f"upload {upload.name}")

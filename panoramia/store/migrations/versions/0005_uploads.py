@@ -40,6 +40,7 @@ def upgrade() -> None:
         sa.Column("files", _json(), nullable=False),
         sa.Column("summary", _json(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("touched_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("completed_at", sa.DateTime(timezone=True), nullable=True),
         sa.UniqueConstraint("contributor_id", "name", name="uq_uploads_owner_name"),
     )

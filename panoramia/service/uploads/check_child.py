@@ -1,0 +1,36 @@
+"""``python -m panoramia.service.uploads.check_child REQUEST``: one upload's check, in a process
+with the memory and processor ceilings :func:`panoramia.service.uploads.files.finish` set.
+Prints one JSON line: ``{"files", "summary"}``, or ``{"rejected": one line}``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(argv[1])
+    from panoramia.service.uploads.checks import UploadRejected
+    from panoramia.service.uploads.files import UploadFolder, check_here
+
+    shown = str(request["filename"])
+    try:
+        files, summary = check_here(
+            UploadFolder(Path(request["root"])), filename=shown, kind=request["kind"],
+            sha256=request["sha256"], max_bytes=int(request["max_bytes"]),
+            trust_torchscript=bool(request["trust_torchscript"]),
+        )  # fmt: skip
+        answer: dict = {"files": files, "summary": summary}
+    except UploadRejected as error:
+        answer = {"rejected": str(error).splitlines()[0][:500]}
+    except MemoryError:
+        answer = {"rejected": f"{shown}: needs more memory than a check may take"}
+    except Exception as error:  # a malformed file surfaces as any library's error type
+        answer = {"rejected": f"{shown}: not readable as its format ({type(error).__name__})"}
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
