@@ -2,7 +2,7 @@
 
 Runs the tests' tiny tabular audit as the service's worker does, ``--repeats`` times confined
 (``python -m panoramia.sandbox … -- python -m panoramia.pipeline.app …``, the rules of
-:func:`panoramia.service.execution.audit_confinement`) and as many times unconfined,
+:func:`panoramia.service.worker.launch.audit_confinement`) and as many times unconfined,
 alternating, each from an empty artifact store, and prints the wall-clock seconds of each
 and the relative difference of the medians. Needs a kernel with Landlock.
 
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from panoramia.sandbox import describe, landlock_abi, launcher
-from panoramia.service.audit_command import job_command
-from panoramia.service.execution import audit_confinement, audit_environment, private_folders
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import job_command
+from panoramia.service.worker.launch import audit_confinement, audit_environment, private_folders
 
 TINY = [
     "target=mlp_generalised", "data.max_members=800", "data.pool_size=2000", "target.epochs=2",

@@ -1,7 +1,7 @@
 """The range of every setting a user or contributor can reach, checked on the composed config
 before any work (the CLI: one line, exit 2; the service: 422). The schemas give the types;
 this gives the values: a setting is known by its last name (``epochs``, ``real_quantile``),
-as the service's resource limits are (``panoramia/service/audit_limits.py``, which stay on
+as the service's resource limits are (``panoramia/service/resource_limits.py``, which stay on
 top). Values still holding an interpolation of the project's own configs are checked once
 resolved (the job) and skipped unresolved (the service, which never resolves); ``claim.*`` is
 the claim's own to check (``panoramia/accounting/claims.py``). The table is documented in

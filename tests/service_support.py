@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 
 from panoramia.measure import measure
 from panoramia.report.document import report_document
-from panoramia.service.app import create_app
+from panoramia.service.api.app import create_app
 from panoramia.service.server import running_service
 from panoramia.service.settings import ServiceSettings
 from panoramia.store import ReportStore

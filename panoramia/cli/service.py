@@ -158,9 +158,9 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Run a Celery audit worker (PANORAMIA_QUEUE=celery, broker PANORAMIA_REDIS_URL)."""
-    from panoramia.service.celery_app import run_worker
-    from panoramia.service.execution import clear_remote_leftovers
     from panoramia.service.server import owner_only_files
+    from panoramia.service.worker.celery_app import run_worker
+    from panoramia.service.worker.record import clear_remote_leftovers
 
     settings = _settings()
     typer.echo(f"audit confinement: {settings.check_sandbox()}", err=True)

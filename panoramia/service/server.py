@@ -22,9 +22,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from panoramia.errors import InputError
-from panoramia.service.queues import AuditQueue, make_queue
-from panoramia.service.sessions import SessionKeyError, session_key
+from panoramia.service.console.sessions import SessionKeyError, session_key
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.worker.queues import AuditQueue, make_queue
 from panoramia.store import ReportStore, make_engine, upgrade
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def app_from_env() -> FastAPI:
     factory: one call per server process)."""
     from fastapi.concurrency import run_in_threadpool
 
-    from panoramia.service.app import create_app
+    from panoramia.service.api.app import create_app
 
     settings = ServiceSettings.from_env()
     log.info("audit confinement: %s", settings.check_sandbox())

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from panoramia.errors import InputError
-from panoramia.service.audit_limits import AuditLimits
+from panoramia.service.resource_limits import AuditLimits
 from panoramia.store.database import database_url, panoramia_home
 
 
@@ -40,7 +40,7 @@ class ServiceSettings:
     ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``,
     ``PANORAMIA_TRUSTED_MODULES`` (comma-separated module prefixes whose ``nn.Module`` classes
     a model manifest may name, beside the project's own), and the limits of
-    :class:`~panoramia.service.audit_limits.AuditLimits`. A bad value stops the start with one
+    :class:`~panoramia.service.resource_limits.AuditLimits`. A bad value stops the start with one
     line naming the variable.
     """
 

@@ -16,7 +16,7 @@ import pytest
 
 from panoramia.errors import InputError
 from panoramia.sandbox import landlock_abi, launcher
-from panoramia.service.execution import audit_confinement, private_folders
+from panoramia.service.worker.launch import audit_confinement, private_folders
 from tests.service_support import settings_for
 
 needs_landlock = pytest.mark.skipif(
@@ -112,7 +112,8 @@ def test_the_worker_never_follows_what_a_confined_child_planted(tmp_path: Path) 
     """A child may leave links (or hard links) in its run directory for the unconfined worker
     to read or append to: the worker refuses them; and a module planted there never runs
     before the next attempt's confinement (the launcher starts with ``python -I`` from ``/``)."""
-    from panoramia.service.execution import _open_log, read_own_file
+    from panoramia.service.worker.launch import open_log
+    from panoramia.service.worker.record import read_own_file
 
     settings, run_dir = _home(tmp_path)
     secret = settings.data_dir / "alice" / "members.csv"
@@ -124,7 +125,7 @@ def test_the_worker_never_follows_what_a_confined_child_planted(tmp_path: Path) 
     with pytest.raises(OSError, match="not a plain file of the audit's own"):
         read_own_file(run_dir / "report.json")
     with pytest.raises(OSError, match="Too many levels of symbolic links"):
-        _open_log(run_dir / "attempt-2.log")
+        open_log(run_dir / "attempt-2.log")
     assert secret.read_text() == "alice's rows\n"
     (run_dir / "json.py").write_text("raise SystemExit('planted code ran')\n")
     command = launcher(audit_confinement(settings, run_dir, settings.artifacts_dir / "1"),

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from panoramia.service import sessions
-from panoramia.service.console import CONSOLE_POLICY
+from panoramia.service.console import sessions
+from panoramia.service.console.pages import CONSOLE_POLICY
 from panoramia.store.tokens import hash_token
 from tests.service.test_service_api import upload
 from tests.service_support import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from panoramia.errors import InputError
-from panoramia.service.data_staging import INPUTS, stage_data_files
+from panoramia.service.worker.staging import INPUTS, stage_data_files
 from tests.service_support import LiveService, queued_only_service, redis_database
 
 BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"}}
@@ -195,7 +195,7 @@ def test_a_file_swapped_while_the_audit_starts_is_refused_by_the_live_worker(
     submission; she then swaps her file (or a folder on its path) for a link to alice's; the
     worker's own code path claims the audit, refuses the link, and fails the audit with one
     line in her terms; none of alice's bytes reach the run directory."""
-    from panoramia.service.execution import run_audit
+    from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 
     with queued_only_service(tmp_path / "home", database_url, redis_database(1),

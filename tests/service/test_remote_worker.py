@@ -32,7 +32,7 @@ def test_a_worker_on_another_disk_runs_an_audit_of_uploads_and_keeps_nothing(
     tmp_path: Path, database_url: str
 ) -> None:
     from panoramia.datasets.adult import load_adult
-    from panoramia.service.execution import run_audit
+    from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 
     members = load_adult()[0].iloc[:800].to_csv(index=False).encode()

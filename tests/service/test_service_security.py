@@ -21,10 +21,10 @@ import pytest
 import redis
 from sqlalchemy import DateTime, Integer, column, insert, select, table
 
-from panoramia.service.execution import audit_environment
+from panoramia.service.worker.launch import audit_environment
 from panoramia.store import ReportStore, make_engine, upgrade
 from panoramia.store.repository import ModelRef, ReportContent
-from panoramia.store.tables import AuditedModel, Contributor, JsonColumn, Report
+from panoramia.store.tables import AuditedModel, JsonColumn, Report
 from tests.service_support import (
     REDIS_URL,
     LiveService,
@@ -214,12 +214,16 @@ def test_the_migration_splits_a_model_that_two_contributors_share(database_url: 
         "models", column("id", Integer), column("name"), column("version"),
         column("declared", JsonColumn), column("created_at", DateTime(timezone=True)),
     )  # fmt: skip
+    old_contributors = table(  # revision 0002's columns, not today's
+        "contributors", column("id", Integer), column("name"), column("token_hash"),
+        column("is_admin"), column("created_at", DateTime(timezone=True)),
+    )  # fmt: skip
     with engine.begin() as connection:  # ids from the sequences, as the service made them
         people = {}
         for name in ("alice", "bob"):
             row = {"name": name, "token_hash": name * 4, "is_admin": False, "created_at": now}
             people[name] = connection.execute(
-                insert(Contributor.__table__).values(row).returning(Contributor.__table__.c.id)
+                insert(old_contributors).values(row).returning(old_contributors.c.id)
             ).scalar_one()
         ids = [
             connection.execute(

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from panoramia.service.audit_command import compose_job
-from panoramia.service.audit_cost import estimate_cost
-from panoramia.service.audit_limits import AuditLimits
+from panoramia.service.resource_limits import AuditLimits
+from panoramia.service.submission.command import compose_job
+from panoramia.service.submission.cost import estimate_cost
 from tests.service_support import LiveService, queued_only_service, redis_database
 
 BODY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"}}
@@ -162,7 +162,7 @@ def test_sign_in_is_limited_at_the_default_rate(tmp_path: Path, database_url: st
 def test_the_console_lists_models_a_page_at_a_time(
     service: LiveService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from panoramia.service import console
+    from panoramia.service.console import pages as console
     from tests.service.test_console import browser, sign_in
 
     monkeypatch.setattr(console, "MODELS_PER_PAGE", 2)
@@ -215,7 +215,7 @@ def test_a_members_file_is_counted_by_its_rows_not_its_packed_size(tmp_path: Pat
 
     import pandas as pd
 
-    from panoramia.service.audit_cost import data_rows
+    from panoramia.service.submission.cost import data_rows
 
     frame = pd.DataFrame({"a": [1] * 200_000, "b": ["x"] * 200_000})
     frame.to_parquet(tmp_path / "m.parquet")
@@ -236,7 +236,7 @@ def test_a_members_file_swapped_for_a_link_prices_as_unreadable(tmp_path: Path) 
     checks is counted at nothing (the worker's copy then refuses it with one line)."""
     import pandas as pd
 
-    from panoramia.service.audit_cost import data_rows
+    from panoramia.service.submission.cost import data_rows
 
     theirs = tmp_path / "bob" / "secret.parquet"
     theirs.parent.mkdir()

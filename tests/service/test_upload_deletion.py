@@ -64,7 +64,7 @@ def _send(client, name: str, kind: str, filename: str, content: bytes) -> dict: 
 
 def test_a_planted_canary_is_nowhere_once_her_uploads_are_deleted(tmp_path: Path) -> None:
     from panoramia.datasets.adult import load_adult
-    from panoramia.service.execution import run_audit
+    from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 
     train, test = load_adult()

@@ -53,8 +53,8 @@ def test_a_text_reports_examples_go_too() -> None:
 
 
 def test_a_remote_worker_clears_what_an_earlier_life_left(tmp_path: Path) -> None:
-    from panoramia.service.execution import clear_remote_leftovers
     from panoramia.service.settings import ServiceSettings
+    from panoramia.service.worker.record import clear_remote_leftovers
 
     left = tmp_path / "audits" / "a1" / "inputs"
     left.mkdir(parents=True)

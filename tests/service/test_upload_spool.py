@@ -10,7 +10,7 @@ from pathlib import Path
 
 from starlette.types import Message, Receive, Scope, Send
 
-from panoramia.service.limits import SPOOL_IN_MEMORY_BYTES, SpooledBody
+from panoramia.service.api.request_limits import SPOOL_IN_MEMORY_BYTES, SpooledBody
 
 
 def _open_in(directory: Path) -> int:

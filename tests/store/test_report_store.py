@@ -118,7 +118,7 @@ def test_a_worker_copying_data_keeps_its_claim_alive(store: ReportStore) -> None
     goes on meanwhile, and a claim lost meanwhile is noticed."""
     import time
 
-    from panoramia.service.execution import HeartbeatWhile
+    from panoramia.service.worker.run import HeartbeatWhile
 
     audit_id = _running(store)
     started = store.get_audit(None, audit_id).heartbeat_at
@@ -140,7 +140,7 @@ def test_revision_0004_gives_stored_reports_their_digest(database_url: str) -> N
     """Reports stored before the digest existed get it from their documents on upgrade."""
     from datetime import UTC, datetime
 
-    from sqlalchemy import insert, select
+    from sqlalchemy import Boolean, Integer, String, column, insert, select, table
 
     from panoramia.report.digest import report_digest
     from panoramia.store.tables import AuditedModel, Contributor, Report
@@ -150,10 +150,15 @@ def test_revision_0004_gives_stored_reports_their_digest(database_url: str) -> N
     document = report_document_for_test()
     now = datetime(2026, 11, 24, tzinfo=UTC)
     with engine.begin() as connection:
+        old_contributors = table(  # revision 0003's columns, not today's
+            "contributors", column("id", Integer), column("name", String),
+            column("token_hash", String), column("is_admin", Boolean),
+            column("created_at", Contributor.__table__.c.created_at.type),
+        )  # fmt: skip
         person = connection.execute(
-            insert(Contributor.__table__)
+            insert(old_contributors)
             .values(name="alice", token_hash="a" * 64, is_admin=False, created_at=now)
-            .returning(Contributor.__table__.c.id)
+            .returning(old_contributors.c.id)
         ).scalar_one()
         model = connection.execute(
             insert(AuditedModel.__table__)

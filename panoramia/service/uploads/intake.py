@@ -10,9 +10,9 @@ import shutil
 from typing import BinaryIO
 
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import UploadRejected, check_filename
 from panoramia.service.uploads.files import UploadFolder, finish
-from panoramia.service.usage import usage
 from panoramia.store.repository import ReportStore, StorageFull
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import CHECKING, RECEIVING, NewUpload, UploadRows

@@ -1,6 +1,6 @@
 """An audit names an upload by its id or name; this finds it, on the service's disk.
 
-:func:`upload_resolver` gives :func:`panoramia.service.audit_command.audit_overrides` a
+:func:`upload_resolver` gives :func:`panoramia.service.submission.command.audit_overrides` a
 function from (role, the name she gave) to the ready upload's data path (its checked file or
 unpacked folder), or None where she has no upload of that name (the name may then be an
 operator-placed file: her data folder, the shared models folder). It records which upload
@@ -10,21 +10,13 @@ upload finds the audits that used it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import UploadNotReady, UploadResolver
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore
 from panoramia.store.uploads import READY, UploadRows
-
-UploadResolver = Callable[[str, str], Path | None]
-"""(role: ``members``, ``nonmembers`` or ``target``; her name or id) → the data's path."""
-
-
-class UploadNotReady(Exception):
-    """She has an upload of that name, but it has not fully arrived, or is of the wrong
-    kind for its role; the message says which."""
 
 
 def upload_resolver(
@@ -59,8 +51,8 @@ def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:
     worker stages, wherever it runs."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from panoramia.service.data_staging import UPLOADED_KEYS
-    from panoramia.service.uploads.sources import PREFIX
+    from panoramia.service.contributor_files import UPLOAD_PREFIX as PREFIX
+    from panoramia.service.contributor_files import UPLOADED_KEYS
 
     parser = OverridesParser.create()
     root = uploads_dir.resolve()

@@ -31,9 +31,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from panoramia.errors import InputError
-from panoramia.service.data_staging import open_beneath
+from panoramia.service.contributor_files import open_beneath
 from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import (
     ARCHIVE_SUFFIXES,
     UploadRejected,
@@ -43,7 +44,6 @@ from panoramia.service.uploads.checks import (
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
 from panoramia.service.uploads.files import FOLDER, ChunkRefused, UploadFolder, append_chunk
 from panoramia.service.uploads.intake import NotReceiving, complete_upload
-from panoramia.service.usage import usage
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, RECEIVING, NameTaken, NewUpload, UploadRows

@@ -194,8 +194,8 @@ def _file_rows(path: Path, modality: str) -> float:
     (``NOMINAL_BROUGHT_ROWS_PER_BYTE``); 0 when unreadable. Never through a link: the file is
     opened with ``O_NOFOLLOW`` (a file swapped for a link to someone else's after the
     submission's checks prices as unreadable) and a folder is walked without following any
-    (:func:`panoramia.service.usage.folder_bytes`)."""
-    from panoramia.service.usage import folder_bytes
+    (:func:`panoramia.service.submission.usage.folder_bytes`)."""
+    from panoramia.service.submission.usage import folder_bytes
 
     try:
         if path.is_dir():

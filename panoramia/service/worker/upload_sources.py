@@ -2,7 +2,7 @@
 
 An audit's stored command line names an upload as ``upload:<id>`` (never a path of the
 service's machine). Just before the audit's child starts, the worker copies each one into the
-run directory (:func:`panoramia.service.data_staging.stage_data_files`) from:
+run directory (:func:`panoramia.service.worker.staging.stage_data_files`) from:
 
 - :class:`LocalUploads`: a worker that shares the service's disk opens the upload's kept file
   or folder beneath ``uploads/<contributor>/<id>/content``, one component at a time without
@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from panoramia.errors import InputError
-from panoramia.service.data_staging import UPLOAD_PREFIX as PREFIX
-from panoramia.service.data_staging import UploadSource, copy_beneath
+from panoramia.service.contributor_files import UPLOAD_PREFIX as PREFIX
+from panoramia.service.contributor_files import UploadSource, copy_beneath
 
 __all__ = ["PREFIX", "LocalUploads", "RemoteUploads", "UploadSource"]
 

@@ -1,6 +1,6 @@
 """Where submitted audits go: a local thread pool in the server, or Celery workers over Redis.
 
-Both call :func:`panoramia.service.execution.run_audit`; the database is the source of truth
+Both call :func:`panoramia.service.worker.run.run_audit`; the database is the source of truth
 (an audit runs only once it is atomically claimed), so sending an id twice is harmless.
 """
 
@@ -11,8 +11,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from panoramia.service.execution import run_audit
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.worker.run import run_audit
 from panoramia.store.repository import ReportStore
 
 log = logging.getLogger("panoramia.queue")
@@ -60,7 +60,7 @@ class CeleryQueue:
     name = "celery"
 
     def __init__(self, settings: ServiceSettings):
-        from panoramia.service.celery_app import make_celery
+        from panoramia.service.worker.celery_app import make_celery
 
         self.app = make_celery(settings)
 

@@ -6,7 +6,7 @@ both games beside the declared guarantee, the latest verdict, running audits (th
 reloads itself while one runs, when the reader asks it to follow) and each report. Every page
 checks tenancy through the store exactly as the API does: another contributor's model, report
 or audit is the same 404 page as one that does not exist. Sessions and CSRF:
-:mod:`panoramia.service.sessions`.
+:mod:`panoramia.service.console.sessions`.
 Pages carry :data:`CONSOLE_POLICY` (no script at all, styles from ``/console/static`` only).
 """
 
@@ -28,10 +28,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from panoramia.report.digest import number, report_digest
 from panoramia.report.verdict import WORDS
-from panoramia.service import sessions
+from panoramia.service.console import sessions
+from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.uploads.console_pages import add_upload_pages
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Audit, Report
 from panoramia.store.tokens import hash_token
@@ -61,7 +61,7 @@ class NotSignedIn(Exception):
 
 def _templates() -> Environment:
     environment = Environment(
-        loader=PackageLoader("panoramia.service", "templates/console"),
+        loader=PackageLoader("panoramia.service.console", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,

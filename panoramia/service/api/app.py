@@ -27,11 +27,8 @@ from sqlalchemy.exc import OperationalError
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
-from panoramia.service.audit_command import RequestProblem, audit_overrides, check_composes
-from panoramia.service.audit_cost import OverBudget, check_budget, estimate_cost
-from panoramia.service.console import NotSignedIn, console_router, not_signed_in_redirect
-from panoramia.service.limits import SpooledBody, make_limiter
-from panoramia.service.queues import AuditQueue
+from panoramia.service.api.request_limits import SpooledBody, make_limiter
+from panoramia.service.console.pages import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.schemas import (
     AuditRequest,
     AuditView,
@@ -47,9 +44,12 @@ from panoramia.service.schemas import (
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import Name as NameType
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.submission.cost import OverBudget, check_budget, estimate_cost
+from panoramia.service.submission.usage import file_bytes, usage
 from panoramia.service.uploads.naming import portable_overrides, upload_resolver
 from panoramia.service.uploads.routes import is_chunk, uploads_router
-from panoramia.service.usage import file_bytes, usage
+from panoramia.service.worker.queues import AuditQueue
 from panoramia.store.database import current_revision
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import (

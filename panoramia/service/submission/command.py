@@ -13,7 +13,7 @@ guarantee), the text audit's public ``base`` model and Hydra's own settings are 
 service's. No value may contain ``${`` (an interpolation would read the server's environment
 or config). Data files resolve inside the contributor's own data folder, model directories
 inside the shared models folder. The composed config must stay within the service's limits
-(:mod:`panoramia.service.audit_limits`).
+(:mod:`panoramia.service.resource_limits`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -34,10 +35,9 @@ from panoramia.pipeline.registry import (
     modality_of_command_line,
 )
 from panoramia.ranges import check_ranges
-from panoramia.service.audit_limits import AuditLimits, check_limits
-from panoramia.service.data_staging import MAX_ENTRIES, unreadable_entry
+from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
+from panoramia.service.resource_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
-from panoramia.service.uploads.naming import UploadNotReady, UploadResolver
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("data.split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
@@ -49,6 +49,17 @@ RESERVED_LEAVES = {
 """Last key components a contributor may never set, under any allowed prefix."""
 RESERVED_SUFFIXES = ("_path", "_dir", "_url", "_file")
 OPTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
+
+
+UploadResolver = Callable[[str, str], Path | None]
+"""(role: ``members``, ``nonmembers`` or ``target``; her name or id) → the data's path on
+the service's disk, or None where she has no upload of that name
+(:func:`panoramia.service.uploads.naming.upload_resolver`)."""
+
+
+class UploadNotReady(Exception):
+    """She has an upload of that name, but it has not fully arrived, or is of the wrong
+    kind for its role; the message says which."""
 
 
 class RequestProblem(Exception):

@@ -36,7 +36,7 @@ def make_celery(settings: ServiceSettings) -> Celery:
 
     @app.task(name="panoramia.run_audit", ignore_result=True)
     def run_audit_task(audit_id: str) -> None:
-        from panoramia.service.execution import run_audit
+        from panoramia.service.worker.run import run_audit
 
         store, worker_settings = _worker_store()
         run_audit(store, worker_settings, audit_id)

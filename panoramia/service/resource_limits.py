@@ -4,7 +4,7 @@ A contributor may tune an audit (epochs, grids, thresholds), but not so far that
 ties up the service: every limit is a setting (:class:`AuditLimits`, read from the
 environment with documented defaults) and a request past one is answered 422 naming the key
 and the limit. The per-audit wall-clock limit and the per-contributor cap on concurrent audits
-are enforced by the worker and the store (:mod:`panoramia.service.execution`,
+are enforced by the worker and the store (:mod:`panoramia.service.worker.run`,
 :meth:`panoramia.store.ReportStore.create_audit`).
 """
 
@@ -52,7 +52,7 @@ class AuditLimits:
     """Queued or running audits per contributor (``PANORAMIA_MAX_ACTIVE_AUDITS``); one more
     is answered 429."""
     max_audit_cost: float = 5e14
-    """Multiply-adds (:mod:`panoramia.service.audit_cost`) one contributor's queued and running
+    """Multiply-adds (:mod:`panoramia.service.submission.cost`) one contributor's queued and running
     audits may be estimated at together (``PANORAMIA_MAX_AUDIT_COST``): an audit estimated past
     it by itself is answered 422, one that would take her queued work past it 429. The
     default admits every recipe of the project's own short of paper-scale CIFAR-10 (about

@@ -1,0 +1,1 @@
+"""The console: server-rendered pages without scripts, signed sessions, the uploads page."""

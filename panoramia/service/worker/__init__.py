@@ -1,0 +1,2 @@
+"""Running queued audits: the queues, the Celery app, staging inputs, the confined child and
+its record."""

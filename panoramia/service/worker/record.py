@@ -1,0 +1,162 @@
+"""What an audit run leaves and how it is recorded: its own files read without following a
+link, its report validated, a failure in one line in the contributor's own terms, and the
+staged inputs and run folders removed when they are no longer needed."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from panoramia.service.contributor_files import unreadable_entry
+from panoramia.service.schemas import ReportDocument
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.worker.staging import in_contributor_terms
+from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
+
+MEMORY_ERRORS = (
+    "MemoryError",
+    "can't allocate memory",
+    "Cannot allocate memory",
+    "bad_alloc",
+    "out of memory",
+)
+"""What a child that reached its data ceiling writes last (Python's, torch's, C's, C++'s)."""
+
+
+def read_own_file(path: Path, *, limit: int = 256 * 2**20) -> str:
+    """The text of a file the audit child wrote in its run directory, opened without following
+    a link and only if it is a regular file with one name (a child may plant a link or a hard
+    link there to make the unconfined worker read someone else's file); OSError otherwise."""
+    import stat
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or unreadable_entry(info) or info.st_size > limit:
+            raise OSError(f"{path.name}: not a plain file of the audit's own")
+        with os.fdopen(os.dup(descriptor), "rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    finally:
+        os.close(descriptor)
+
+
+def read_progress(path: Path) -> dict | None:
+    try:
+        return json.loads(read_own_file(path, limit=2**16))
+    except (OSError, ValueError):
+        return None
+
+
+def last_error_line(log_file: Path) -> str:
+    try:
+        lines = [line.strip() for line in read_own_file(log_file).splitlines()]
+    except OSError:
+        return "the audit process failed (no log)"
+    lines = [line for line in lines if line]
+    for line in reversed(lines):
+        if "error:" in line.lower() or "Error" in line:
+            return line[:2000]
+    return (lines[-1] if lines else "the audit process failed with no output")[:2000]
+
+
+ENDED = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
+
+
+def clear_remote_leftovers(settings: ServiceSettings) -> int:
+    """A worker without the service's disk starts by removing every run folder a previous
+    life of it left (killed mid-audit): nothing of a contributor's stays there. Returns how
+    many it removed."""
+    if not settings.remote_worker or not settings.audits_dir.is_dir():
+        return 0
+    left = [folder for folder in settings.audits_dir.iterdir() if not folder.is_symlink()]
+    for folder in left:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(left)
+
+
+def expire_inputs(store: ReportStore, settings: ServiceSettings, *, ended: Path | None) -> int:
+    """Remove the staged inputs (``<run dir>/inputs``) of audits that ended: the one in
+    ``ended`` at once when ``PANORAMIA_KEEP_INPUTS_HOURS`` is 0, and every run directory's
+    whose audit ended longer ago than that. Returns how many were removed."""
+    removed = 0
+    if ended is not None and settings.keep_inputs_s == 0:
+        shutil.rmtree(ended / "inputs", ignore_errors=True)
+        removed += 1
+    cutoff = time.time() - settings.keep_inputs_s
+    for inputs in settings.audits_dir.glob("*/inputs"):
+        audit = store.get_audit(None, inputs.parent.name)
+        finished = as_utc(audit.finished_at) if audit is not None else None
+        if audit is None or (
+            audit.status in ENDED and finished is not None and finished.timestamp() <= cutoff
+        ):
+            shutil.rmtree(inputs, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+class ContributorView:
+    """What a contributor reads of her audit: her files by her own names (``names``: each
+    staged copy's path → her name for it), the run folder as ``<audit>`` and the service's
+    home as ``<home>`` — never the server's layout."""
+
+    def __init__(self, names: dict[str, str], run_dir: Path, home: Path):
+        self.names = names
+        self.places = ((str(run_dir), "<audit>"), (str(home), "<home>"))
+
+    def text(self, text: str, *, escape: bool = False) -> str:
+        """``text`` (``escape``: an HTML page, her names escaped) in her terms."""
+        names = {copy: html.escape(name) for copy, name in self.names.items()} if escape else None
+        text = in_contributor_terms(text, names or self.names)
+        for place, placeholder in self.places:
+            text = text.replace(place, html.escape(placeholder) if escape else placeholder)
+        return text
+
+    def document(self, node: object) -> object:
+        """A JSON document with every string (keys included) in her terms."""
+        if isinstance(node, str):
+            return self.text(node)
+        if isinstance(node, list):
+            return [self.document(child) for child in node]
+        if isinstance(node, dict):
+            return {self.text(str(key)): self.document(child) for key, child in node.items()}
+        return node
+
+    def report(self, content: ReportContent, audit_id: str) -> ReportContent:
+        """The run's report as stored for her; its files are the audit's (``audits/<id>``
+        under the service's home, the operator's to open)."""
+        return ReportContent(
+            document=self.document(content.document),  # type: ignore[arg-type]
+            html=self.text(content.html, escape=True) if content.html is not None else None,
+            artifact_location=f"audits/{audit_id}",
+        )
+
+
+def finished_report(
+    returncode: int, run_dir: Path, log_file: Path, *, memory: int | None = None
+) -> ReportContent | str:
+    """The run's validated report and page, or why there is none (one line); ``memory``:
+    the child's data ceiling in bytes, named when the child ran out of it."""
+    if returncode != 0:
+        line = last_error_line(log_file)
+        if memory is not None and any(error in line for error in MEMORY_ERRORS):
+            return (
+                f"the audit reached its memory ceiling of {memory // 2**20} MB "
+                f"(PANORAMIA_AUDIT_MEMORY_MB): {line[:300]}"
+            )
+        return line
+    try:
+        text = read_own_file(run_dir / "report.json")
+        ReportDocument.model_validate_json(text)
+    except (OSError, ValidationError) as error:
+        return f"report.json: {str(error).splitlines()[0]}"
+    try:
+        html = read_own_file(run_dir / "report.html")
+    except OSError:
+        return "report.html: missing after a successful run"
+    return ReportContent(document=json.loads(text), html=html)

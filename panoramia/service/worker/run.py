@@ -1,0 +1,278 @@
+"""Run one queued audit: claim it, run the pipeline in a child process, record the outcome.
+
+Used by both the local worker pool and Celery workers. The child is
+``python -m panoramia.pipeline.app`` in its own process group, tied to this worker's life
+(:mod:`panoramia.lifeline`). While it runs, the worker sends heartbeats with the
+child's stage progress and polls for a cancel; if the worker dies, heartbeats stop and the
+service re-queues the audit, whose next run reuses every finished stage from the artifact cache.
+The report and the audit's success are written in one transaction.
+
+The child is started by :mod:`panoramia.service.worker.launch` and its outcome read by
+:mod:`panoramia.service.worker.record`. It runs at most the
+per-audit wall-clock limit (``PANORAMIA_AUDIT_TIMEOUT_S``), then it is stopped and the audit
+fails with that reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from panoramia.errors import InputError
+from panoramia.sandbox import landlock_abi, launcher
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import job_command
+from panoramia.service.worker.launch import (
+    audit_confinement,
+    audit_environment,
+    cap_memory,
+    open_log,
+    private_folders,
+    stop_child,
+)
+from panoramia.service.worker.record import (
+    ENDED,
+    ContributorView,
+    expire_inputs,
+    finished_report,
+    read_progress,
+)
+from panoramia.service.worker.staging import stage_data_files
+from panoramia.service.worker.upload_sources import LocalUploads, RemoteUploads, UploadSource
+from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
+from panoramia.store.tables import Audit
+
+log = logging.getLogger("panoramia.worker")
+POLL_S = 0.2
+"""How often the worker looks at its child, the shutdown flag and the clock."""
+
+
+class ClaimLost(Exception):
+    """The worker's claim on the audit was taken over (it was presumed dead)."""
+
+
+def worker_name() -> str:
+    """Unique per claim: host, process, thread and a random suffix."""
+    thread = threading.current_thread().name
+    return f"{socket.gethostname()}:{os.getpid()}:{thread}:{uuid.uuid4().hex[:8]}"
+
+
+def run_audit(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit_id: str,
+    *,
+    shutting_down: threading.Event | None = None,
+) -> AuditStatus | None:
+    """Run the fairest queued audit (:meth:`ReportStore.claim_next`); returns its final status
+    (None: nothing was queued). ``audit_id`` is the message that woke the worker: every
+    queued audit has sent one, so every queued audit is run, in the order that shares the
+    workers among contributors rather than the order of the messages.
+
+    ``shutting_down`` (set by a stopping local pool) ends the child and puts the audit back in
+    the queue, so that the next start resumes it.
+    """
+    worker = worker_name()
+    audit = store.claim_next(worker)
+    if audit is None:
+        return None
+    if audit.id != audit_id:
+        log.info("audit %s: woken for %s, ran the fairest queued one", audit.id, audit_id)
+    try:
+        return _run_claimed(store, settings, audit, worker, shutting_down)
+    finally:
+        if settings.remote_worker:  # whatever happened, nothing of hers stays on this disk
+            shutil.rmtree(settings.audits_dir / audit.id, ignore_errors=True)
+
+
+def _run_claimed(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit: Audit,
+    worker: str,
+    shutting_down: threading.Event | None,
+) -> AuditStatus | None:
+    """:func:`run_audit` once ``worker`` holds the claim on ``audit``."""
+    audit_id = audit.id
+    run_dir = settings.audits_dir / audit_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("report.json", "report.html", "progress.json"):
+        (run_dir / stale).unlink(missing_ok=True)
+    log_file = run_dir / f"attempt-{audit.attempts}.log"
+    try:  # the child reads copies made now, never the contributor's paths (no window)
+        with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
+            overrides, staged_names = stage_data_files(
+                list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
+                upload_source(store, settings),
+            )  # fmt: skip
+    except InputError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
+        return AuditStatus.FAILED
+    if beating.claim_lost:
+        log.warning("audit %s: claim lost while copying its data; stopped", audit_id)
+        return None
+    artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
+    if settings.remote_worker:  # nothing of hers outlives the audit on this machine
+        artifacts_dir = run_dir / "stages"
+    command = job_command(
+        overrides,
+        run_dir=run_dir,
+        artifacts_dir=artifacts_dir,
+        threads=settings.audit_threads,
+        trusted_modules=settings.trusted_modules,
+    )
+    env = audit_environment(run_dir, settings.audit_threads)
+    try:
+        confinement = settings.check_sandbox()
+    except InputError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
+        return AuditStatus.FAILED
+    confined = bool(settings.sandbox and landlock_abi())
+    if confined:
+        rules = audit_confinement(settings, run_dir, artifacts_dir, audit.request)
+        command = launcher(rules, command, chdir=run_dir)
+        env |= private_folders(run_dir)
+    started = time.perf_counter()
+    queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
+    log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
+    try:
+        output = open_log(log_file)
+    except OSError as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, f"log: {error.strerror}", {})
+        return AuditStatus.FAILED
+    try:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            cwd="/" if confined else run_dir,  # confined: it moves into run_dir once restricted
+        )  # fmt: skip
+    finally:
+        os.close(output)
+    cap_memory(process.pid, settings.audit_memory_bytes)
+    try:
+        outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
+    except ClaimLost:
+        log.warning("audit %s: claim lost (presumed dead); stopped", audit_id)
+        return None
+    timings = {
+        "queued_s": round(queued_s, 3),
+        "run_s": round(time.perf_counter() - started, 3),
+        "attempt": audit.attempts,
+        "confinement": confinement,
+    }
+    if outcome is None:
+        shown = ContributorView(staged_names, run_dir, settings.home)
+        finished = finished_report(
+            process.returncode, run_dir, log_file, memory=settings.audit_memory_bytes
+        )
+        if isinstance(finished, ReportContent):
+            timings["stages"] = finished.document.get("timings", {})
+            last = read_progress(run_dir / "progress.json")  # newer than the last heartbeat
+            store.finish(
+                audit_id, worker, shown.report(finished, audit_id), timings,
+                last if isinstance(last, dict) else None,
+            )  # fmt: skip
+            outcome = (AuditStatus.SUCCEEDED, "")
+        else:
+            outcome = (AuditStatus.FAILED, shown.text(finished))
+    if outcome[0] != AuditStatus.SUCCEEDED:
+        store.release(audit_id, worker, outcome[0], outcome[1], timings)
+    progress = read_progress(run_dir / "progress.json")
+    progress = progress if isinstance(progress, dict) else {}
+    expire_inputs(store, settings, ended=run_dir if outcome[0] in ENDED else None)
+    log.info(
+        "audit %s: %s in %.1f s (stages %s/%s)",
+        audit_id, outcome[0].value, timings["run_s"],
+        progress.get("done", "-"), progress.get("total", "-"),
+    )  # fmt: skip
+    return outcome[0]
+
+
+def upload_source(store: ReportStore, settings: ServiceSettings) -> UploadSource:
+    """Where this worker reads uploads: the service over HTTP for a worker on another
+    machine (``PANORAMIA_SERVICE_URL``), else the service's disk."""
+    if settings.remote_worker:
+        if not settings.worker_token:
+            raise InputError("PANORAMIA_SERVICE_URL is set: PANORAMIA_WORKER_TOKEN is needed too")
+        return RemoteUploads(settings.service_url or "", settings.worker_token)
+    return LocalUploads(store, settings.uploads_dir)
+
+
+def _watch(
+    process: subprocess.Popen,
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit_id: str,
+    worker: str,
+    run_dir: Path,
+    shutting_down: threading.Event | None,
+) -> tuple[AuditStatus, str] | None:
+    """Wait for the child, sending heartbeats every ``heartbeat_s``; stop it (at most
+    :data:`POLL_S` late) on a cancel, a pool shutdown or the wall-clock limit. Returns the
+    outcome that ended it early, None when it exited by itself; :class:`ClaimLost` (the child
+    stopped, nothing written) when another worker took the audit over."""
+    started = time.monotonic()
+    next_beat = started + settings.heartbeat_s
+    outcome: tuple[AuditStatus, str] | None = None
+    while process.poll() is None:
+        try:
+            process.wait(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if shutting_down is not None and shutting_down.is_set():
+            outcome = (AuditStatus.QUEUED, "re-queued: the worker pool stopped")
+        elif now - started > settings.limits.audit_timeout_s:
+            outcome = (
+                AuditStatus.FAILED,
+                f"stopped after {settings.limits.audit_timeout_s:g} s: the per-audit time "
+                "limit (PANORAMIA_AUDIT_TIMEOUT_S)",
+            )
+        elif now >= next_beat:
+            next_beat = now + settings.heartbeat_s
+            cancel = store.heartbeat(audit_id, worker, read_progress(run_dir / "progress.json"))
+            if cancel is None:
+                stop_child(process)
+                raise ClaimLost(audit_id)
+            if cancel:
+                outcome = (AuditStatus.CANCELLED, "cancelled while running")
+        if outcome is not None:
+            stop_child(process)
+            break
+    return outcome
+
+
+class HeartbeatWhile:
+    """A thread that records the worker's heartbeat every ``every_s`` seconds while the
+    ``with`` block runs (copying a large data folder takes longer than the orphan limit);
+    ``claim_lost``: another worker took the audit over meanwhile."""
+
+    def __init__(self, store: ReportStore, audit_id: str, worker: str, every_s: float):
+        self.store, self.audit_id, self.worker, self.every_s = store, audit_id, worker, every_s
+        self.claim_lost = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.every_s):
+            try:
+                if self.store.heartbeat(self.audit_id, self.worker) is None:
+                    self.claim_lost = True
+                    return
+            except Exception:  # a busy database: the next beat tries again
+                log.warning("audit %s: heartbeat failed while copying", self.audit_id)
+
+    def __enter__(self) -> HeartbeatWhile:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join()
