@@ -35,6 +35,9 @@ class ServiceSettings:
     (``local`` | ``celery``), ``PANORAMIA_WORKERS`` (concurrent audits per process),
     ``PANORAMIA_REDIS_URL``, ``PANORAMIA_MAX_UPLOAD_MB``, ``PANORAMIA_MAX_PARSING_UPLOADS``,
     ``PANORAMIA_MAX_FILE_MB`` (an uploaded file), ``PANORAMIA_KEEP_INPUTS_HOURS``,
+    ``PANORAMIA_UPLOAD_STALL_HOURS``, ``PANORAMIA_SERVICE_URL`` and ``PANORAMIA_WORKER_TOKEN``
+    (a worker without the service's disk; the token also in the service's environment,
+    which registers it),
     ``PANORAMIA_RATE_LIMIT`` (submissions
     and uploads per contributor, e.g. ``30/minute``), ``PANORAMIA_HEARTBEAT_S``,
     ``PANORAMIA_STALE_AFTER_S``, ``PANORAMIA_MAX_ATTEMPTS``, ``PANORAMIA_AUDIT_THREADS``,
