@@ -12,7 +12,6 @@ import numpy as np
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
 from panoramia.measure import measure, o1_audit, rmrn
-from panoramia.measure.gdp import gdp_section
 from panoramia.measure.null import NullTest, mirrored, null_test
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
@@ -26,6 +25,7 @@ from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.report.attacker import attacker_section
 from panoramia.report.document import report_document
 from panoramia.report.exposure import exposure_section
+from panoramia.report.gdp import gdp_section
 from panoramia.report.html import render_html
 from panoramia.report.verdict import verdict
 

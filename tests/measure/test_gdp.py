@@ -8,7 +8,8 @@ import pytest
 from scipy.special import expit
 
 from panoramia.measure import measure, rmrn, theta_lb
-from panoramia.measure.gdp import gdp_bound, gdp_section, mu_lb, rejects
+from panoramia.measure.gdp import gdp_bound, mu_lb, rejects
+from panoramia.report.gdp import gdp_section
 
 
 def _largest_rejected_c(k: int, v: int, m: int, alpha: float) -> float:
