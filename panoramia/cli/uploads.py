@@ -139,66 +139,41 @@ def _count(number: int, thing: str) -> str:
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
-@data.command("upload")
-@exits_on_input_error
-def data_upload(
-    path: Annotated[Path, typer.Argument(help="A CSV, Parquet or .npz file, or a folder.")],
-    name: Name = None,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-) -> None:
-    """Upload a data file (or a text/image folder); run again to resume an interrupted one."""
-    _send(path, name, "data", url, token)
+def _verbs(group: typer.Typer, kind: str, what: str, check: bool = False) -> None:
+    """``upload``, ``list`` and ``delete`` of one kind of upload on ``group``; ``what`` says
+    what PATH may be; ``check``: a folder must hold its target.json (a model)."""
+
+    def upload(path: Path, name: Name = None, url: Url = DEFAULT_URL, token: Token = None) -> None:
+        """Upload it; run again to resume an interrupted upload."""
+        if check and path.is_dir() and not (path / "target.json").is_file():
+            raise InputError(f"{path}: no target.json in it (docs/TARGETS.md)")
+        _send(path, name, kind, url, token)
+
+    # this module's annotations are text read in its globals: the help differs by kind
+    upload.__annotations__["path"] = Annotated[Path, typer.Argument(help=what)]
+    upload.__doc__ = f"Upload {what[0].lower() + what[1:-1]}; run again to resume a broken upload."
+    group.command("upload")(exits_on_input_error(upload))
+
+    @group.command("list")
+    @exits_on_input_error
+    def listing(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = None) -> None:
+        _list(kind, as_json, url, token)
+
+    @group.command("delete")
+    @exits_on_input_error
+    def delete(
+        name: Annotated[str, typer.Argument(help="The upload's name or id.")],
+        url: Url = DEFAULT_URL,
+        token: Token = None,
+    ) -> None:
+        _delete(name, url, token)
+
+    listing.__doc__ = f"Your {kind} uploads."
+    delete.__doc__ = f"Delete a {kind} upload and all made from it (reports keep their figures)."
 
 
-@data.command("list")
-@exits_on_input_error
-def data_list(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = None) -> None:
-    """Your data uploads."""
-    _list("data", as_json, url, token)
-
-
-@data.command("delete")
-@exits_on_input_error
-def data_delete(
-    name: Annotated[str, typer.Argument(help="The upload's name or id.")],
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-) -> None:
-    """Delete an upload and everything derived from it (your reports keep their figures)."""
-    _delete(name, url, token)
-
-
-@models.command("upload")
-@exits_on_input_error
-def models_upload(
-    path: Annotated[Path, typer.Argument(help="A model folder with its target.json.")],
-    name: Name = None,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-) -> None:
-    """Upload a model folder; then ``audits submit --target-path NAME``."""
-    if path.is_dir() and not (path / "target.json").is_file():
-        raise InputError(f"{path}: no target.json in it (docs/TARGETS.md)")
-    _send(path, name, "model", url, token)
-
-
-@models.command("list")
-@exits_on_input_error
-def models_list(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = None) -> None:
-    """Your model uploads."""
-    _list("model", as_json, url, token)
-
-
-@models.command("delete")
-@exits_on_input_error
-def models_delete(
-    name: Annotated[str, typer.Argument(help="The upload's name or id.")],
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-) -> None:
-    """Delete a model upload and everything derived from it."""
-    _delete(name, url, token)
+_verbs(data, "data", "A CSV, Parquet or .npz file, or a text or image folder.")
+_verbs(models, "model", "A model folder with its target.json.", check=True)
 
 
 def register_upload_commands(app: typer.Typer) -> None:

@@ -12,15 +12,12 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     request = json.loads(argv[1])
     from panoramia.service.uploads.checks import UploadRejected
-    from panoramia.service.uploads.files import UploadFolder, check_here
+    from panoramia.service.uploads.files import Expected, UploadFolder, check_here
 
     shown = str(request["filename"])
+    root = Path(request.pop("root"))
     try:
-        files, summary = check_here(
-            UploadFolder(Path(request["root"])), filename=shown, kind=request["kind"],
-            sha256=request["sha256"], max_bytes=int(request["max_bytes"]),
-            trust_torchscript=bool(request["trust_torchscript"]),
-        )  # fmt: skip
+        files, summary = check_here(UploadFolder(root), Expected(**request))
         answer: dict = {"files": files, "summary": summary}
     except UploadRejected as error:
         answer = {"rejected": str(error).splitlines()[0][:500]}

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import anyio
@@ -157,22 +157,26 @@ CHECKS_AT_ONCE = threading.BoundedSemaphore(2)
 """Checks running at once in this server process (the others wait their turn)."""
 
 
-def finish(
-    folder: UploadFolder,
-    *,
-    filename: str,
-    kind: str,
-    sha256: str,
-    max_bytes: int,
-    trust_torchscript: bool,
-) -> tuple[dict[str, str], dict]:
+@dataclass(frozen=True)
+class Expected:
+    """What a received upload is checked against: its file name (the format), ``data`` or
+    ``model``, the declared SHA-256, the bytes it may expand to, and whether a TorchScript
+    model may be kept."""
+
+    filename: str
+    kind: str
+    sha256: str
+    max_bytes: int
+    trust_torchscript: bool
+
+
+def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str], dict]:
     """Check the fully received upload in a process of its own, with a memory and a
     processor ceiling (:func:`check_here` there); returns each kept file's SHA-256 by its
     path inside the upload, and the check's findings. UploadRejected (one line) otherwise;
     the caller removes the upload."""
-    request = {"root": str(folder.root), "filename": filename, "kind": kind,
-               "sha256": sha256, "max_bytes": max_bytes,
-               "trust_torchscript": trust_torchscript}  # fmt: skip
+    filename = expected.filename
+    request = {"root": str(folder.root)} | asdict(expected)
 
     def limited() -> None:  # in the child, before it runs Python
         resource.setrlimit(resource.RLIMIT_DATA, (CHECK_MEMORY_BYTES, CHECK_MEMORY_BYTES))
@@ -207,19 +211,12 @@ def _child_environment() -> dict[str, str]:
     }
 
 
-def check_here(
-    folder: UploadFolder,
-    *,
-    filename: str,
-    kind: str,
-    sha256: str,
-    max_bytes: int,
-    trust_torchscript: bool,
-) -> tuple[dict[str, str], dict]:
+def check_here(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str], dict]:
     """The check itself (run by :mod:`panoramia.service.uploads.check_child`): the SHA-256
     against ``sha256``, then the format (:func:`panoramia.service.uploads.checks.
     check_upload`); the upload moved into ``content/``. The summary gains ``unpacked_bytes``:
     what the upload keeps on disk."""
+    filename, sha256 = expected.filename, expected.sha256
     digest = hashlib.sha256()
     with open(folder.incoming, "rb") as received:
         for block in iter(lambda: received.read(1 << 20), b""):
@@ -230,8 +227,8 @@ def check_here(
         )
     folder.content.mkdir(mode=0o700)
     checked = check_upload(
-        folder.incoming, filename, kind, max_bytes=max_bytes,
-        into=folder.content / FOLDER, trust_torchscript=trust_torchscript,
+        folder.incoming, filename, expected.kind, max_bytes=expected.max_bytes,
+        into=folder.content / FOLDER, trust_torchscript=expected.trust_torchscript,
     )  # fmt: skip
     if checked.unpacked is None:
         kept = folder.data_path(filename)

@@ -12,7 +12,7 @@ from typing import BinaryIO
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import UploadRejected, check_filename
-from panoramia.service.uploads.files import UploadFolder, finish
+from panoramia.service.uploads.files import Expected, UploadFolder, finish
 from panoramia.store.repository import ReportStore, StorageFull
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import CHECKING, RECEIVING, NewUpload, UploadRows
@@ -32,10 +32,11 @@ def complete_upload(settings: ServiceSettings, store: ReportStore, upload: Uploa
         raise NotReceiving("this upload is being checked, or is no longer there")
     folder = UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
     try:
-        files, summary = finish(
-            folder, filename=upload.filename, kind=upload.kind, sha256=upload.sha256,
-            max_bytes=settings.max_file_bytes, trust_torchscript=settings.trust_torchscript,
+        expected = Expected(
+            upload.filename, upload.kind, upload.sha256, settings.max_file_bytes,
+            settings.trust_torchscript,
         )  # fmt: skip
+        files, summary = finish(folder, expected)
         kept = usage(store, settings, upload.contributor_id)
         after = kept.total - upload.size + int(summary.get("unpacked_bytes", upload.size))
         if after > kept.quota_bytes:
