@@ -1,0 +1,158 @@
+"""Reports and models: upload a CLI run's report, list models, list and read reports and
+their pages (served under a CSP that runs nothing)."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import Path as FastApiPath
+from fastapi.responses import HTMLResponse
+
+from panoramia.pipeline.registry import MODALITY_PATTERN
+from panoramia.report.digest import with_own_verdict
+from panoramia.service.schemas import Identifier as IdentifierType
+from panoramia.service.schemas import (
+    ModelRef,
+    ModelView,
+    QuotedFigure,
+    ReportSummary,
+    ReportUpload,
+    ReportView,
+)
+from panoramia.service.schemas import Name as NameType
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.usage import file_bytes
+from panoramia.store.repository import ModelRef as StoredModelRef
+from panoramia.store.repository import (
+    Principal,
+    ReportContent,
+    ReportFilter,
+    ReportStore,
+    as_utc,
+)
+from panoramia.store.tables import Report
+
+HTML_POLICY = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; "
+    "form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""Report pages are uploaded content: no scripts, no requests, no forms, no framing, an opaque
+origin (``sandbox``); only inline styles and data images."""
+NOT_FOUND = "not found"
+
+
+def _summary(report: Report) -> ReportSummary:
+    digest = report.digest if isinstance(report.digest, dict) else {}
+    found = digest.get("verdict") if isinstance(digest.get("verdict"), dict) else {}
+    quote = found.get("quote") if isinstance(found.get("quote"), dict) else None
+    return ReportSummary(
+        id=report.id,
+        model=report.model.name,
+        version=report.model.version,
+        modality=report.modality,
+        level=found.get("level"),
+        headline=found.get("headline"),
+        quoted=QuotedFigure(**quote) if quote else None,
+        p_value=found.get("p_value"),
+        c_lb=report.c_lb,
+        c_plus_eps_lb=report.c_plus_eps_lb,
+        eps_tilde=report.eps_tilde,
+        created_at=as_utc(report.created_at),
+        audit_id=report.audit_id,
+    )
+
+
+def reports_router(
+    settings: ServiceSettings,
+    store: ReportStore,
+    caller: Callable[..., Any],
+    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
+) -> APIRouter:
+    """The report and model routes."""
+    router = APIRouter(tags=["reports"])
+    Caller = Annotated[Principal, Depends(caller)]
+    ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
+    ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
+
+    def stored_ref(model: ModelRef) -> StoredModelRef:
+        return StoredModelRef(model.name, model.version, model.declared, model.claim)
+
+    @router.post("/v1/reports", status_code=201, tags=["reports"])
+    @rate_limit
+    def upload_report(
+        request: Request, response: Response, body: ReportUpload, principal: Caller
+    ) -> ReportSummary:
+        """Store a report made by a CLI run (``report.json``, optionally ``report.html``)."""
+        content = ReportContent(
+            document=with_own_verdict(body.report.model_dump(mode="json")),
+            html=body.html,
+            artifact_location=body.artifact_location,
+        )
+        report = store.add_report(
+            principal,
+            stored_ref(body.model),
+            content,
+            max_bytes=settings.max_storage_bytes,
+            file_bytes=file_bytes(store, settings, principal.contributor_id),
+        )
+        response.headers["Location"] = f"/v1/reports/{report.id}"
+        return _summary(report)
+
+    @router.get("/v1/models", tags=["reports"])
+    def list_models(
+        principal: Caller,
+        response: Response,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    ) -> list[ModelView]:
+        """Your models (an admin: everyone's) by name and version, with their report counts,
+        ``limit`` at a time; a full page carries a ``Link`` to the next."""
+        models = store.list_models(principal, limit=limit, offset=offset)
+        if len(models) == limit:
+            response.headers["Link"] = (
+                f'</v1/models?limit={limit}&offset={offset + limit}>; rel="next"'
+            )
+        return [ModelView(**vars(m)) for m in models]
+
+    @router.get("/v1/models/{model}/reports", tags=["reports"])
+    def list_reports(
+        model: ModelName,
+        principal: Caller,
+        latest: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        modality: Annotated[str | None, Query(pattern=MODALITY_PATTERN)] = None,
+        version: Annotated[NameType | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    ) -> list[ReportSummary]:
+        """Your reports of ``model``, newest first (``latest``: only the newest)."""
+        where = ReportFilter(latest, since, until, modality, version, limit, offset)
+        reports = store.list_reports(principal, model, where)
+        if reports is None:
+            raise HTTPException(404, NOT_FOUND)
+        return [_summary(r) for r in reports]
+
+    @router.get("/v1/reports/{report_id}", tags=["reports"])
+    def get_report(report_id: ReportId, principal: Caller) -> ReportView:
+        report = store.get_report(principal, report_id)
+        if report is None:
+            raise HTTPException(404, NOT_FOUND)
+        return ReportView(
+            **_summary(report).model_dump(),
+            artifact_location=report.artifact_location,
+            declared=report.model.declared,
+            claim=report.model.claim,
+            document=report.document,
+        )
+
+    @router.get("/v1/reports/{report_id}/html", response_class=HTMLResponse, tags=["reports"])
+    def get_report_html(report_id: ReportId, principal: Caller) -> HTMLResponse:
+        page = store.get_report_html(principal, report_id)
+        if page is None:
+            raise HTTPException(404, NOT_FOUND)
+        headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
+        return HTMLResponse(page, headers=headers)
+
+    return router
