@@ -20,6 +20,7 @@ from panoramia.service.api.reports import HTML_POLICY, reports_router
 from panoramia.service.api.request_limits import SpooledBody, make_limiter
 from panoramia.service.api.service_routes import service_router
 from panoramia.service.console.pages import NotSignedIn, console_router, not_signed_in_redirect
+from panoramia.service.routing import RouteNeeds
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.routes import is_chunk, uploads_router
 from panoramia.service.worker.queues import AuditQueue
@@ -54,11 +55,11 @@ def create_app(
     app.state.limiter = limiter
     add_error_answers(app)
     caller, worker_caller = bearer_callers(store)
-    limit = limiter.limit(settings.rate_limit)
-    app.include_router(service_router(settings, store, queue, caller, limit))
-    app.include_router(audits_router(settings, store, queue, caller, limit))
-    app.include_router(reports_router(settings, store, caller, limit))
-    app.include_router(uploads_router(settings, store, caller, limit, worker_caller))
+    needs = RouteNeeds(
+        settings, store, queue, caller, worker_caller, limiter.limit(settings.rate_limit)
+    )
+    for router in (service_router, audits_router, reports_router, uploads_router):
+        app.include_router(router(needs))
     app.add_exception_handler(NotSignedIn, not_signed_in_redirect)
     app.include_router(
         console_router(

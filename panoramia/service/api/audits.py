@@ -2,22 +2,20 @@
 door), follow it, cancel it."""
 
 import math
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 
+from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import AuditRequest, AuditView, ModelRef
 from panoramia.service.schemas import Identifier as IdentifierType
-from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.submission.cost import check_budget, estimate_cost
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.naming import portable_overrides, upload_resolver
-from panoramia.service.worker.queues import AuditQueue
 from panoramia.store.repository import ModelRef as StoredModelRef
-from panoramia.store.repository import Principal, ReportStore, StorageFull, as_utc
+from panoramia.store.repository import StorageFull, as_utc
 from panoramia.store.tables import Audit
 
 NOT_FOUND = "not found"
@@ -51,16 +49,11 @@ def _stored_ref(model: ModelRef) -> StoredModelRef:
     return StoredModelRef(model.name, model.version, model.declared, model.claim)
 
 
-def audits_router(
-    settings: ServiceSettings,
-    store: ReportStore,
-    queue: AuditQueue,
-    caller: Callable[..., Any],
-    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
-) -> APIRouter:
+def audits_router(needs: RouteNeeds) -> APIRouter:
     """The audit routes, sending audits to ``queue``."""
     router = APIRouter(tags=["audits"])
-    Caller = Annotated[Principal, Depends(caller)]
+    settings, store, queue, rate_limit = needs.settings, needs.store, needs.queue, needs.rate_limit
+    Caller = needs.contributor()
     AuditId = Annotated[IdentifierType, FastApiPath(description="The audit's id.")]
 
     @router.post("/v1/audits", status_code=202, tags=["audits"])

@@ -1,16 +1,16 @@
 """Reports and models: upload a CLI run's report, list models, list and read reports and
 their pages (served under a CSP that runs nothing)."""
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.responses import HTMLResponse
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
+from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import (
     ModelRef,
@@ -21,14 +21,11 @@ from panoramia.service.schemas import (
     ReportView,
 )
 from panoramia.service.schemas import Name as NameType
-from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.usage import file_bytes
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import (
-    Principal,
     ReportContent,
     ReportFilter,
-    ReportStore,
     as_utc,
 )
 from panoramia.store.tables import Report
@@ -63,15 +60,11 @@ def _summary(report: Report) -> ReportSummary:
     )
 
 
-def reports_router(
-    settings: ServiceSettings,
-    store: ReportStore,
-    caller: Callable[..., Any],
-    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
-) -> APIRouter:
+def reports_router(needs: RouteNeeds) -> APIRouter:
     """The report and model routes."""
     router = APIRouter(tags=["reports"])
-    Caller = Annotated[Principal, Depends(caller)]
+    settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
+    Caller = needs.contributor()
     ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
     ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
 

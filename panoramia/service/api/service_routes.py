@@ -1,29 +1,19 @@
 """The service's own routes: its health, and what a contributor keeps against her quota."""
 
-from collections.abc import Callable
-from typing import Annotated, Any
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from sqlalchemy import text
 
+from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Health, UsageView
-from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.usage import usage
-from panoramia.service.worker.queues import AuditQueue
 from panoramia.store.database import current_revision
-from panoramia.store.repository import Principal, ReportStore
 
 
-def service_router(
-    settings: ServiceSettings,
-    store: ReportStore,
-    queue: AuditQueue,
-    caller: Callable[..., Any],
-    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
-) -> APIRouter:
+def service_router(needs: RouteNeeds) -> APIRouter:
     """``/healthz`` and ``/v1/usage``."""
     router = APIRouter(tags=["service"])
-    Caller = Annotated[Principal, Depends(caller)]
+    settings, store, queue, rate_limit = needs.settings, needs.store, needs.queue, needs.rate_limit
+    Caller = needs.contributor()
 
     @router.get("/healthz")
     def healthz() -> Health:

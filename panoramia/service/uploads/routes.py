@@ -21,19 +21,19 @@ upload answers 404, as an unknown one does.
 """
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from panoramia.errors import InputError
 from panoramia.service.contributor_files import open_beneath
+from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
-from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import (
     ARCHIVE_SUFFIXES,
@@ -44,7 +44,7 @@ from panoramia.service.uploads.checks import (
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
 from panoramia.service.uploads.files import FOLDER, ChunkRefused, UploadFolder, append_chunk
 from panoramia.service.uploads.intake import NotReceiving, complete_upload
-from panoramia.store.repository import Principal, ReportStore, as_utc
+from panoramia.store.repository import Principal, as_utc
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, RECEIVING, NameTaken, NewUpload, UploadRows
 
@@ -67,19 +67,13 @@ def is_chunk(method: str, path: str) -> bool:
     return method == "PATCH" and path.startswith("/v1/uploads/")
 
 
-def uploads_router(
-    settings: ServiceSettings,
-    store: ReportStore,
-    caller: Callable[..., Any],
-    rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]],
-    worker_caller: Callable[..., Any],
-) -> APIRouter:
-    """The upload routes; ``caller`` is the bearer-token dependency, ``rate_limit`` the
-    per-contributor limit of creations and deletions, ``worker_caller`` the dependency of
-    the routes a worker on another machine reads an audit's uploads by."""
+def uploads_router(needs: RouteNeeds) -> APIRouter:
+    """The upload routes, and the routes a worker on another machine reads an audit's
+    uploads by (a worker's token)."""
     router = APIRouter(tags=["uploads"])
+    settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
     rows = UploadRows(store)
-    Caller = Annotated[Principal, Depends(caller)]
+    Caller = needs.contributor()
     UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
     IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
 
@@ -190,7 +184,7 @@ def uploads_router(
             "reports_redacted": erased.reports_redacted,
         }
 
-    Worker = Annotated[Principal, Depends(worker_caller)]
+    Worker = needs.worker()
 
     def in_use(upload_id: str) -> tuple[Upload, Path]:
         """A ready upload that a running audit names, and its data's path; else 404."""
