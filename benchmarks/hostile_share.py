@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from serving import free_port, wait_healthy
 from sqlalchemy import create_engine, text
 
 from panoramia.store import ReportStore, make_engine, upgrade
@@ -51,12 +51,6 @@ from panoramia.store import ReportStore, make_engine, upgrade
 BIN = Path(sys.executable).parent
 TINY = {"model": {"name": "census", "version": "1"}, "target": {"config": "mlp_generalised"}}
 """alice's audit: the demo's tabular audit (10-epoch MLP)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
@@ -312,12 +306,7 @@ def main() -> None:
             worker = start([str(BIN / "panoramia"), "worker"], env, home / "worker.log")
             stack.callback(worker.terminate)
         base = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_healthy(base)
         backend = "PostgreSQL" if args.database_url else "SQLite"
         print(f"# Hostile contributor replay: {backend}, {args.queue} queue, one audit at a time")
         headers = {name: {"authorization": f"Bearer {t}"} for name, t in tokens.items()}

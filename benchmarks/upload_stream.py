@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
+from serving import free_port, wait_healthy
 
 from panoramia.hashing import file_sha256
 
@@ -63,12 +63,6 @@ def write_csv(path: Path, megabytes: int) -> None:
             out.write(row)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--size-mb", type=int, default=1024)
@@ -92,12 +86,7 @@ def main() -> None:
                                   env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{base}/healthz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_healthy(base)
             data = home / "members.csv"
             started = time.perf_counter()
             write_csv(data, args.size_mb)

@@ -162,9 +162,14 @@ class UploadRows:
         with self.store.sessions() as session:
             return list(session.scalars(query))
 
-    def audits_naming(self, contributor_id: int, upload_id: str) -> list[Audit]:
-        """Her audits whose request named this upload (any state)."""
+    def audits_naming(
+        self, contributor_id: int, upload_id: str, *, status: str | None = None
+    ) -> list[Audit]:
+        """Her audits whose request named this upload (only those in ``status`` when given:
+        the database narrows them before any request is read)."""
         query = select(Audit).where(Audit.contributor_id == contributor_id)
+        if status is not None:
+            query = query.where(Audit.status == status)
         with self.store.sessions() as session:
             return [
                 audit

@@ -82,6 +82,11 @@ def suffix_of(filename: str) -> str:
     return ""
 
 
+def is_archive(filename: str) -> bool:
+    """Whether an upload of this file name is kept unpacked (a folder), not as one file."""
+    return suffix_of(filename) in ARCHIVE_SUFFIXES
+
+
 def check_filename(filename: str, kind: str) -> str:
     """The format suffix of an upload's file name; UploadRejected for a name that is not a
     plain file name or a format its ``kind`` does not take."""

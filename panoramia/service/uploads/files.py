@@ -32,9 +32,9 @@ import anyio
 
 from panoramia.hashing import file_sha256
 from panoramia.service.uploads.checks import (
-    ARCHIVE_SUFFIXES,
     UploadRejected,
     check_upload,
+    is_archive,
     model_root,
     suffix_of,
 )
@@ -91,10 +91,18 @@ class UploadFolder:
     def data_path(self, filename: str) -> Path:
         """Where a ready upload's data lies: the checked file, or the unpacked folder (for a
         model, the folder holding its ``target.json``)."""
-        suffix = suffix_of(filename)
-        if suffix in ARCHIVE_SUFFIXES:
+        if is_archive(filename):
             return model_root(self.content / FOLDER)
-        return self.content / f"data{suffix}"
+        return self.content / f"data{suffix_of(filename)}"
+
+    def recorded_prefix(self, filename: str) -> str | None:
+        """For an unpacked upload, what the names of the files under :meth:`data_path` start
+        with among those recorded on arrival (``""``, or the one folder holding a model's
+        ``target.json`` and ``/``); None for a single file."""
+        if not is_archive(filename):
+            return None
+        inner = self.data_path(filename).relative_to(self.content / FOLDER).as_posix()
+        return "" if inner == "." else inner + "/"
 
 
 WRITE_BYTES = 2**20

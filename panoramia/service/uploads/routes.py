@@ -36,13 +36,12 @@ from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import (
-    ARCHIVE_SUFFIXES,
     UploadRejected,
     check_filename,
     suffix_of,
 )
 from panoramia.service.uploads.erase import UploadInUse, erase_upload
-from panoramia.service.uploads.files import FOLDER, ChunkRefused, UploadFolder, append_chunk
+from panoramia.service.uploads.files import ChunkRefused, UploadFolder, append_chunk
 from panoramia.service.uploads.intake import NotReceiving, complete_upload
 from panoramia.store.repository import Principal, as_utc
 from panoramia.store.tables import Upload
@@ -192,10 +191,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
         if (
             upload is None
             or upload.state != READY
-            or not any(
-                audit.status == "running"
-                for audit in rows.audits_naming(upload.contributor_id, upload.id)
-            )
+            or not rows.audits_naming(upload.contributor_id, upload.id, status="running")
         ):
             raise HTTPException(404, NOT_FOUND)
         return upload, folder(upload).data_path(upload.filename)
@@ -204,11 +200,10 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     def worker_listing(upload_id: UploadId, _worker: Worker) -> dict:
         """The files of a running audit's upload, each with its SHA-256 (a worker token)."""
         upload, data = in_use(upload_id)
-        if upload.kind == "data" and suffix_of(upload.filename) not in ARCHIVE_SUFFIXES:
+        prefix = folder(upload).recorded_prefix(upload.filename)
+        if prefix is None:
             return {"suffix": suffix_of(upload.filename), "folder": False,
                     "files": {data.name: upload.sha256}}  # fmt: skip
-        inner = data.relative_to(folder(upload).content / FOLDER).as_posix()
-        prefix = "" if inner == "." else inner + "/"
         files = {
             name.removeprefix(prefix): digest
             for name, digest in (upload.files or {}).items()
@@ -220,15 +215,13 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     def worker_file(upload_id: UploadId, relative: str, _worker: Worker) -> StreamingResponse:
         """One file of a running audit's upload, streamed (a worker token)."""
         upload, data = in_use(upload_id)
-        single = upload.kind == "data" and suffix_of(upload.filename) not in ARCHIVE_SUFFIXES
-        if single:
+        prefix = folder(upload).recorded_prefix(upload.filename)
+        if prefix is None:
             if relative != data.name:
                 raise HTTPException(404, NOT_FOUND)
             path = data
         else:
-            inner = data.relative_to(folder(upload).content / FOLDER).as_posix()
-            recorded = relative if inner == "." else f"{inner}/{relative}"
-            if recorded not in (upload.files or {}):
+            if prefix + relative not in (upload.files or {}):
                 raise HTTPException(404, NOT_FOUND)
             path = data.joinpath(*relative.split("/"))
         parts = path.relative_to(settings.uploads_dir).parts

@@ -35,7 +35,7 @@ class LocalUploads:
         self.store, self.uploads_dir = store, uploads_dir
 
     def copy(self, upload_id: str, destination: Path) -> str:
-        from panoramia.service.uploads.checks import ARCHIVE_SUFFIXES, suffix_of
+        from panoramia.service.uploads.checks import is_archive, suffix_of
         from panoramia.service.uploads.files import UploadFolder
         from panoramia.store.uploads import READY, UploadRows
 
@@ -44,7 +44,7 @@ class LocalUploads:
             raise InputError(f"upload {upload_id}: deleted, or not fully arrived")
         folder = UploadFolder.of(self.uploads_dir, upload.contributor_id, upload.id)
         kept = folder.data_path(upload.filename)
-        suffix = "" if suffix_of(upload.filename) in ARCHIVE_SUFFIXES else suffix_of(kept.name)
+        suffix = "" if is_archive(upload.filename) else suffix_of(kept.name)
         made = destination.with_name(destination.name + suffix)
         copy_beneath(self.uploads_dir, kept.relative_to(self.uploads_dir).parts, made,
                      f"upload {upload.name}")  # fmt: skip
