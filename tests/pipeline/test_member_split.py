@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from panoramia.errors import InputError
-from panoramia.pipeline.graph import MEMBER_SETS, member_parts, split_sizes
+from panoramia.pipeline.stages.splits import MEMBER_SETS, member_parts, split_sizes
 
 FRACTIONS = {"generator": 0.4, "attack_train": 0.25, "attack_val": 0.1, "audit": 0.25}
 

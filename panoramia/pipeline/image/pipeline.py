@@ -18,7 +18,7 @@ from baselines.image import HELPER_DATA
 from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
 from panoramia.errors import InputError
 from panoramia.models.image_nets import ARCHITECTURES
-from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
+from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.image.config import ImageJobConfig
 from panoramia.pipeline.image.data import (
     CONTROL_POOL,
@@ -27,8 +27,10 @@ from panoramia.pipeline.image.data import (
     build_image_data,
     image_data_identity,
 )
+from panoramia.pipeline.image.sets import IMAGE_SETS
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
+from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, synthetic_sizes
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 
 GALLERY = 48
@@ -44,25 +46,7 @@ class ImagePipeline(AuditPipeline):
     """The stages of an image audit."""
 
     job: ImageJobConfig
-    SET_SUFFIX = ".npz"
-    MEMBERS_FILE = MEMBERS
-    NONMEMBERS_FILE = NONMEMBERS
-
-    def read_set(self, path: Path) -> ImageSet:
-        return read_npz(path)
-
-    def write_subset(self, examples: ImageSet, indices: np.ndarray, path: Path) -> None:
-        examples.take(indices).save(path)
-
-    def stack(self, members: ImageSet, others: ImageSet) -> ImageSet:
-        return concat([members, others])
-
-    def fill_slots(self, members: ImageSet, others: ImageSet, take: np.ndarray) -> ImageSet:
-        m = take.size
-        return ImageSet(
-            np.where(take[:, None, None, None], members.images[:m], others.images[:m]),
-            np.where(take, members.labels[:m], others.labels[:m]),
-        )
+    sets = IMAGE_SETS
 
     def new_distinguisher(
         self, data: StageResult, index: int = 0
@@ -135,7 +119,7 @@ class ImagePipeline(AuditPipeline):
             "data", lambda d: build_image_data(self.job.data, d), config=identity, inputs=[]
         )
 
-    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+    def train_demo_target(self, data: StageResult, directory: Path) -> dict:
         from panoramia.models.image_training import train_image_directory
 
         pool = CONTROL_POOL if self.job.target.members == "disjoint" else MEMBERS
@@ -184,7 +168,7 @@ class ImagePipeline(AuditPipeline):
 
         config = self.job.generator
         helper = self.job.helper
-        needed = self.synthetic_sizes(
+        needed = synthetic_sizes(
             known, helper.n_images if helper.training_data == "synthetic" else 0
         )
 
@@ -261,7 +245,7 @@ class ImagePipeline(AuditPipeline):
             # Disjoint: h's images are never audited.
             deal(
                 needed,
-                lambda indices, name: self.write_subset(
+                lambda indices, name: self.sets.write(
                     kept, indices, directory / f"synthetic_{name}.npz"
                 ),
                 order=SYNTHETIC_SETS,
@@ -286,7 +270,7 @@ class ImagePipeline(AuditPipeline):
         }
         return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
 
-    def _train_stand_in(
+    def train_stand_in(
         self, data: StageResult, examples: ImageSet, directory: Path, seed: int
     ) -> dict:
         from baselines.image import train_image_helper

@@ -15,19 +15,20 @@ import numpy as np
 import pandas as pd
 
 from panoramia.errors import InputError
-from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
+from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
+from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, member_parts_of, synthetic_sizes
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 from panoramia.pipeline.tabular.config import TabularJobConfig
 from panoramia.pipeline.tabular.data import (
     CONTROL_POOL,
     MEMBERS,
-    NONMEMBERS,
     build_data,
     data_identity,
     load_schema,
 )
+from panoramia.pipeline.tabular.sets import TABULAR_SETS
 
 TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
 """Settings of the synthetic stage that the generator's fit does not use."""
@@ -37,12 +38,7 @@ class TabularPipeline(AuditPipeline):
     """The stages of a tabular audit (rows in parquet files, sdv, xgboost)."""
 
     job: TabularJobConfig
-    SET_SUFFIX = ".parquet"
-    MEMBERS_FILE = MEMBERS
-    NONMEMBERS_FILE = NONMEMBERS
-
-    def read_set(self, path: Path) -> pd.DataFrame:
-        return pd.read_parquet(path)
+    sets = TABULAR_SETS
 
     def slice_columns(self) -> tuple[str, ...] | None:
         """The embedded data's columns, or the declared ones of a CSV (None: inferred from
@@ -58,28 +54,15 @@ class TabularPipeline(AuditPipeline):
 
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[pd.DataFrame, list[str]]:
         """The audited members' rows; groups by the label and ``audit.slices``."""
-        rows = self.read_set(stages["split"].directory / f"member_audit{self.SET_SUFFIX}")
+        rows = self.sets.read(stages["split"].directory / f"member_audit{self.sets.suffix}")
         label = load_schema(stages["data"].directory).label
         return rows, [label, *self.job.audit.slices]
 
     def probe_target(self, adapter: Any, data: StageResult) -> None:
         """The model's losses on the first 16 members: a label the model does not know or a
         missing feature ends the audit here, at stage 2, in one line."""
-        rows = self.read_set(data.directory / self.MEMBERS_FILE).head(16)
+        rows = self.sets.read(data.directory / self.sets.members_file).head(16)
         adapter.per_example_loss(rows)
-
-    def write_subset(self, examples: pd.DataFrame, indices: np.ndarray, path: Path) -> None:
-        examples.iloc[indices].reset_index(drop=True).to_parquet(path)
-
-    def stack(self, members: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
-        return pd.concat([members, others], ignore_index=True)
-
-    def fill_slots(
-        self, members: pd.DataFrame, others: pd.DataFrame, take: np.ndarray
-    ) -> pd.DataFrame:
-        m = take.size
-        rows = pd.concat([members.iloc[:m][take], others.iloc[:m][~take]])
-        return rows.sort_index(kind="stable").reset_index(drop=True)
 
     def new_distinguisher(
         self, data: StageResult, index: int = 0
@@ -97,13 +80,13 @@ class TabularPipeline(AuditPipeline):
             "data", lambda d: build_data(self.job.data, d), config=identity, inputs=[]
         )
 
-    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+    def train_demo_target(self, data: StageResult, directory: Path) -> dict:
         """Train the demo target (mlp or xgboost) into ``directory``; returns its metrics and
         ``trained_on``, the rows it trained on."""
         members = self.job.target.members
         rows = pd.read_parquet(data.directory / (MEMBERS if members == "same" else CONTROL_POOL))
         if members == "disjoint+generator_data":  # a control that knows D_G, never D_in
-            known, parts = self._member_parts(data)
+            known, parts = member_parts_of(self, data)
             rows = pd.concat([rows, known.iloc[parts["generator"]]], ignore_index=True)
         schema = load_schema(data.directory)
         return {"trained_on": len(rows), **self._fit_demo_target(rows, schema, directory)}
@@ -170,7 +153,7 @@ class TabularPipeline(AuditPipeline):
         from generators.tabular_support import SupportScreen
 
         config = self.job.generator
-        needed = self.synthetic_sizes(known, self.job.helper.n_rows)
+        needed = synthetic_sizes(known, self.job.helper.n_rows)
 
         def build(directory: Path) -> dict:
             schema = load_schema(data.directory)
@@ -235,7 +218,7 @@ class TabularPipeline(AuditPipeline):
             # Disjoint: the helper's rows are never audited.
             deal(
                 needed,
-                lambda indices, name: self.write_subset(
+                lambda indices, name: self.sets.write(
                     kept, indices, directory / f"synthetic_{name}.parquet"
                 ),
                 order=SYNTHETIC_SETS,
@@ -262,7 +245,7 @@ class TabularPipeline(AuditPipeline):
             "synthetic", build, config=sample_config, inputs=[gen, known], version=5
         )
 
-    def _train_stand_in(
+    def train_stand_in(
         self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int
     ) -> dict:
         from baselines.tabular import train_helper

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from panoramia.data.text import TextSet, concat_chunks, read_chunks
+from panoramia.data.text import TextSet, read_chunks
 from panoramia.errors import InputError
-from panoramia.pipeline.graph import SYNTHETIC_SETS, AuditPipeline
+from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
+from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, synthetic_sizes
 from panoramia.pipeline.text.config import TextJobConfig
 from panoramia.pipeline.text.data import (
     CONTROL_POOL,
@@ -30,6 +31,7 @@ from panoramia.pipeline.text.data import (
     build_text_data,
     text_data_identity,
 )
+from panoramia.pipeline.text.sets import TEXT_SETS
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -59,31 +61,14 @@ class TextPipeline(AuditPipeline):
     """The stages of a text audit."""
 
     job: TextJobConfig
-    SET_SUFFIX = ".npz"
-    MEMBERS_FILE = MEMBERS
-    NONMEMBERS_FILE = NONMEMBERS
+    sets = TEXT_SETS
     _base: StageResult | None = None
 
-    def planned_stages(self) -> tuple[str, ...]:
-        """The graph's stages and the public base LM's (stage ``base``)."""
-        return ("base", *super().planned_stages())
-
-    def read_set(self, path: Path) -> TextSet:
-        return read_chunks(path)
-
-    def write_subset(self, examples: TextSet, indices: np.ndarray, path: Path) -> None:
-        examples.take(indices).save(path)
-
-    def stack(self, members: TextSet, others: TextSet) -> TextSet:
-        return concat_chunks([members, others])
-
-    def fill_slots(self, members: TextSet, others: TextSet, take: np.ndarray) -> TextSet:
-        m = take.size
-        return TextSet(
-            np.where(take[:, None], members.tokens[:m], others.tokens[:m]),
-            np.where(take, members.documents[:m], others.documents[:m]),
-            np.where(take, members.positions[:m], others.positions[:m]),
-        )
+    def graph(self) -> tuple[StageSpec, ...]:
+        """The shared graph with the public base LM (stage ``base``) after the data; the
+        generator, h and the stand-ins start from it."""
+        base = StageSpec("base", ("data",), lambda audit, built: audit.public_base(built["data"]))
+        return (STAGE_GRAPH[0], base, *STAGE_GRAPH[1:])
 
     def side_losses(self, adapter, examples: TextSet) -> np.ndarray:
         """The loss sequence (N, L−1) of each chunk."""
@@ -167,7 +152,7 @@ class TextPipeline(AuditPipeline):
             eos_token_id=int(tokenizer.eos_token_id),
         )  # fmt: skip
 
-    def _train_demo_target(self, data: StageResult, directory: Path) -> dict:
+    def train_demo_target(self, data: StageResult, directory: Path) -> dict:
         from panoramia.models.causal_lm import (
             fit_causal_lm,
             mean_loss,
@@ -277,7 +262,7 @@ class TextPipeline(AuditPipeline):
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         from generators.text import TextGenerator
 
-        needed = self.synthetic_sizes(known, self.job.helper.n_chunks)
+        needed = synthetic_sizes(known, self.job.helper.n_chunks)
 
         def build(directory: Path) -> dict:
             generator = TextGenerator.load(gen.directory)
@@ -324,13 +309,13 @@ class TextPipeline(AuditPipeline):
             recipe.pop(name, None)
         return {"recipe": "target", "target": recipe}
 
-    def _train_stand_in(
+    def train_stand_in(
         self, data: StageResult, examples: TextSet, directory: Path, seed: int
     ) -> dict:
         from baselines.text import train_text_helper
         from panoramia.models.causal_lm import fit_causal_lm, new_causal_lm, save_causal_lm
 
-        if self._target_recipe():  # as _train_demo_target trains the target, on these examples
+        if self._target_recipe():  # as train_demo_target trains the target, on these examples
             target = self.job.target
             model = new_causal_lm(
                 base_model=target.base_model, architecture=self.architecture(data), seed=seed

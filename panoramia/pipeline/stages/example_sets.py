@@ -1,0 +1,32 @@
+"""What a modality hands the shared stages: how its example sets are stored and combined."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ExampleSets:
+    """A modality's example sets (a DataFrame of rows, an ImageSet or a TextSet), as the shared
+    stages read, write, stack and deal them; examples are indexed along their first axis."""
+
+    suffix: str
+    """File suffix of a stored set (``.parquet`` rows, ``.npz`` images or chunks)."""
+    members_file: str
+    """The data stage's file of known members."""
+    nonmembers_file: str
+    """The data stage's file of real non-members (absent when the user has none)."""
+    read: Callable[[Path], Any]
+    """One stored set."""
+    write: Callable[[Any, np.ndarray, Path], None]
+    """``write(examples, indices, path)``: store ``examples[indices]`` (in that order)."""
+    stack: Callable[[Any, Any], Any]
+    """``stack(members, others)``: members then others, as one set."""
+    fill: Callable[[Any, Any, np.ndarray], Any]
+    """``fill(members, others, take)``: the game's audit set of ``take.size`` slots; slot i
+    holds member i where ``take[i]``, else other i."""

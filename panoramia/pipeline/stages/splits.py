@@ -1,0 +1,147 @@
+"""The splits of the known members, the real non-members and the synthetic pool.
+
+D_G depends on ``generation_seed`` alone; the other member parts, the non-members' parts
+and the re-dealt synthetic sets on ``seed`` (docs/SPEC.md §2.5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from panoramia.errors import InputError
+from panoramia.pipeline.seeds import child_rng
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.runner import StageResult
+
+MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
+"""The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
+SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
+"""The disjoint synthetic sets: the distinguishers' train/val, the audit, h's training set."""
+
+
+def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+    """Examples per part of :data:`MEMBER_SETS` for ``n`` known members (floors)."""
+    if sum(fractions.values()) > 1 + 1e-9:
+        raise InputError("data.split: the fractions add up to more than 1")
+    sizes = {name: math.floor(fraction * n) for name, fraction in fractions.items()}
+    if min(sizes.values()) < 10:
+        raise InputError(f"data.split: {n} known members leave a part under 10 rows: {sizes}")
+    return sizes
+
+
+def member_parts(
+    n: int, sizes: dict[str, int], *, generation_seed: int, seed: int
+) -> dict[str, np.ndarray]:
+    """Indices into the ``n`` known members of each part of :data:`MEMBER_SETS` (disjoint).
+
+    D_G depends on ``generation_seed`` alone; the other parts are drawn by ``seed`` among the
+    members D_G leaves, so changing ``seed`` never moves an example into or out of D_G."""
+    order = child_rng(generation_seed, "split/members").permutation(n)
+    n_generator = sizes["generator"]
+    rest = order[n_generator:]
+    rest = rest[child_rng(seed, "split/rest").permutation(rest.size)]
+    parts, start = {"generator": order[:n_generator]}, 0
+    for name in MEMBER_SETS[1:]:
+        parts[name] = rest[start : start + sizes[name]]
+        start += sizes[name]
+    return parts
+
+
+def member_parts_of(audit: Audit, data: StageResult) -> tuple[Any, dict[str, np.ndarray]]:
+    """The known members and the indices of each part of :data:`MEMBER_SETS`."""
+    members = audit.sets.read(data.directory / audit.sets.members_file)
+    sizes = split_sizes(len(members), asdict(audit.job.data.split))
+    parts = member_parts(
+        len(members), sizes, generation_seed=audit.generation_seed, seed=audit.seed
+    )
+    return members, parts
+
+
+def build_generator_data(audit: Audit, data: StageResult) -> StageResult:
+    """D_G: the known members the generator (and the labeler) learn from; it depends on
+    ``generation_seed`` only. Its info records the size of every member part."""
+    fractions = asdict(audit.job.data.split)
+
+    def build(directory: Path) -> dict:
+        members, parts = member_parts_of(audit, data)
+        audit.sets.write(
+            members, parts["generator"], directory / f"member_generator{audit.sets.suffix}"
+        )
+        return {"members": {name: int(part.size) for name, part in parts.items()}}
+
+    return audit.runner.run(
+        "generator_data",
+        build,
+        config={"fractions": fractions, "generation_seed": audit.generation_seed},
+        inputs=[data],
+        label="D_G (generator's members)",
+    )
+
+
+def build_split(audit: Audit, data: StageResult) -> StageResult:
+    """The known members outside D_G into attack train/val and audit (by ``seed``); real
+    non-members (if any) into attack train/val/audit, for RM;RN and O(1)."""
+    fractions = asdict(audit.job.data.split)
+
+    def build(directory: Path) -> dict:
+        members, parts = member_parts_of(audit, data)
+        for name in MEMBER_SETS[1:]:
+            audit.sets.write(members, parts[name], directory / f"member_{name}{audit.sets.suffix}")
+        info: dict = {"members": {name: int(part.size) for name, part in parts.items()}}
+        if (data.directory / audit.sets.nonmembers_file).exists():
+            nonmembers = audit.sets.read(data.directory / audit.sets.nonmembers_file)
+            order = child_rng(audit.seed, "split/nonmembers").permutation(len(nonmembers))
+            start, info["nonmembers"] = 0, {}
+            for name in MEMBER_SETS[1:]:
+                size = min(parts[name].size, max(0, len(nonmembers) - start))
+                if size:
+                    audit.sets.write(
+                        nonmembers, order[start : start + size],
+                        directory / f"nonmember_{name}{audit.sets.suffix}",
+                    )  # fmt: skip
+                info["nonmembers"][name] = size
+                start += size
+        return info
+
+    config = {"fractions": fractions, "generation_seed": audit.generation_seed}
+    return audit.runner.run("split", build, config={**config, "seed": audit.seed}, inputs=[data])
+
+
+def build_synthetic_split(audit: Audit, pool: StageResult) -> StageResult:
+    """The pool's distinguisher and audit sets, pooled and re-dealt by ``seed`` into sets
+    of the same sizes (h's set stays out: h never sees an audited example)."""
+    names = SYNTHETIC_SETS[:3]
+
+    def build(directory: Path) -> dict:
+        sets = [
+            audit.sets.read(pool.directory / f"synthetic_{n}{audit.sets.suffix}") for n in names
+        ]
+        sizes = [len(part) for part in sets]
+        pooled = sets[0]
+        for part in sets[1:]:
+            pooled = audit.sets.stack(pooled, part)
+        order = child_rng(audit.seed, "split/synthetic").permutation(len(pooled))
+        for name, end, size in zip(names, np.cumsum(sizes), sizes, strict=True):
+            audit.sets.write(
+                pooled,
+                order[end - size : end],
+                directory / f"synthetic_{name}{audit.sets.suffix}",
+            )
+        return dict(zip(names, sizes, strict=True))
+
+    return audit.runner.run(
+        "synthetic_split", build, config={"seed": audit.seed}, inputs=[pool],
+        label="synthetic split",
+    )  # fmt: skip
+
+
+def synthetic_sizes(known: StageResult, helper: int) -> dict[str, int]:
+    """Synthetic examples per set: as many as the members of each distinguisher split and of
+    the audit, and ``helper`` for h (the sets of :data:`SYNTHETIC_SETS`, disjoint).
+    ``known``: the generator_data stage (it records every part's size)."""
+    sizes = known.info["members"]
+    return {**{name: int(sizes[name]) for name in SYNTHETIC_SETS[:3]}, "helper": helper}

@@ -1,0 +1,62 @@
+"""The stand-in stage f̂: h's recipe trained on real examples no game sees (SPEC §2.7)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.runner import StageResult
+
+
+def build_stand_in(
+    audit: Audit, data: StageResult, known: StageResult, index: int = 1
+) -> StageResult:
+    """The stand-in f̂: h's recipe trained on real examples that no distinguisher and no
+    PANORAMIA game sees (docs/SPEC.md §2.7; the real non-members among them may be in the
+    reference game of RM;RN and O(1), which only f's and h's losses meet):
+    ``audit.stand_in.training_data`` names them (the real non-members, D_G, or both; D_G
+    alone when the data has no real non-members). At most ``max_examples`` of them
+    (default: as many as the known members), drawn by ``generation_seed``; a fifth is held
+    out to choose the epoch as for h when ``select_epoch``. The ``index``-th stand-in
+    (1 … ``audit.ensemble``) trains on the same examples with a seed of its own."""
+    setting = audit.job.audit.stand_in
+    nonmembers = data.directory / audit.sets.nonmembers_file
+    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
+    sources = {
+        "real_nonmembers": [nonmembers], "generator_data": [generator_data],
+        "real_nonmembers+generator_data": [nonmembers, generator_data],
+    }[setting.training_data]  # fmt: skip
+    if not nonmembers.exists():  # no real non-members: D_G alone
+        sources = [generator_data]
+    shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
+    cap = setting.max_examples or int(data.info["members"])
+    extra_config, extra_inputs = audit.stand_in_key(data)
+
+    def build(directory: Path) -> dict:
+        examples = audit.sets.read(sources[0])
+        for source in sources[1:]:
+            examples = audit.sets.stack(examples, audit.sets.read(source))
+        rng = child_rng(audit.generation_seed, "stand_in/examples")
+        order = rng.permutation(len(examples))[:cap]
+        training = directory / f"stand_in_training{audit.sets.suffix}"  # kept beside f̂
+        audit.sets.write(examples, order, training)
+        seed = child_seed(audit.generation_seed, "stand_in" + (f"/{index}" if index > 1 else ""))
+        metrics = audit.train_stand_in(data, audit.sets.read(training), directory, seed)
+        return {"training_data": shown, "examples": int(order.size), **metrics}
+
+    config = {
+        "helper": asdict(audit.stand_in_recipe()),
+        **audit.stand_in_recipe_key(),
+        "training_data": [source.name for source in sources],
+        "max_examples": cap,
+        "generation_seed": audit.generation_seed,
+        "index": index,
+        **extra_config,
+    }
+    return audit.runner.run(
+        f"stand_in_{index}", build, config=config,
+        inputs=[data, *([known] if generator_data in sources else []), *extra_inputs],
+        label=f"stand-in f̂_{index} ({shown})",
+    )  # fmt: skip

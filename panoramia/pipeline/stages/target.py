@@ -1,0 +1,65 @@
+"""The target stage: the demo target trained here (cached), or a brought model's identity."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.runner import StageResult
+from panoramia.targets import load_target
+
+
+def build_target(audit: Audit, data: StageResult) -> StageResult:
+    """Train the demo target (cached) or record an external target's identity."""
+    config = asdict(audit.job.target)
+    config.pop("trusted_modules", None)  # who may be imported, not what the target is
+    if config.get("dp_epsilon", 0) is None:  # plain training: the key it always had
+        for name in [key for key in config if key.startswith("dp_")]:
+            config.pop(name)
+    if audit.job.target.kind == "path":
+        return external_target(audit, config, data)
+    config.pop("name")
+    config.pop("path")
+    if audit.job.target.members == "disjoint+generator_data":  # D_G is in its training set
+        config["generator_data"] = {
+            "fractions": asdict(audit.job.data.split),
+            "generation_seed": audit.generation_seed,
+        }
+
+    def build(directory: Path) -> dict:
+        metrics = audit.train_demo_target(data, directory)
+        # The identity (format, file hashes) goes into the record, read by every report.
+        return {**metrics, "identity": load_target(directory).identity()}
+
+    return audit.runner.run(
+        "target",
+        build,
+        config=config,
+        inputs=[data],
+        label=f"target {audit.job.target.name}",
+        version=3,  # 2: initial weights follow train_seed; 3: identity in the record
+    )
+
+
+def external_target(audit: Audit, config: dict, data: StageResult) -> StageResult:
+    """The target stage of a brought model: its identity (format, file hashes), probed on a
+    few members first; the stage holds only its path."""
+    adapter = load_target(audit.job.target.path, trusted_modules=audit.trusted_modules())
+    audit.probe_target(adapter, data)
+    identity = adapter.identity()
+
+    def build(directory: Path) -> dict:
+        (directory / "external.json").write_text(
+            json.dumps({"path": str(Path(audit.job.target.path).resolve())})
+        )
+        return {"identity": identity}
+
+    return audit.runner.run(
+        "target",
+        build,
+        config={**config, "identity": identity},
+        inputs=[],
+        label=f"target {audit.job.target.name}",
+    )
