@@ -9,6 +9,7 @@ import numpy as np
 
 from panoramia.errors import InputError
 from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.game_result import GameBounds
 from panoramia.measure.jsonable import number
 from panoramia.measure.relaxed import attack_slack
 from panoramia.measure.sweep import SweepResult, sweep
@@ -27,13 +28,10 @@ INTERPRETATION = (
 
 
 @dataclass(frozen=True)
-class Measurement:
-    """Result of the two tests on one audit set (baseline vs one attack)."""
+class Measurement(GameBounds):
+    """Result of the two tests on one audit set (baseline vs one attack): ``c_lb`` and
+    ``c_plus_eps_lb`` from the sweeps over thresholds."""
 
-    c_lb: float
-    """Lower bound on the generator's closeness c (baseline test), nats."""
-    c_plus_eps_lb: float
-    """Lower bound on c + ε (attack test), nats."""
     strategy: ThresholdStrategy
     n_thresholds: int
     """K, the thresholds counted by the Bonferroni correction."""
@@ -48,11 +46,6 @@ class Measurement:
     """Seed of the ``split`` partition (unused by the other strategies)."""
     baseline: SweepResult
     attack: SweepResult
-
-    @property
-    def eps_tilde(self) -> float:
-        """ε̃ = max(0, {c+ε}_lb − c_lb) (sign as in the paper; the official script reverses it)."""
-        return max(0.0, self.c_plus_eps_lb - self.c_lb)
 
     @property
     def saturated(self) -> bool:
@@ -79,9 +72,7 @@ class Measurement:
     def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
         """JSON-safe document; ``include_table`` adds every threshold's row (large for ``all``)."""
         return {
-            "c_lb": number(self.c_lb),
-            "c_plus_eps_lb": number(self.c_plus_eps_lb),
-            "eps_tilde": number(self.eps_tilde),
+            **self.bounds_dict(),
             "alpha_per_test": number(self.alpha_per_test),
             "thresholds": str(self.strategy),
             "n_thresholds": self.n_thresholds,

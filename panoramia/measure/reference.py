@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.game_result import RealNonmemberBound
 from panoramia.measure.jsonable import number
 from panoramia.measure.relaxed import relaxed_theta_lb
 from panoramia.measure.sweep import SweepResult, argmax_theta_lb, sweep
@@ -28,11 +29,10 @@ DEFAULT_GUESS_FRACTIONS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
 @dataclass(frozen=True)
-class O1Result:
-    """The O(1) audit's best guess counts and its lower bound on ε."""
+class O1Result(RealNonmemberBound):
+    """The O(1) audit's best guess counts and its lower bound on ε (``eps_lb``, at the given
+    confidence and δ, Bonferroni over the grid)."""
 
-    eps_lb: float
-    """Lower bound on ε (nats) at the given confidence (and δ), Bonferroni over the grid."""
     k_plus: int
     """Examples guessed "member" (the k₊ highest scores)."""
     k_minus: int
@@ -55,7 +55,7 @@ class O1Result:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "eps_lb": number(self.eps_lb),
+            **self.bound_dict(),
             "k_plus": self.k_plus,
             "k_minus": self.k_minus,
             "r": self.r,
@@ -136,10 +136,9 @@ def o1_audit(
 
 
 @dataclass(frozen=True)
-class RmRnResult:
+class RmRnResult(RealNonmemberBound):
     """RM;RN: the attack against real non-members; c = 0 by construction, ε_lb = {c+ε}_lb."""
 
-    eps_lb: float
     n_thresholds: int
     alpha: float
     confidence: float
@@ -148,7 +147,7 @@ class RmRnResult:
 
     def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
         return {
-            "eps_lb": number(self.eps_lb),
+            **self.bound_dict(),
             "thresholds": str(self.attack.strategy),
             "n_thresholds": self.n_thresholds,
             "alpha": number(self.alpha),

@@ -17,6 +17,7 @@ import numpy as np
 
 from panoramia.errors import InputError
 from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.game_result import GameBounds, RealNonmemberBound
 from panoramia.measure.jsonable import number
 from panoramia.measure.sweep import argmax_theta_lb
 from panoramia.measure.thresholds import ThresholdStrategy
@@ -69,22 +70,16 @@ class TwoSidedPoint:
 
 
 @dataclass(frozen=True)
-class TwoSidedMeasurement:
-    """Baseline and attack in the two-sided game on one audit set."""
+class TwoSidedMeasurement(GameBounds):
+    """Baseline and attack in the two-sided game on one audit set (``c_lb``: the generator's
+    two-sided closeness)."""
 
-    c_lb: float
-    """Lower bound on the generator's two-sided closeness c, nats."""
-    c_plus_eps_lb: float
     n_pairs: int
     """Threshold pairs counted by the Bonferroni correction: K(K+1)/2."""
     alpha_per_test: float
     """β / (2 · n_pairs)."""
     baseline: TwoSidedPoint
     attack: TwoSidedPoint
-
-    @property
-    def eps_tilde(self) -> float:
-        return max(0.0, self.c_plus_eps_lb - self.c_lb)
 
     @property
     def saturated(self) -> bool:
@@ -94,9 +89,7 @@ class TwoSidedMeasurement:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "c_lb": number(self.c_lb),
-            "c_plus_eps_lb": number(self.c_plus_eps_lb),
-            "eps_tilde": number(self.eps_tilde),
+            **self.bounds_dict(),
             "saturated": self.saturated,
             "unreliable": self.c_lb == 0,
             "n_pairs": self.n_pairs,
@@ -228,11 +221,10 @@ def measure_two_sided(
 
 
 @dataclass(frozen=True)
-class TwoSidedRmRn:
-    """RM;RN in the two-sided game: one test (c = 0) on real members vs real non-members."""
+class TwoSidedRmRn(RealNonmemberBound):
+    """RM;RN in the two-sided game: one test (c = 0) on real members vs real non-members
+    (``eps_lb`` under the randomised-membership caveat of §2.4)."""
 
-    eps_lb: float
-    """Lower bound on ε (pure DP, nats), under the randomised-membership caveat of §2.4."""
     n_pairs: int
     alpha: float
     """β / n_pairs."""
@@ -241,7 +233,7 @@ class TwoSidedRmRn:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "eps_lb": number(self.eps_lb),
+            **self.bound_dict(),
             "n_pairs": self.n_pairs,
             "alpha": number(self.alpha),
             "confidence": self.confidence,
