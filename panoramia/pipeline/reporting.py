@@ -27,6 +27,7 @@ from panoramia.report.document import report_document
 from panoramia.report.exposure import exposure_section
 from panoramia.report.gdp import gdp_section
 from panoramia.report.html import render_html
+from panoramia.report.schema import ReportDocument
 from panoramia.report.verdict import verdict
 
 
@@ -262,6 +263,7 @@ def build_report(
                              ("f̂_1 (stand-in)", losses_s))
         if table is not None
     }  # fmt: skip
+    ReportDocument.model_validate(document)  # the type the service's upload and worker read
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     write_atomic(
         run_dir / "report.html",

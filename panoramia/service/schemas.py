@@ -14,12 +14,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from panoramia.pipeline.registry import MODALITIES, data_sources
+from panoramia.report.schema import ReportDocument
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, min_length=1, max_length=100)]
@@ -228,47 +228,11 @@ class AuditView(BaseModel):
     report_id: str | None
 
 
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
+class UploadedReportDocument(ReportDocument):
+    """A report posted to the service: :class:`~panoramia.report.schema.ReportDocument` of a
+    modality the registry knows."""
 
-
-class ReportDocument(BaseModel):
-    """``report.json`` of schema version 1.0 to 1.5 (1.1 adds ``verdict``, 1.2
-    ``detectable``, 1.3 ``gdp``, 1.4 ``null``, 1.5 ``attacker`` and ``exposure``; extra keys
-    are kept as they are)."""
-
-    model_config = ConfigDict(extra="allow")
-    schema_version: Literal["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
-    kind: Literal["panoramia-audit-report"]
-    created: datetime
     modality: ModalityName  # type: ignore[valid-type]
-    c_lb: float
-    c_plus_eps_lb: float
-    eps_tilde: float = Field(ge=0)
-    confidence: float = Field(gt=0, lt=1)
-    m: int = Field(ge=1)
-    seed: int
-    baseline: dict
-    attack: dict
-    reference_audits: dict
-    target: dict
-    data: dict
-    config: dict
-    timings: dict
-    versions: dict[str, str]
-
-    _finite_numbers = field_validator("c_lb", "c_plus_eps_lb", "eps_tilde")(_finite)
-
-    @field_validator("eps_tilde")
-    @classmethod
-    def _eps_tilde_is_the_difference(cls, value: float, info: ValidationInfo) -> float:
-        if "c_lb" in info.data and "c_plus_eps_lb" in info.data:
-            expected = max(0.0, info.data["c_plus_eps_lb"] - info.data["c_lb"])
-            if abs(value - expected) > 1e-9:
-                raise ValueError(f"{value} is not max(0, c_plus_eps_lb - c_lb) = {expected}")
-        return value
 
 
 class ReportUpload(CleanBody):
@@ -276,7 +240,7 @@ class ReportUpload(CleanBody):
 
     model_config = ConfigDict(extra="forbid")
     model: ModelRef
-    report: ReportDocument
+    report: UploadedReportDocument
     html: str | None = None
     artifact_location: Annotated[str, Field(max_length=2000)] | None = None
 

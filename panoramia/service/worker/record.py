@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from panoramia.report.schema import ReportDocument
 from panoramia.service.contributor_files import unreadable_entry
-from panoramia.service.schemas import ReportDocument
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.worker.staging import in_contributor_terms
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc

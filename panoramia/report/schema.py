@@ -1,0 +1,60 @@
+"""The report document's type (``report.json``, schema versions :data:`SCHEMA_VERSIONS`): one
+pydantic model that the writer checks its document against before writing it, and that the
+service's report upload and the worker's record validate. Sections below the top level stay
+plain JSON objects (their shapes are documented where they are written); keys this model does
+not name are kept as they are."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from panoramia.report import SCHEMA_VERSIONS
+
+SchemaVersion = Literal[SCHEMA_VERSIONS]  # type: ignore[valid-type]
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class ReportDocument(BaseModel):
+    """``report.json`` of schema version 1.0 to 1.5 (1.1 adds ``verdict``, 1.2
+    ``detectable``, 1.3 ``gdp``, 1.4 ``null``, 1.5 ``attacker`` and ``exposure``). Figures in
+    nats; ``confidence`` a probability; ``m`` the audit set's size."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: SchemaVersion  # type: ignore[valid-type]
+    kind: Literal["panoramia-audit-report"]
+    created: datetime
+    modality: str = Field(min_length=1, max_length=40)
+    c_lb: float
+    c_plus_eps_lb: float
+    eps_tilde: float = Field(ge=0)
+    confidence: float = Field(gt=0, lt=1)
+    m: int = Field(ge=1)
+    seed: int
+    baseline: dict
+    attack: dict
+    reference_audits: dict
+    target: dict
+    data: dict
+    config: dict
+    timings: dict
+    versions: dict[str, str]
+
+    _finite_numbers = field_validator("c_lb", "c_plus_eps_lb", "eps_tilde")(_finite)
+
+    @field_validator("eps_tilde")
+    @classmethod
+    def _eps_tilde_is_the_difference(cls, value: float, info: ValidationInfo) -> float:
+        if "c_lb" in info.data and "c_plus_eps_lb" in info.data:
+            expected = max(0.0, info.data["c_plus_eps_lb"] - info.data["c_lb"])
+            if abs(value - expected) > 1e-9:
+                raise ValueError(f"{value} is not max(0, c_plus_eps_lb - c_lb) = {expected}")
+        return value
