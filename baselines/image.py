@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from baselines.labels import draw_classes, held_out
+from panoramia.audit_settings import HelperData, values
 from panoramia.data.images import ImageSet
 from panoramia.devices import inference_device
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
-HELPER_DATA = ("synthetic", "real")
+HELPER_DATA = values(HelperData)
 
 
 @dataclass
@@ -31,7 +32,7 @@ class ImageHelperConfig(ImageModelConfig):
     never audited: ``n_images`` synthetic ones (``training_data: synthetic``, PANORAMIA's
     design) or D_G, the real known members the generator learnt from (``real``)."""
 
-    training_data: str = "synthetic"
+    training_data: str = HelperData.SYNTHETIC.value
     n_images: int = 2000
     """Synthetic images drawn for h; none are drawn when ``training_data`` is ``real`` (the
     filter and loss matching discard part of every draw, so each image costs more than one

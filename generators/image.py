@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.audit_settings import ImageGeneratorModel, check_image_generator, values
 from panoramia.data.images import ImageSet
 from panoramia.devices import inference_device
 from panoramia.errors import InputError
@@ -36,7 +37,7 @@ from panoramia.models.device_settings import DeviceSettings
 
 WEIGHTS = "generator.safetensors"
 SETTINGS = "generator.json"
-MODELS = ("dcgan", "ddpm")
+MODELS = values(ImageGeneratorModel)
 SAMPLE_BATCH = 256
 MAX_BLACK_LEVEL = 32
 BLACK_TOLERANCE = 0.015
@@ -46,7 +47,7 @@ BLACK_TOLERANCE = 0.015
 class ImageGeneratorConfig(DeviceSettings):
     """The generative model and its training (Lightning, Adam, EMA of the weights)."""
 
-    model: str = "dcgan"
+    model: str = ImageGeneratorModel.DCGAN.value
     """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's; conf/generator/ddpm.yaml has
     the DDPM's)."""
     epochs: int = 100
@@ -74,17 +75,7 @@ class ImageGeneratorConfig(DeviceSettings):
     haze there is what a distinguisher spots first; natural images get 0 (no change)."""
 
     def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise InputError(f"generator.model: {self.model!r} is not one of {', '.join(MODELS)}")
-        if self.black_level is not None and not 0 <= self.black_level <= 255:
-            raise InputError(f"generator.black_level: {self.black_level} is not in [0, 255]")
-        if self.model == "ddpm" and self.width % 8:
-            raise InputError(f"generator.width: {self.width} is not a multiple of 8 (ddpm)")
-        if self.model == "ddpm" and not 1 <= self.sampling_steps <= self.diffusion_steps:
-            raise InputError(
-                f"generator.sampling_steps: {self.sampling_steps} is not in "
-                f"[1, diffusion_steps={self.diffusion_steps}]"
-            )
+        check_image_generator(asdict(self))  # the job's own rules (panoramia.audit_settings)
 
 
 def black_level_of(images: np.ndarray) -> int:

@@ -20,18 +20,19 @@ import numpy as np
 import pandas as pd
 
 from generators.seeding import global_seed
+from panoramia.audit_settings import Synthesizer, values
 from panoramia.data.tabular import TabularSchema, conform
 from panoramia.errors import InputError
 
 log = logging.getLogger(__name__)
 TABLE = "rows"
-SYNTHESIZERS = ("cart", "gaussian_copula", "ctgan", "tvae")
+SYNTHESIZERS = values(Synthesizer)
 SDV_SYNTHESIZERS = SYNTHESIZERS[1:]
 
 
 @dataclass
 class TabularGeneratorConfig:
-    synthesizer: str = "cart"
+    synthesizer: str = Synthesizer.CART.value
     epochs: int = 300
     """Training epochs of ctgan/tvae (unused by the others)."""
     min_leaf: int = 10

@@ -22,12 +22,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from panoramia.audit_settings import Augmentation, values
 from panoramia.data.files import check_npz_arrays
 from panoramia.errors import InputError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 CIFAR_SIDE = 32
-AUGMENTATIONS = ("none", "crop", "crop_flip")
+AUGMENTATIONS = values(Augmentation)
 """Training-time augmentations (see :mod:`panoramia.data.image_module`)."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from panoramia.audit_settings import ImageArch
+
 
 class SmallCNN(nn.Module):
     """Two conv blocks (conv-BN-ReLU ×2, max-pool) and a linear head; ~0.1 M parameters."""
@@ -93,7 +95,8 @@ class ResNet(nn.Module):
 
 
 ARCHITECTURES = {
-    "cnn": "panoramia.models.image_nets:SmallCNN",
-    "resnet": "panoramia.models.image_nets:ResNet",
+    ImageArch.CNN.value: "panoramia.models.image_nets:SmallCNN",
+    ImageArch.RESNET.value: "panoramia.models.image_nets:ResNet",
 }
-"""``target.arch`` / ``helper.arch`` names → import paths (stored in target.json)."""
+"""``target.arch`` / ``helper.arch`` names (:class:`~panoramia.audit_settings.ImageArch`) →
+import paths (stored in target.json)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.audit_settings import Augmentation, ImageArch, Optimizer
 from panoramia.data.images import ImageSet
 from panoramia.devices import inference_device
 from panoramia.errors import InputError
@@ -24,7 +25,7 @@ from panoramia.targets.manifest import MANIFEST
 class ImageModelConfig(DeviceSettings):
     """A network of ``panoramia.models.image_nets`` and how Lightning trains it."""
 
-    arch: str = "cnn"
+    arch: str = ImageArch.CNN.value
     """``cnn`` (SmallCNN) or ``resnet`` (pre-activation ResNet; WRN with ``widen``)."""
     width: int = 32
     blocks: int = 1
@@ -35,8 +36,8 @@ class ImageModelConfig(DeviceSettings):
     batch_size: int = 128
     learning_rate: float = 1e-3
     weight_decay: float = 0.0
-    optimizer: str = "adam"
-    augment: str = "none"
+    optimizer: str = Optimizer.ADAM.value
+    augment: str = Augmentation.NONE.value
     """``none``, ``crop`` (random shifts) or ``crop_flip`` (and horizontal flips)."""
 
 

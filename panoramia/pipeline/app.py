@@ -57,33 +57,20 @@ def compute_environment() -> dict[str, int]:
 
 def run_job(cfg: DictConfig) -> dict[str, object]:
     """Run the audit described by ``cfg``; returns the headline numbers."""
-    from panoramia.accounting.claims import DpSgdClaim
-    from panoramia.accounting.dpsgd import check_accountable
-    from panoramia.measure.thresholds import ThresholdStrategy
+    from panoramia.audit_settings import check_settings
     from panoramia.pipeline.preflight import one_line
     from panoramia.pipeline.reporting import build_report
     from panoramia.pipeline.stages import StageRunner
     from panoramia.pipeline.store import ArtifactStore
-    from panoramia.ranges import check_ranges
 
     try:
         job = OmegaConf.to_object(cfg)
-        check_ranges(OmegaConf.to_container(cfg, resolve=True))  # every setting in its range
+        settings = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as error:  # an interpolation the preflight could not check
         raise InputError(f"config: {one_line(error)}") from None
-    try:  # a bad claim fails here, before any stage runs
-        claim = job.claim.to_claim()
-    except OverflowError:
-        raise InputError(
-            "claim.epochs, claim.sample_rate: T = ⌈epochs/q⌉ is beyond the steps accounted"
-        ) from None
-    if isinstance(claim, DpSgdClaim):
-        check_accountable(claim)  # σ, T and the span of the privacy loss
-    try:  # and so does a bad threshold strategy, which is used only once the stages are done
-        ThresholdStrategy.parse(job.audit.thresholds)
-    except InputError as error:
-        reason = str(error).removeprefix("thresholds: ")
-        raise InputError(f"audit.thresholds: {reason}") from None
+    # Every setting's range and choice, and the rules across them (the claim, the threshold
+    # strategies, the sides): a wrong one fails here, before any stage runs.
+    check_settings(settings)
     Pipeline = modality(job.modality).pipeline_class()
     if job.threads is not None and hasattr(job.distinguisher, "n_jobs"):
         job.distinguisher.n_jobs = job.threads  # xgboost's threads follow torch's

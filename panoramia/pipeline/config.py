@@ -9,10 +9,19 @@ dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-from panoramia.errors import InputError
+from panoramia.audit_settings import (
+    AttackSide,
+    BaselineSide,
+    StandInData,
+    StandInRecipe,
+    TargetKind,
+    TargetMembers,
+    claim_of,
+    run_count_of,
+)
 
 if TYPE_CHECKING:
     from panoramia.accounting.claims import Claim
@@ -56,12 +65,12 @@ class StandInConfig:
     audited and never train a distinguisher, so that the baseline holds a real-trained model's
     opinion as the attack holds f's."""
 
-    training_data: str = "real_nonmembers"
+    training_data: str = StandInData.REAL_NONMEMBERS.value
     """``real_nonmembers``: the data's real non-members (Adult's test set, the embedded image
     and text pools' rest, ``data.nonmembers_path``), or D_G when there are none;
     ``generator_data``: D_G, the members the generator learnt from;
     ``real_nonmembers+generator_data``: both (D_G alone when there are no real non-members)."""
-    recipe: str = "helper"
+    recipe: str = StandInRecipe.HELPER.value
     """``helper``: h's recipe (the image audit's reference h is the target's recipe);
     ``target``: a demo target's own training recipe (text; an audited model directory falls
     back to h's)."""
@@ -93,7 +102,7 @@ class AuditConfig:
     confidence: float = 0.95
     gamma: float = 0.0
     delta: float = 0.0
-    attack_side: str = "target"
+    attack_side: str = AttackSide.TARGET.value
     """The attack's side information: ``target`` (f's losses: the paper's MIA) or
     ``target+helper`` (f's and h's losses). With ``target+helper`` the attack knows all that
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
@@ -103,7 +112,7 @@ class AuditConfig:
     against models that never saw the example, as in LiRA/RMIA); it goes with
     ``baseline_side=stand_in+helper+reference`` and ``ensemble`` ≥ 2, and RM;RN is not run
     with it (the stand-ins train on the data's real non-members, RM;RN's among them)."""
-    baseline_side: str = "helper"
+    baseline_side: str = BaselineSide.HELPER.value
     """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
     ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's
     side with f replaced by a real-trained model that never saw an audited or distinguisher
@@ -138,28 +147,9 @@ class TuningConfig:
     probability: float | None = None
 
     def to_run_count(self) -> RunCount | None:
-        """The law of K (None for one run); :class:`InputError` names a missing field."""
-        from panoramia.accounting.run_count import TruncatedNegativeBinomial, run_count_from_dict
-
-        if self.kind == "none":
-            return None
-        if self.kind == "geometric":
-            if self.mean is None:
-                raise InputError("claim.tuning.mean: required for geometric tuning")
-            return TruncatedNegativeBinomial.geometric(self.mean)
-        fields = {
-            "fixed": ("runs",), "tnb": ("eta", "gamma"), "poisson": ("rate",),
-            "binomial": ("trials", "probability"),
-        }.get(self.kind)  # fmt: skip
-        if fields is None:
-            raise InputError(
-                "claim.tuning.kind: must be none, fixed, tnb, geometric, poisson or binomial, "
-                f"got {self.kind!r}"
-            )
-        missing = [name for name in fields if getattr(self, name) is None]
-        if missing:
-            raise InputError(f"claim.tuning.{missing[0]}: required for {self.kind} tuning")
-        return run_count_from_dict({"kind": self.kind} | {n: getattr(self, n) for n in fields})
+        """The law of K (None for one run); :class:`InputError` names a missing field
+        (:func:`panoramia.audit_settings.run_count_of`)."""
+        return run_count_of(asdict(self))
 
 
 @dataclass
@@ -183,25 +173,9 @@ class ClaimConfig:
     tuning: TuningConfig = field(default_factory=TuningConfig)
 
     def to_claim(self) -> Claim:
-        """The claim object; :class:`InputError` names a missing or bad field."""
-        from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim, NoClaim
-
-        tuning = self.tuning.to_run_count()
-        if self.kind == "none":
-            return NoClaim()
-        if self.kind == "dpsgd":
-            if self.noise_multiplier is None:
-                raise InputError("claim.noise_multiplier: required for a dpsgd claim")
-            return DpSgdClaim.single_phase(
-                self.noise_multiplier, sample_rate=self.sample_rate, batch_size=self.batch_size,
-                dataset_size=self.dataset_size, steps=self.steps, epochs=self.epochs,
-                neighbouring=self.neighbouring, tuning=tuning,  # type: ignore[arg-type]
-            )  # fmt: skip
-        if self.kind == "eps_delta":
-            if self.epsilon is None or self.delta is None:
-                raise InputError("claim.epsilon, claim.delta: required for an eps_delta claim")
-            return EpsDeltaClaim(self.epsilon, self.delta, tuning)
-        raise InputError(f"claim.kind: must be none, dpsgd or eps_delta, got {self.kind!r}")
+        """The claim object; :class:`InputError` names a missing or bad field
+        (:func:`panoramia.audit_settings.claim_of`)."""
+        return claim_of(asdict(self))
 
 
 @dataclass
@@ -209,11 +183,8 @@ class DataConfigBase:
     """Where the known members (and optional real non-members) come from, and how they split.
 
     ``source`` names an embedded dataset or the modality's user-file source
-    (:attr:`USER_FILE_SOURCES`); embedded data has a control pool that a ``disjoint`` target
-    trains on."""
-
-    USER_FILE_SOURCES: ClassVar[tuple[str, ...]] = ("files",)
-    """Sources read from the user's files: they have no control pool."""
+    (``panoramia.audit_settings.FILE_SOURCES``); embedded data has a control pool that a
+    ``disjoint`` target trains on."""
 
     source: str = ""
     members_path: str | None = None
@@ -227,23 +198,16 @@ class DataConfigBase:
     """Use at most this many known members (small test configs)."""
     split: SplitConfig = field(default_factory=SplitConfig)
 
-    def has_control_pool(self) -> bool:
-        """Whether the data has a pool of rows that the audited members are not in."""
-        return self.source not in self.USER_FILE_SOURCES
-
 
 @dataclass
 class TargetConfigBase:
-    """The audited model: a demo target trained here, or a directory (``kind: path``)."""
+    """The audited model: a demo target trained here, or a directory (``kind: path``). The
+    values each modality allows of ``kind`` and ``members``, and what goes with them, are
+    ``panoramia.audit_settings``' (``MODALITY_CHOICES``, ``RULES``)."""
 
-    TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("train",)
-    """Values of ``kind`` that train a demo target here (``path`` opens a directory)."""
-    CONTROL_MEMBERS: ClassVar[tuple[str, ...]] = ("disjoint",)
-    """Values of ``members`` that make a negative control (never trained on D_in)."""
-
-    kind: str = "train"
+    kind: str = TargetKind.TRAIN.value
     name: str = "target"
-    members: str = "same"
+    members: str = TargetMembers.SAME.value
     """Demo targets: ``same`` (trained on the audited members), ``disjoint`` (the negative
     control: a pool disjoint from the known members) or ``disjoint+generator_data`` (tables: a
     control that also trains on D_G, the members the generator learnt from, so that it knows
@@ -251,22 +215,6 @@ class TargetConfigBase:
     train_seed: int = 0
     path: str | None = None
     """kind=path: a target directory with target.json (see panoramia.targets)."""
-
-    def check(self, data: DataConfigBase) -> None:
-        """InputError naming the setting when kind, path or members are inconsistent."""
-        kinds = (*self.TRAINED_KINDS, "path")
-        if self.kind not in kinds:
-            raise InputError(f"target.kind: {self.kind!r} is not one of {', '.join(kinds)}")
-        if self.kind == "path" and not self.path:
-            raise InputError("target.path: a target directory is required for target.kind=path")
-        if self.members not in ("same", *self.CONTROL_MEMBERS):
-            choices = ", ".join(("same", *self.CONTROL_MEMBERS))
-            raise InputError(f"target.members: {self.members!r} is not one of {choices}")
-        if self.members != "same" and not data.has_control_pool():
-            raise InputError(
-                f"target.members={self.members} needs embedded data with a control pool, not "
-                f"data.source={data.source}"
-            )
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Every numeric setting of every config the job composes has a documented range."""
+"""Every numeric setting of every config the job composes has a documented range, and every
+setting is checked in one module (``panoramia.audit_settings``) by both doors."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from panoramia.audit_settings import (
+    CHOICES,
+    RANGES,
+    SKIPPED,
+    _leaves,
+    check_ranges,
+    check_settings,
+    ranges_markdown,
+)
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import MODALITIES, compose_job, config_dir
-from panoramia.ranges import CHOICES, RANGES, SKIPPED, _leaves, check_ranges, ranges_markdown
 
 GROUPS = ("target", "generator", "helper", "distinguisher", "data", "audit", "run")
 
@@ -56,7 +65,9 @@ def test_every_numeric_setting_of_every_composable_config_has_a_range(primary: s
         unranged |= _unranged(container)
         check_ranges(container)  # the shipped defaults lie in their own ranges
     assert composed >= 15, f"only {composed} configs composed for {primary}"
-    assert not unranged, f"settings without a range in panoramia/ranges.py: {sorted(unranged)}"
+    assert not unranged, (
+        f"settings without a range in panoramia/audit_settings.py: {sorted(unranged)}"
+    )
 
 
 def test_a_seed_outside_its_range_names_key_value_and_range() -> None:
@@ -68,7 +79,9 @@ def test_a_seed_outside_its_range_names_key_value_and_range() -> None:
 
 def test_the_documented_table_is_the_checked_one() -> None:
     documented = (Path(__file__).parents[2] / "docs" / "RANGES.md").read_text()
-    assert documented == ranges_markdown(), "run: python -m panoramia.ranges > docs/RANGES.md"
+    assert documented == ranges_markdown(), (
+        "run: python -m panoramia.audit_settings > docs/RANGES.md"
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,9 +107,143 @@ def test_a_choice_outside_its_list_names_key_value_and_choices(key: str, value: 
 
 
 def test_the_choices_are_the_ones_the_code_takes() -> None:
+    from baselines.image import HELPER_DATA
+    from generators.image import MODELS
     from generators.tabular import SYNTHESIZERS
-    from panoramia.pipeline.tabular.config import TabularTargetConfig
+    from panoramia.audit_settings import FILE_SOURCES, MODALITY_CHOICES
+    from panoramia.data.images import AUGMENTATIONS
+    from panoramia.models.image_nets import ARCHITECTURES
 
     assert CHOICES["generator.synthesizer"] == SYNTHESIZERS
-    assert set(TabularTargetConfig.TRAINED_KINDS) <= set(CHOICES["target.kind"])
-    assert set(TabularTargetConfig.CONTROL_MEMBERS) <= set(CHOICES["target.members"])
+    assert CHOICES["generator.model"] == MODELS
+    assert CHOICES["helper.training_data"] == HELPER_DATA
+    assert CHOICES["target.augment"] == CHOICES["helper.augment"] == AUGMENTATIONS
+    assert CHOICES["target.arch"] == CHOICES["helper.arch"] == tuple(ARCHITECTURES)
+    assert set(MODALITY_CHOICES) == set(FILE_SOURCES) == set(MODALITIES)  # one entry each
+    for narrowed in MODALITY_CHOICES.values():
+        for key, allowed in narrowed.items():
+            assert set(allowed) <= set(CHOICES[key]), key
+    for key, allowed in CHOICES.items():  # plain strings, as the composed config holds
+        assert all(type(value) is str for value in allowed), key
+
+
+@pytest.mark.parametrize(
+    ("modality", "key", "value", "message"),
+    [("image", "target.members", "disjoint+generator_data",
+      "target.members: 'disjoint+generator_data' is not one of same, disjoint"),
+     ("text", "target.kind", "mlp", "target.kind: 'mlp' is not one of train, path"),
+     ("tabular", "target.kind", "train", "target.kind: 'train' is not one of mlp, xgboost, path"),
+     ("image", "target.arch", "foo", "target.arch: 'foo' is not one of cnn, resnet"),
+     ("image", "helper.augment", "rotate", "helper.augment: augmentation 'rotate' is not one"),
+     ("image", "target.optimizer", "lbfgs", "target.optimizer: 'lbfgs' is not adam or sgd"),
+     ("text", "base.source", "web", "base.source: 'web' is not package_docs or none")],
+)  # fmt: skip
+def test_a_modality_allows_its_own_choices(
+    modality: str, key: str, value: str, message: str
+) -> None:
+    section, name = key.split(".")
+    with pytest.raises(InputError, match=f"^{re.escape(message)}"):
+        check_settings({"modality": modality, section: {name: value}})
+
+
+def _composed(primary: str, *overrides: str) -> dict:
+    return OmegaConf.to_container(
+        compose_job([f"--config-name={primary}", *overrides]), resolve=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("primary", "overrides", "message"),
+    [("config", ["target=path"], "target.path: a target directory is required"),
+     ("config", ["data=csv", "target.members=disjoint"],
+      "target.members=disjoint needs embedded data with a control pool, not data.source=csv"),
+     ("config", ["target=xgboost", "target.dp_epsilon=1"],
+      "target.dp_epsilon: DP-SGD trains mlp targets, not xgboost"),
+     ("text", ["target.n_head=3"], "target.n_embd: 128 is not a multiple of target.n_head 3"),
+     ("image", ["generator=ddpm", "generator.width=12"], "generator.width: 12 is not a multiple"),
+     ("image", ["generator=ddpm", "generator.sampling_steps=2000"],
+      "generator.sampling_steps: 2000 is not in [1, diffusion_steps=1000]"),
+     ("config", ["data.split.audit=0.6"], "data.split: the fractions add up to more than 1"),
+     ("config", ["audit.attack_side=target+helper+reference"],
+      "audit.attack_side=target+helper+reference goes with audit.baseline_side=stand_in+"),
+     ("config", ["audit.attack_side=target+helper+reference",
+                 "audit.baseline_side=stand_in+helper+reference", "audit.ensemble=1"],
+      "and audit.ensemble ≥ 2"),
+     ("config", ["audit.null.draws=19", "audit.null.false_alarm_rate=0.01"],
+      "audit.null.draws: 19 draws cannot reach a p-value of 0.01"),
+     ("config", ["audit.thresholds=grid:1"], "audit.thresholds: 'grid:1' is not one of grid:K"),
+     ("config", ["distinguisher.selection_thresholds=nope"],
+      "distinguisher.selection_thresholds: 'nope' is not one of"),
+     ("config", ["claim.kind=dpsgd"], "claim.noise_multiplier: required for a dpsgd claim"),
+     ("config", ["claim.tuning.kind=dice"], "claim.tuning.kind: must be"),
+     ("config", ["claim.kind=dpsgd", "claim.noise_multiplier=0.01", "claim.sample_rate=0.01",
+                 "claim.steps=100"], "claim: noise multiplier σ = 0.01 is outside"),
+     ("config", ["audit.slices=[a,b,c,d,e,f,g,h,i]"], "audit.slices: 9 entries, at most 8")],
+)  # fmt: skip
+def test_a_rule_across_settings_names_the_key(
+    primary: str, overrides: list[str], message: str
+) -> None:
+    container = _composed(primary, *overrides)
+    with pytest.raises(InputError, match=re.escape(message)):
+        check_settings(container)
+
+
+@pytest.mark.parametrize("primary", [m.primary_config for m in MODALITIES.values()])
+def test_the_shipped_configs_keep_the_rules(primary: str) -> None:
+    """Every experiment and every option passes every rule, unresolved (the service) and
+    resolved (the job), once the user gives what is hers to give (a model directory)."""
+    for arguments in _option_lists(primary):
+        try:
+            config = compose_job([*arguments, "artifacts_dir=/tmp/unused"])
+        except InputError:  # another modality's option
+            continue
+        if config.target.kind == "path":
+            config.target.path = "/models/hers"
+        check_settings(OmegaConf.to_container(config, resolve=False))
+        check_settings(OmegaConf.to_container(config, resolve=True))
+
+
+def test_a_rule_skips_what_is_still_an_interpolation() -> None:
+    """The service checks the unresolved config: a rule reading an interpolation waits for
+    the job, which checks the resolved one."""
+    config = {
+        "modality": "text",
+        "target": {"kind": "train", "base_model": None, "n_embd": "${x}", "n_head": 3},
+        "audit": {"attack_side": "target+helper+reference", "baseline_side": "${y}",
+                  "ensemble": 1},
+    }  # fmt: skip
+    check_settings(config)
+    config["target"]["n_embd"] = 32
+    with pytest.raises(InputError, match=r"^target\.n_embd: 32 is not a multiple"):
+        check_settings(config)
+
+
+@pytest.mark.parametrize(
+    ("primary", "override", "message"),
+    [("image", "target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
+     ("text", "base.source=nope", "base.source: 'nope' is not package_docs or none"),
+     ("config", "audit.attack_side=target+helper+reference",
+      "audit.attack_side=target+helper+reference goes with audit.baseline_side=")],
+)  # fmt: skip
+def test_the_job_refuses_before_any_stage(
+    primary: str,
+    override: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``panoramia-audit`` runs the same checks as the service's door, with exit status 2
+    and one line, before it builds the pipeline (so before any stage)."""
+    from panoramia.pipeline.app import _task
+    from panoramia.pipeline.registry import Modality
+
+    def no_pipeline(self: Modality) -> type:
+        raise AssertionError("the pipeline was built")
+
+    monkeypatch.setattr(Modality, "pipeline_class", no_pipeline)
+    config = compose_job([f"--config-name={primary}", override, f"artifacts_dir={tmp_path}"])
+    with pytest.raises(SystemExit) as exited:
+        _task(config)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.startswith(f"panoramia-audit: error: {message}")

@@ -306,7 +306,7 @@ def test_cancels_right_after_submits_get_no_server_error(service: LiveService) -
 @pytest.mark.parametrize(
     ("line", "setting"),
     [
-        ("audit.thresholds=grid:2000000000", "PANORAMIA_MAX_THRESHOLDS"),
+        ("audit.thresholds=grid:5000", "PANORAMIA_MAX_THRESHOLDS"),
         ("distinguisher.selection_thresholds=grid:5000", "PANORAMIA_MAX_THRESHOLDS"),
         ("generator.epochs=100000000", "PANORAMIA_MAX_EPOCHS"),
         ("target.epochs=100000", "PANORAMIA_MAX_EPOCHS"),
@@ -325,7 +325,9 @@ def test_cancels_right_after_submits_get_no_server_error(service: LiveService) -
         ("target.epochs=" + "9" * 400, "target.epochs: 9999999999999999999999999999999999999..."),
         ("target.batch_size=100000000", "PANORAMIA_MAX_COUNT"),
         ("audit.ensemble=9", "PANORAMIA_MAX_ENSEMBLE"),
-        # ranges (panoramia/ranges.py) come first: a negative count is out of range, not "over"
+        # the settings' own checks (panoramia/audit_settings.py) come first: a negative count
+        # is out of range, not "over", and a grid no audit can run is not one of the strategies
+        ("audit.thresholds=grid:2000000000", "audit.thresholds: grid:K takes at most K = "),
         ("helper.epochs=-1", "helper.epochs: -1 is not an integer in [1, 1000000000]"),
         ("generator.filter.real_quantile=7", "filter.real_quantile: 7.0 is not in [0, 1]"),
         ("generator.filter.extra_fraction=1e9", "is not in (0, 100]"),
@@ -343,6 +345,60 @@ def test_settings_past_a_limit_get_422_naming_it(
         response = alice.post("/v1/audits", json=BODY | {"overrides": [line]})
     assert response.status_code == 422, response.text
     assert setting in response.json()["detail"][0]["msg"]
+
+
+IMAGE_BODY = {
+    "model": {"name": "mnist-cnn", "version": "1"}, "target": {"config": "cnn_overfit"},
+    "data": {"source": "mnist"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        (IMAGE_BODY, "target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
+        (IMAGE_BODY, "helper.training_data=public", "helper.training_data: 'public' is not one"),
+        (IMAGE_BODY, "target.members=disjoint+generator_data",
+         "target.members: 'disjoint+generator_data' is not one of same, disjoint"),
+        (IMAGE_BODY, "generator.width=12", "generator.width: 12 is not a multiple of 8 (ddpm)"),
+        (BODY, "audit.attack_side=target+helper+reference",
+         "audit.attack_side=target+helper+reference goes with audit.baseline_side="),
+        (BODY, "data.split.audit=0.9", "data.split: the fractions add up to more than 1"),
+        (BODY, "audit.thresholds=grid:1", "audit.thresholds: 'grid:1' is not one of grid:K"),
+    ],
+)  # fmt: skip
+def test_a_wrong_choice_or_combination_gets_422_naming_the_key(
+    refusing: LiveService, body: dict, line: str, message: str
+) -> None:
+    """The door checks every setting as the job does (panoramia/audit_settings.py): a value
+    the worker would refuse never reaches the queue."""
+    with refusing.client(refusing.token("alice")) as alice:
+        response = alice.post("/v1/audits", json=body | {"overrides": [line]})
+    assert response.status_code == 422, response.text
+    problem = response.json()["detail"][0]
+    assert problem["loc"] == ["body", "overrides"]
+    assert message in problem["msg"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["--config-name=image", "target.arch=foo"], "target.arch: 'foo' is not one of cnn, "),
+        (["--config-name=text", "base.source=nope"],
+         "base.source: 'nope' is not package_docs or none"),
+        (["audit.attack_side=target+helper+reference"],
+         "audit.attack_side=target+helper+reference goes with audit.baseline_side="),
+    ],
+)  # fmt: skip
+def test_the_door_refuses_what_the_worker_would(overrides: list[str], message: str) -> None:
+    """``check_composes`` (the service's door) runs the job's checks on the composed config;
+    ``base.*`` is the service's own to set, so this one is asked of the door directly."""
+    from panoramia.service.submission.command import RequestProblem, check_composes
+
+    with pytest.raises(RequestProblem) as refused:
+        check_composes(overrides)
+    assert refused.value.field == ("overrides",)
+    assert refused.value.message.startswith(message), refused.value.message
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.image import HELPER_DATA
-from panoramia.data.images import AUGMENTATIONS, ImageSet, concat, read_npz
-from panoramia.errors import InputError
-from panoramia.models.image_nets import ARCHITECTURES
+from panoramia.data.images import ImageSet, concat, read_npz
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.image.config import ImageJobConfig
 from panoramia.pipeline.image.data import (
@@ -71,47 +68,6 @@ class ImagePipeline(AuditPipeline):
 
         labels = read_npz(stages["split"].directory / "member_audit.npz").labels
         return pd.DataFrame({"label": labels}), ["label"]
-
-    def check(self) -> None:
-        self.job.target.check(self.job.data)
-        for section in ("target", "helper"):
-            model = getattr(self.job, section)
-            if model.arch not in ARCHITECTURES:
-                raise InputError(
-                    f"{section}.arch: {model.arch!r} is not one of {list(ARCHITECTURES)}"
-                )
-            if model.augment not in AUGMENTATIONS:
-                raise InputError(
-                    f"{section}.augment: augmentation {model.augment!r} is not one of "
-                    f"{AUGMENTATIONS}"
-                )
-            if model.optimizer not in ("adam", "sgd"):
-                raise InputError(f"{section}.optimizer: {model.optimizer!r} is not adam or sgd")
-        if self.job.helper.training_data not in HELPER_DATA:
-            raise InputError(
-                f"helper.training_data: {self.job.helper.training_data!r} is not one of "
-                f"{', '.join(HELPER_DATA)}"
-            )
-        generator = self.job.generator
-        if min(generator.labeler_epochs, generator.labeler_batch_size) < 1:
-            raise InputError(
-                "generator.labeler_epochs and labeler_batch_size must be ≥ 1, got "
-                f"{generator.labeler_epochs} and {generator.labeler_batch_size}"
-            )
-        if not 0.0 <= generator.filter.max_drop < 1.0:
-            raise InputError(
-                f"generator.filter.max_drop: {generator.filter.max_drop} is not in [0, 1)"
-            )
-        matching = generator.loss_matching
-        if min(matching.bins, matching.epochs, matching.batch_size) < 1 or not (
-            0.0 <= matching.max_drop < 1.0
-        ):
-            raise InputError(
-                "generator.loss_matching: bins, epochs and batch_size must be ≥ 1 and max_drop "
-                f"in [0, 1), got {asdict(matching)}"
-            )
-        # Last: it imports the generators (Lightning), which the checks above do without.
-        self._generator_config()  # validates generator.model and its settings
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)

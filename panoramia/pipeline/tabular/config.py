@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from generators.tabular import TabularGeneratorConfig
 from mia.tabular import XGBoostDistinguisherConfig
+from panoramia.audit_settings import TargetKind
 from panoramia.models.tabular_training import MlpConfig
 from panoramia.pipeline.config import (
     DataConfigBase,
@@ -21,8 +21,6 @@ from panoramia.pipeline.config import (
 class TabularDataConfig(DataConfigBase):
     """``adult`` (embedded) or ``csv`` (members_path, optional nonmembers_path, the schema)."""
 
-    USER_FILE_SOURCES: ClassVar[tuple[str, ...]] = ("csv",)
-
     source: str = "adult"
     label: str | None = None
     categorical: list[str] = field(default_factory=list)
@@ -35,10 +33,7 @@ class TabularDataConfig(DataConfigBase):
 class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
     """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
 
-    TRAINED_KINDS: ClassVar[tuple[str, ...]] = ("mlp", "xgboost")
-    CONTROL_MEMBERS: ClassVar[tuple[str, ...]] = ("disjoint", "disjoint+generator_data")
-
-    kind: str = "mlp"
+    kind: str = TargetKind.MLP.value
     name: str = "mlp"
     n_estimators: int = 300
     max_depth: int = 6

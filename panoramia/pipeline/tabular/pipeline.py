@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panoramia.errors import InputError
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
@@ -274,13 +273,3 @@ class TabularPipeline(AuditPipeline):
             inputs=[data, synthetic],
             label="helper h",
         )
-
-    def check(self) -> None:
-        """Fail on inconsistent settings before any stage runs."""
-        target = self.job.target
-        target.check(self.job.data)
-        settings = self.dp_settings()
-        if settings is not None:
-            if target.kind != "mlp":
-                raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {target.kind}")
-            settings.check()

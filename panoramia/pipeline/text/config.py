@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from baselines.text import TextHelperConfig
 from generators.text import TextGeneratorConfig
 from mia.text import TextDistinguisherConfig
+from panoramia.audit_settings import PublicBaseSource
 from panoramia.models.causal_lm import CausalLMConfig, GPT2Size
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
 
@@ -49,7 +50,7 @@ class PublicBaseConfig:
     """A public base LM (the paper's pre-trained GPT-2): pre-trained once on public text, it
     initialises the generator and h when they name no ``base_model`` of their own."""
 
-    source: str = "package_docs"
+    source: str = PublicBaseSource.PACKAGE_DOCS.value
     """``package_docs``: docstrings of the installed ``packages`` (never the audited text);
     ``none``: no base (the generator and h start from fresh weights)."""
     packages: list[str] = field(default_factory=lambda: ["numpy", "scipy", "sklearn", "pandas"])

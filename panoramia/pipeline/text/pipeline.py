@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from panoramia.audit_settings import PublicBaseSource
 from panoramia.data.text import TextSet, read_chunks
 from panoramia.errors import InputError
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
@@ -109,22 +110,11 @@ class TextPipeline(AuditPipeline):
         return pd.DataFrame({"chunk": tokenizer.batch_decode(chunks.tokens.tolist())}), []
 
     def check(self) -> None:
-        target, data = self.job.target, self.job.data
-        target.check(data)
-        if target.kind == "train" and not target.base_model and target.n_embd % target.n_head:
-            raise InputError(
-                f"target.n_embd: {target.n_embd} is not a multiple of target.n_head {target.n_head}"
-            )
-        if data.chunk_length < 2:
-            raise InputError(f"data.chunk_length: {data.chunk_length} (at least 2 tokens)")
-        if self.job.base.source not in ("package_docs", "none"):
-            raise InputError(f"base.source: {self.job.base.source!r} is not package_docs or none")
-        if self.job.base.source == "package_docs":
+        """What a config alone cannot tell: the public base's packages are installed (every
+        other text setting is checked before the job by
+        :func:`panoramia.audit_settings.check_settings`)."""
+        if self.job.base.source == PublicBaseSource.PACKAGE_DOCS:
             _package_versions(self.job.base.packages)
-        if not 0 < self.job.generator.prompt_fraction < 1:
-            raise InputError(
-                f"generator.prompt_fraction: {self.job.generator.prompt_fraction} is not in (0, 1)"
-            )
 
     def data(self) -> StageResult:
         identity = text_data_identity(self.job.data, self.job.target)

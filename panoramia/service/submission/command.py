@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from panoramia.audit_settings import check_settings
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
     compose_job,
@@ -34,7 +35,6 @@ from panoramia.pipeline.registry import (
     modality,
     modality_of_command_line,
 )
-from panoramia.ranges import check_ranges
 from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
 from panoramia.service.resource_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
@@ -288,8 +288,9 @@ def claim_overrides(claim: dict | None) -> list[str]:
 
 
 def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> dict:
-    """Compose the config once, as the job will: unknown keys, bad values and settings past
-    the service's ``limits`` fail here. Returns the composed, unresolved config.
+    """Compose the config once, as the job will: unknown keys, bad values (the ranges,
+    choices and rules of :mod:`panoramia.audit_settings`, as the job checks them) and settings
+    past the service's ``limits`` fail here. Returns the composed, unresolved config.
 
     Nothing is resolved in the server: a contributor's text holds no interpolation, and the
     project's own (``${oc.env:PANORAMIA_HOME,…}``, ``${hydra:…}``) are the child's to resolve,
@@ -302,7 +303,7 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> d
         raise RequestProblem(("overrides",), str(error)) from None
     container = OmegaConf.to_container(composed, resolve=False)
     try:
-        check_ranges(container)  # every setting in its range, then the service's limits
+        check_settings(container)  # ranges, choices and rules, then the service's limits
         check_limits(container, limits or AuditLimits())
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None

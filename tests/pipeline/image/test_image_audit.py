@@ -113,6 +113,9 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
             "generator.labeler_batch_size: 0 is not an integer in [1,",
         ),
         ("generator.filter.max_drop=1.5", "generator.filter.max_drop: 1.5 is not in [0, 0.99]"),
+        # choices and rules of panoramia/audit_settings.py, as the service's door checks them
+        ("target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
+        ("target.members=disjoint+generator_data", "is not one of same, disjoint"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

@@ -471,7 +471,7 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("audit.attack_side=both", "audit.attack_side: 'both' is not one of"),
         ("audit.baseline_side=f", "audit.baseline_side: 'f' is not one of"),
         ("audit.stand_in.training_data=audit", "audit.stand_in.training_data: 'audit' is not"),
-        # every setting has a range, checked before any work (panoramia/ranges.py)
+        # every setting has a range, checked before any work (panoramia/audit_settings.py)
         ("generator.filter.real_quantile=7", "real_quantile: 7.0 is not in [0, 1]"),
         ("target.epochs=-5", "target.epochs: -5 is not an integer in [1,"),
         ("helper.epochs=-1", "helper.epochs: -1 is not an integer in [1,"),
@@ -484,6 +484,8 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("+nonexistent=1", "+nonexistent: not a setting"),
         ("target.members=some", "target.members: 'some' is not one of same, disjoint, "),
         ("audit.attack_side=target+helper+reference", "goes with audit.baseline_side=stand_in+"),
+        ("data.split.audit=0.9", "data.split: the fractions add up to more than 1"),
+        ("audit.thresholds=grid:1", "audit.thresholds: 'grid:1' is not one of grid:K"),
     ],
 )
 def test_bad_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:

@@ -110,6 +110,8 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
         ("target.n_head=3", "target.n_embd: 32 is not a multiple of target.n_head 3"),
         ("base.packages=[nosuchpackage]", "base.packages: 'nosuchpackage' is not an installed"),
         ("base.source=web", "base.source: 'web' is not package_docs or none"),
+        ("base.source=nope", "base.source: 'nope' is not package_docs or none"),
+        ("target.kind=mlp", "target.kind: 'mlp' is not one of train, path"),
     ],
 )
 def test_bad_text_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:

@@ -1,0 +1,649 @@
+"""The one module where audit settings are checked: the range of every numeric setting
+(:data:`RANGES`, :data:`MAX_LIST`), the values of every setting that takes one of a list
+(:data:`CHOICES`, one :class:`~enum.StrEnum` each, narrowed by modality in
+:data:`MODALITY_CHOICES`) and the rules that tie settings together (:data:`RULES`).
+
+:func:`check_settings` runs them in that order on the composed config, a plain container,
+before any work: the CLI's job (``panoramia/pipeline/app.py::run_job``: one line, exit 2) and
+the service's door (``panoramia/service/submission/command.py::check_composes``: 422) both
+call it. The schemas give the types; this gives the values. A numeric setting is known by its
+last name (``epochs``, ``real_quantile``), as the service's resource limits are
+(``panoramia/service/resource_limits.py``, which stay on top); a choice by its whole key.
+Values still holding an interpolation of the project's own configs are checked once resolved
+(the job) and skipped unresolved (the service, which never resolves), and so is every rule
+that reads one. ``claim.*`` has no range here: the claim is the accounting's own to check
+(``panoramia/accounting/claims.py``), which the claim rule asks. What needs files, installed
+packages or the data's columns is checked where those are read (the pipeline's wings).
+The tables are documented in ``docs/RANGES.md`` (``python -m panoramia.audit_settings``).
+
+This module imports nothing of the job (``panoramia.pipeline``): the service, the building
+blocks (``generators``, ``baselines``) and the models take their lists of values from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from panoramia.accounting.claims import Claim
+    from panoramia.accounting.run_count import RunCount
+
+
+@dataclass(frozen=True)
+class Range:
+    """``low`` ≤ value ≤ ``high`` (strict where ``open_low``/``open_high``); ``integer``: a
+    whole number."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    integer: bool = False
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` (an int of any size, or a float) lies in the range."""
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        above = value > self.low if self.open_low else value >= self.low
+        below = value < self.high if self.open_high else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        left = "(" if self.open_low else "["
+        right = ")" if self.open_high else "]"
+        low, high = _bound(self.low), _bound(self.high)
+        return f"{'an integer in ' if self.integer else ''}{left}{low}, {high}{right}"
+
+
+def _bound(value: float) -> str:
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+COUNT = Range(1, 10**9, integer=True)
+"""Epochs, batch sizes, widths, steps, sizes: at least 1."""
+AMOUNT = Range(0, 10**9, integer=True)
+"""Numbers of examples drawn for h (0: none)."""
+FRACTION = Range(0, 1)
+BELOW_ONE = Range(0, 1, open_high=True)
+LEVEL = Range(0, 1, open_low=True, open_high=True)
+RATE = Range(0, 10, open_low=True)
+
+_TABLE = (
+    ("epochs min_leaf head_epochs labeler_epochs batch_size labeler_batch_size bins "
+     "max_chunks_per_document samples_per_prompt sampling_steps diffusion_steps d_model "
+     "n_embd n_head n_layer heads layers latent width widen blocks n_estimators max_depth "
+     "top_k generation_batch pool_size pool_chunks chunks max_members max_examples n_jobs "
+     "threads hidden", COUNT),
+    ("chunk_length", Range(2, 10**9, integer=True)),
+    ("ensemble", Range(1, 64, integer=True)),
+    ("draws", Range(19, 10_000, integer=True)),
+    ("false_alarm_rate", Range(0.001, 0.5, open_high=True)),
+    ("vocab_size", Range(256, 10**7, integer=True)),
+    ("num_workers", Range(0, 256, integer=True)),
+    ("n_rows n_images n_chunks", AMOUNT),
+    ("real_quantile support_novelty point_mass offset_noise generator attack_train "
+     "attack_val audit", FRACTION),
+    ("max_drop", Range(0, 0.99)),
+    ("dropout label_dropout ema_decay validation_fraction gamma delta", BELOW_ONE),
+    ("confidence selection_confidence dp_delta prompt_fraction", LEVEL),
+    ("learning_rate xgb_learning_rate", RATE),
+    ("weight_decay", Range(0, 10)),
+    ("extra_fraction temperature", Range(0, 100, open_low=True)),
+    ("guidance", Range(0, 100)),
+    ("dp_max_grad_norm", Range(0, 10**6, open_low=True)),
+    ("dp_epsilon", Range(0, math.inf, open_low=True)),
+    ("seed generation_seed train_seed pool_seed", Range(0, 2**32 - 1, integer=True)),
+)  # fmt: skip
+RANGES: dict[str, Range] = {name: allowed for names, allowed in _TABLE for name in names.split()}
+"""Each setting's range, by its last name; a list's entries (``hidden``) each."""
+MAX_LIST = {"hidden": 32, "packages": 64, "categorical": 10_000, "continuous": 10_000,
+            "grid": 1_000, "trusted_modules": 100, "slices": 8}  # fmt: skip
+"""The most entries a list setting may hold."""
+SKIPPED = ("claim.", "hydra.")
+
+
+# -- choices ---------------------------------------------------------------------------------
+class AttackSide(StrEnum):
+    """``audit.attack_side``: the losses the attack sees (f's; f's and h's; f's, h's and the
+    other stand-ins' as reference models, docs/SPEC.md §2.7)."""
+
+    TARGET = "target"
+    TARGET_HELPER = "target+helper"
+    TARGET_HELPER_REFERENCE = "target+helper+reference"
+
+
+class BaselineSide(StrEnum):
+    """``audit.baseline_side``: the losses the baseline sees (h's; the stand-in f̂'s; f̂'s and
+    h's; f̂'s, h's and the other stand-ins'), docs/SPEC.md §2.7."""
+
+    HELPER = "helper"
+    STAND_IN = "stand_in"
+    STAND_IN_HELPER = "stand_in+helper"
+    STAND_IN_HELPER_REFERENCE = "stand_in+helper+reference"
+
+
+REFERENCE = "+reference"
+"""The ending of the sides whose distinguishers also see the other stand-ins' losses."""
+
+
+class StandInRecipe(StrEnum):
+    """``audit.stand_in.recipe``."""
+
+    HELPER = "helper"
+    TARGET = "target"
+
+
+class StandInData(StrEnum):
+    """``audit.stand_in.training_data``."""
+
+    REAL_NONMEMBERS = "real_nonmembers"
+    GENERATOR_DATA = "generator_data"
+    REAL_NONMEMBERS_GENERATOR_DATA = "real_nonmembers+generator_data"
+
+
+class TargetKind(StrEnum):
+    """``target.kind``: a demo target trained here (by modality: ``train``; tables: ``mlp``,
+    ``xgboost``) or a model directory (``path``)."""
+
+    TRAIN = "train"
+    MLP = "mlp"
+    XGBOOST = "xgboost"
+    PATH = "path"
+
+
+class TargetMembers(StrEnum):
+    """``target.members``: the audited members, or a negative control (tables also
+    ``disjoint+generator_data``)."""
+
+    SAME = "same"
+    DISJOINT = "disjoint"
+    DISJOINT_GENERATOR_DATA = "disjoint+generator_data"
+
+
+class Synthesizer(StrEnum):
+    """``generator.synthesizer`` (tables)."""
+
+    CART = "cart"
+    GAUSSIAN_COPULA = "gaussian_copula"
+    CTGAN = "ctgan"
+    TVAE = "tvae"
+
+
+class ImageGeneratorModel(StrEnum):
+    """``generator.model`` (images)."""
+
+    DCGAN = "dcgan"
+    DDPM = "ddpm"
+
+
+class ImageArch(StrEnum):
+    """``target.arch``, ``helper.arch`` (images): ``panoramia.models.image_nets``' networks."""
+
+    CNN = "cnn"
+    RESNET = "resnet"
+
+
+class Augmentation(StrEnum):
+    """``target.augment``, ``helper.augment`` (images; see ``panoramia.data.image_module``)."""
+
+    NONE = "none"
+    CROP = "crop"
+    CROP_FLIP = "crop_flip"
+
+
+class Optimizer(StrEnum):
+    """``target.optimizer``, ``helper.optimizer`` (images)."""
+
+    ADAM = "adam"
+    SGD = "sgd"
+
+
+class HelperData(StrEnum):
+    """``helper.training_data`` (images): synthetic images, or D_G."""
+
+    SYNTHETIC = "synthetic"
+    REAL = "real"
+
+
+class PublicBaseSource(StrEnum):
+    """``base.source`` (text): the installed packages' docstrings, or no public base LM."""
+
+    PACKAGE_DOCS = "package_docs"
+    NONE = "none"
+
+
+def values(choice: type[StrEnum]) -> tuple[str, ...]:
+    """The plain strings a choice takes, in order."""
+    return tuple(member.value for member in choice)
+
+
+CHOICE_TYPES: dict[str, type[StrEnum]] = {
+    "audit.attack_side": AttackSide,
+    "audit.baseline_side": BaselineSide,
+    "audit.stand_in.recipe": StandInRecipe,
+    "audit.stand_in.training_data": StandInData,
+    "base.source": PublicBaseSource,
+    "generator.model": ImageGeneratorModel,
+    "generator.synthesizer": Synthesizer,
+    "helper.arch": ImageArch,
+    "helper.augment": Augmentation,
+    "helper.optimizer": Optimizer,
+    "helper.training_data": HelperData,
+    "target.arch": ImageArch,
+    "target.augment": Augmentation,
+    "target.kind": TargetKind,
+    "target.members": TargetMembers,
+    "target.optimizer": Optimizer,
+}
+"""The type of each setting that takes one of a list of values, by its whole key."""
+CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE_TYPES.items()}
+"""The values of each choice setting (plain strings), checked with the ranges."""
+_CONTROLS = (TargetMembers.SAME, TargetMembers.DISJOINT)
+MODALITY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "tabular": {"target.kind": (TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)},
+    "image": {"target.kind": (TargetKind.TRAIN, TargetKind.PATH), "target.members": _CONTROLS},
+    "text": {"target.kind": (TargetKind.TRAIN, TargetKind.PATH), "target.members": _CONTROLS},
+}
+"""What a modality (the config's ``modality``) allows of a choice where it allows fewer: every
+modality of ``panoramia.pipeline.registry`` has an entry (a test keeps it so)."""
+FILE_SOURCES: dict[str, tuple[str, ...]] = {
+    "tabular": ("csv",), "image": ("files",), "text": ("files",),
+}  # fmt: skip
+"""Each modality's ``data.source`` values that read the user's files: they have no control
+pool (``target.members`` other than ``same`` needs one)."""
+_NOUNS = {"target.augment": "augmentation ", "helper.augment": "augmentation "}
+_EITHER = ("base.source", "target.optimizer", "helper.optimizer")
+
+
+def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
+    """The values the setting ``key`` may take in ``modality``'s audit (None: any text)."""
+    narrowed = MODALITY_CHOICES.get(modality, {}) if isinstance(modality, str) else {}
+    allowed = narrowed.get(key, CHOICES.get(key))
+    return None if allowed is None else values_of(allowed)
+
+
+def values_of(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(str(value) for value in allowed)
+
+
+def _not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
+    shown = value if len(value) <= 40 else f"{value[:37]}..."
+    listed = (
+        " or ".join(allowed)
+        if key in _EITHER and len(allowed) == 2
+        else f"one of {', '.join(allowed)}"
+    )
+    return InputError(f"{key}: {_NOUNS.get(key, '')}{shown!r} is not {listed}")
+
+
+# -- ranges and choices ----------------------------------------------------------------------
+def _leaves(node: object, where: str = "") -> Iterator[tuple[str, str, object]]:
+    """``(dotted.key, last name, value)`` of every leaf; a list's entries under its name."""
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from _leaves(child, f"{where}.{key}" if where else str(key))
+    elif isinstance(node, list):
+        name = where.rsplit(".", 1)[-1]
+        limit = MAX_LIST.get(name)
+        if limit is not None and len(node) > limit:
+            raise InputError(f"{where}: {len(node)} entries, at most {limit}")
+        for position, child in enumerate(node):
+            if isinstance(child, dict | list):
+                yield from _leaves(child, f"{where}[{position}]")
+            else:
+                yield f"{where}[{position}]", name, child
+    else:
+        yield where, where.rsplit(".", 1)[-1], node
+
+
+def check_ranges(config: dict) -> None:
+    """Raise InputError ``"<key>: <value> is not in <range>"`` for the first setting of the
+    config ``config`` (a plain container) outside its range, or ``"<key>: '<value>' is not one
+    of …"`` for the first choice outside its values (narrowed by the config's ``modality``);
+    NaN and infinities are refused in every float setting but those whose range reaches
+    infinity."""
+    modality = config.get("modality")
+    for key, name, value in _leaves(config):
+        if key.startswith(SKIPPED) or isinstance(value, bool) or value is None:
+            continue
+        if ".grid[" in key:  # xgboost's own parameters: the service's allow-list bounds them
+            name = ""
+        if isinstance(value, str):
+            allowed = choices_of(key, modality)
+            if allowed is not None and value not in allowed and "${" not in value:
+                raise _not_one_of(key, value, allowed)
+            continue  # another text, or an unresolved interpolation (the service's)
+        allowed_range = RANGES.get(name)
+        if allowed_range is None:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"{key}: {value} is not a finite number")
+            continue
+        if allowed_range.integer and isinstance(value, float) and not value.is_integer():
+            raise InputError(f"{key}: {value} is not {allowed_range}")
+        if not allowed_range.holds(value):
+            shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
+            raise InputError(f"{key}: {shown} is not in {allowed_range}".replace("in an", "an"))
+
+
+# -- rules across settings -------------------------------------------------------------------
+class _Unknown:
+    """A setting the config lacks, or one still holding an interpolation (``${…}``) or a
+    mandatory ``???``: a rule that reads one is skipped."""
+
+
+UNKNOWN = _Unknown()
+
+
+def _setting(config: Mapping[str, Any], key: str) -> Any:
+    """The value at the dotted ``key`` of ``config``, or :data:`UNKNOWN`."""
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return UNKNOWN
+        node = node[part]
+    return UNKNOWN if _unresolved(node) else node
+
+
+def _unresolved(node: object) -> bool:
+    if isinstance(node, str):
+        return "${" in node or node == "???"
+    if isinstance(node, Mapping):
+        return any(_unresolved(child) for child in node.values())
+    if isinstance(node, list):
+        return any(_unresolved(child) for child in node)
+    return False
+
+
+def _settings(config: Mapping[str, Any], *keys: str) -> tuple[Any, ...] | None:
+    """The values at ``keys``, or None where one of them is :data:`UNKNOWN`."""
+    found = tuple(_setting(config, key) for key in keys)
+    return None if any(value is UNKNOWN for value in found) else found
+
+
+def _target_path(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "target.kind", "target.path")
+    if found and found[0] == TargetKind.PATH and not found[1]:
+        raise InputError("target.path: a target directory is required for target.kind=path")
+
+
+def _control_pool(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "modality", "target.members", "data.source")
+    if found is None:
+        return
+    modality, members, source = found
+    if members != TargetMembers.SAME and source in FILE_SOURCES.get(modality, ()):
+        raise InputError(
+            f"target.members={members} needs embedded data with a control pool, not "
+            f"data.source={source}"
+        )
+
+
+def _dp_target(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "target.dp_epsilon", "target.kind")
+    if found and found[0] is not None and found[1] != TargetKind.MLP:
+        raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
+
+
+def _heads(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "target.kind", "target.base_model", "target.n_embd", "target.n_head")
+    if found is None:
+        return
+    kind, base_model, n_embd, n_head = found
+    if kind == TargetKind.TRAIN and not base_model and n_head and n_embd % n_head:
+        raise InputError(f"target.n_embd: {n_embd} is not a multiple of target.n_head {n_head}")
+
+
+def check_image_generator(generator: Mapping[str, Any]) -> None:
+    """The image generator's settings (its ``generator`` section): ``model`` one of
+    :class:`ImageGeneratorModel`, ``black_level`` in [0, 255], and for the DDPM a ``width``
+    that is a multiple of 8 and 1 ≤ ``sampling_steps`` ≤ ``diffusion_steps``. The job checks
+    them with every setting; ``generators.image.ImageGeneratorConfig`` on construction."""
+
+    def known(name: str) -> Any:
+        value = generator.get(name, UNKNOWN)
+        return UNKNOWN if _unresolved(value) else value
+
+    model = known("model")
+    if model is UNKNOWN:
+        return
+    if model not in values(ImageGeneratorModel):
+        raise _not_one_of("generator.model", str(model), values(ImageGeneratorModel))
+    black_level = known("black_level")
+    if black_level not in (None, UNKNOWN) and not 0 <= black_level <= 255:
+        raise InputError(f"generator.black_level: {black_level} is not in [0, 255]")
+    if model != ImageGeneratorModel.DDPM:
+        return
+    width, sampling, diffusion = known("width"), known("sampling_steps"), known("diffusion_steps")
+    if width is not UNKNOWN and width % 8:
+        raise InputError(f"generator.width: {width} is not a multiple of 8 (ddpm)")
+    if UNKNOWN not in (sampling, diffusion) and not 1 <= sampling <= diffusion:
+        raise InputError(
+            f"generator.sampling_steps: {sampling} is not in [1, diffusion_steps={diffusion}]"
+        )
+
+
+def _image_generator(config: Mapping[str, Any]) -> None:
+    generator = config.get("generator")
+    if isinstance(generator, Mapping) and "model" in generator:
+        check_image_generator(generator)
+
+
+def _split(config: Mapping[str, Any]) -> None:
+    split = _setting(config, "data.split")
+    if not isinstance(split, Mapping):
+        return
+    fractions = [value for value in split.values() if isinstance(value, int | float)]
+    if sum(fractions) > 1 + 1e-9:
+        raise InputError("data.split: the fractions add up to more than 1")
+
+
+def _sides(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "audit.attack_side", "audit.baseline_side", "audit.ensemble")
+    if found is None:
+        return
+    attack_side, baseline_side, ensemble = found
+    attack_reference = attack_side.endswith(REFERENCE)
+    baseline_reference = baseline_side.endswith(REFERENCE)
+    if (attack_reference or baseline_reference) and (
+        not (attack_reference and baseline_reference) or ensemble < 2
+    ):
+        raise InputError(
+            "audit.attack_side=target+helper+reference goes with "
+            "audit.baseline_side=stand_in+helper+reference and audit.ensemble ≥ 2 (the "
+            "reference models are the other stand-ins, on both sides)"
+        )
+
+
+def _null(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "audit.null.draws", "audit.null.false_alarm_rate")
+    if found is not None:
+        from panoramia.measure.null import check_null_settings
+
+        check_null_settings(*found)
+
+
+def _thresholds(config: Mapping[str, Any]) -> None:
+    from panoramia.measure.thresholds import ThresholdStrategy
+
+    for key in ("audit.thresholds", "distinguisher.selection_thresholds"):
+        spec = _setting(config, key)
+        if spec is UNKNOWN:
+            continue
+        try:
+            ThresholdStrategy.parse(spec)
+        except InputError as error:
+            reason = str(error).removeprefix("thresholds: ")
+            raise InputError(f"{key}: {reason}") from None
+
+
+def _claim(config: Mapping[str, Any]) -> None:
+    claim = _setting(config, "claim")
+    if isinstance(claim, Mapping):
+        check_claim(claim)
+
+
+def check_claim(claim: Mapping[str, Any]) -> None:
+    """The ``claim`` section is a claim the accounting takes (:func:`claim_of`) and, for
+    DP-SGD, can account for (``panoramia.accounting.dpsgd.check_accountable``: σ, T and the
+    span of the privacy loss)."""
+    from panoramia.accounting.claims import DpSgdClaim
+    from panoramia.accounting.dpsgd import check_accountable
+
+    try:
+        built = claim_of(claim)
+    except OverflowError:
+        raise InputError(
+            "claim.epochs, claim.sample_rate: T = ⌈epochs/q⌉ is beyond the steps accounted"
+        ) from None
+    if isinstance(built, DpSgdClaim):
+        check_accountable(built)
+
+
+_TUNING_FIELDS = {
+    "fixed": ("runs",), "tnb": ("eta", "gamma"), "poisson": ("rate",),
+    "binomial": ("trials", "probability"),
+}  # fmt: skip
+
+
+def run_count_of(tuning: Mapping[str, Any]) -> RunCount | None:
+    """The law of K of the ``claim.tuning`` section (None for one run); :class:`InputError`
+    names a missing or bad field."""
+    from panoramia.accounting.run_count import TruncatedNegativeBinomial, run_count_from_dict
+
+    kind = tuning.get("kind", "none")
+    if kind == "none":
+        return None
+    if kind == "geometric":
+        if tuning.get("mean") is None:
+            raise InputError("claim.tuning.mean: required for geometric tuning")
+        return TruncatedNegativeBinomial.geometric(tuning["mean"])
+    fields = _TUNING_FIELDS.get(kind)
+    if fields is None:
+        raise InputError(
+            "claim.tuning.kind: must be none, fixed, tnb, geometric, poisson or binomial, "
+            f"got {kind!r}"
+        )
+    missing = [name for name in fields if tuning.get(name) is None]
+    if missing:
+        raise InputError(f"claim.tuning.{missing[0]}: required for {kind} tuning")
+    return run_count_from_dict({"kind": kind} | {name: tuning[name] for name in fields})
+
+
+def claim_of(claim: Mapping[str, Any]) -> Claim:
+    """The claim of the ``claim`` section (``panoramia.pipeline.config.ClaimConfig``'s
+    fields); :class:`InputError` names a missing or bad field."""
+    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim, NoClaim
+
+    tuning = run_count_of(claim.get("tuning") or {})
+    kind = claim.get("kind", "none")
+    if kind == "none":
+        return NoClaim()
+    if kind == "dpsgd":
+        if claim.get("noise_multiplier") is None:
+            raise InputError("claim.noise_multiplier: required for a dpsgd claim")
+        return DpSgdClaim.single_phase(
+            claim["noise_multiplier"], sample_rate=claim.get("sample_rate"),
+            batch_size=claim.get("batch_size"), dataset_size=claim.get("dataset_size"),
+            steps=claim.get("steps"), epochs=claim.get("epochs"),
+            neighbouring=claim.get("neighbouring", "add_remove"), tuning=tuning,
+        )  # fmt: skip
+    if kind == "eps_delta":
+        if claim.get("epsilon") is None or claim.get("delta") is None:
+            raise InputError("claim.epsilon, claim.delta: required for an eps_delta claim")
+        return EpsDeltaClaim(claim["epsilon"], claim["delta"], tuning)
+    raise InputError(f"claim.kind: must be none, dpsgd or eps_delta, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule across settings: ``check`` raises :class:`InputError` naming the key."""
+
+    says: str
+    """What it holds, for ``docs/RANGES.md``."""
+    check: Callable[[Mapping[str, Any]], None]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("`target.kind=path` needs `target.path`", _target_path),
+    Rule("`target.members` other than `same` needs data with a control pool (not the "
+         "modality's file source: `csv`, `files`)", _control_pool),
+    Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
+    Rule("a text target trained here from scratch: `target.n_embd` a multiple of "
+         "`target.n_head`", _heads),
+    Rule("the image generator: `generator.black_level` in [0, 255]; the DDPM's "
+         "`generator.width` a multiple of 8 and `generator.sampling_steps` at most "
+         "`generator.diffusion_steps`", _image_generator),
+    Rule("the `data.split` fractions add up to at most 1", _split),
+    Rule("`audit.attack_side=target+helper+reference` goes with "
+         "`audit.baseline_side=stand_in+helper+reference` (and the reverse), and "
+         "`audit.ensemble` ≥ 2", _sides),
+    Rule("`audit.null.draws` can reach a p-value of `audit.null.false_alarm_rate` "
+         "(`panoramia/measure/null.py`)", _null),
+    Rule("`audit.thresholds` and `distinguisher.selection_thresholds` are threshold "
+         "strategies (`grid:K`, `all`, `split:F`; `panoramia/measure/thresholds.py`)", _thresholds),
+    Rule("`claim.*` is a claim the accounting takes and, for DP-SGD, can account for "
+         "(`panoramia/accounting/claims.py`, `dpsgd.py`)", _claim),
+)  # fmt: skip
+"""The rules across settings, checked after the ranges and choices, in this order."""
+
+
+def check_rules(config: Mapping[str, Any]) -> None:
+    """The first of :data:`RULES` that ``config`` breaks raises :class:`InputError`."""
+    for rule in RULES:
+        rule.check(config)
+
+
+def check_settings(config: dict) -> None:
+    """Every check of this module on the composed config (a plain container): the ranges
+    and choices (:func:`check_ranges`), then the rules across settings (:data:`RULES`). The
+    first setting found wrong raises :class:`InputError`, one line naming its key."""
+    check_ranges(config)
+    check_rules(config)
+
+
+def ranges_markdown() -> str:
+    """The tables of every setting's range, choices and rules (``docs/RANGES.md`` holds them;
+    a test keeps it so)."""
+    lines = [
+        "# Settings and their ranges",
+        "",
+        "Generated from `panoramia/audit_settings.py` "
+        "(`python -m panoramia.audit_settings > docs/RANGES.md`).",
+        "A setting is known by its last name (`target.epochs`, `helper.epochs`: `epochs`); every",
+        "numeric setting of every config the job composes has a row here (a test composes them",
+        "all). A choice is known by its whole key, and some modalities allow fewer of its",
+        "values. The CLI refuses a value outside its range or its choices, or settings that break",
+        "a rule across settings (the list at the end), with one line and exit 2, the service with",
+        "422, before any work; the service's own limits (SECURITY.md) apply on top.",
+        "",
+        "| setting | range |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {RANGES[name]} |" for name in sorted(RANGES)]
+    lines += ["", "| setting | one of |", "|---|---|"]
+    lines += [
+        f"| `{key}` | {', '.join(f'`{v}`' for v in CHOICES[key])} |" for key in sorted(CHOICES)
+    ]
+    lines += ["", "| modality | setting | one of |", "|---|---|---|"]
+    lines += [
+        f"| {modality} | `{key}` | {', '.join(f'`{v}`' for v in values_of(allowed))} |"
+        for modality, narrowed in MODALITY_CHOICES.items()
+        for key, allowed in sorted(narrowed.items())
+    ]
+    lines += ["", "| list setting | most entries |", "|---|---|"]
+    lines += [f"| `{name}` | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)]
+    lines += ["", "Then, in this order, the rules across settings:", ""]
+    lines += [f"{number}. {rule.says}" for number, rule in enumerate(RULES, 1)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(ranges_markdown(), end="")
