@@ -4,7 +4,7 @@ The labeler relabels synthetic images by drawing each label from its predicted c
 probabilities (as :class:`baselines.tabular.TabularLabeler` does for rows), so that p(y | x) of
 synthetic images follows a model of the real data rather than the generator's conditioning.
 h has the target's architecture and task and never sees an audited image: it trains on
-synthetic images (PANORAMIA's h, ``helper=same_arch``) or on D_G (``helper=reference``, the
+synthetic images (PANORAMIA's h, ``helper=same_arch``) or on D_G (``helper=target_recipe``, the
 image audit's default: the target's recipe, a reference model); its epoch is chosen on a
 held-out fifth of its training images.
 """

@@ -117,7 +117,7 @@ class AttackSide(StrEnum):
 
     TARGET = "target"
     TARGET_HELPER = "target+helper"
-    TARGET_HELPER_REFERENCE = "target+helper+reference"
+    TARGET_HELPER_REFERENCE_MODELS = "target+helper+reference_models"
 
 
 class BaselineSide(StrEnum):
@@ -127,10 +127,10 @@ class BaselineSide(StrEnum):
     HELPER = "helper"
     STAND_IN = "stand_in"
     STAND_IN_HELPER = "stand_in+helper"
-    STAND_IN_HELPER_REFERENCE = "stand_in+helper+reference"
+    STAND_IN_HELPER_REFERENCE_MODELS = "stand_in+helper+reference_models"
 
 
-REFERENCE = "+reference"
+REFERENCE = "+reference_models"
 """The ending of the sides whose distinguishers also see the other stand-ins' losses."""
 
 
@@ -456,8 +456,8 @@ def _sides(config: Mapping[str, Any]) -> None:
         not (attack_reference and baseline_reference) or ensemble < 2
     ):
         raise InputError(
-            "audit.attack_side=target+helper+reference goes with "
-            "audit.baseline_side=stand_in+helper+reference and audit.ensemble ≥ 2 (the "
+            "audit.attack_side=target+helper+reference_models goes with "
+            "audit.baseline_side=stand_in+helper+reference_models and audit.ensemble ≥ 2 (the "
             "reference models are the other stand-ins, on both sides)"
         )
 
@@ -582,8 +582,8 @@ RULES: tuple[Rule, ...] = (
          "`generator.width` a multiple of 8 and `generator.sampling_steps` at most "
          "`generator.diffusion_steps`", _image_generator),
     Rule("the `data.split` fractions add up to at most 1", _split),
-    Rule("`audit.attack_side=target+helper+reference` goes with "
-         "`audit.baseline_side=stand_in+helper+reference` (and the reverse), and "
+    Rule("`audit.attack_side=target+helper+reference_models` goes with "
+         "`audit.baseline_side=stand_in+helper+reference_models` (and the reverse), and "
          "`audit.ensemble` ≥ 2", _sides),
     Rule("`audit.null.draws` can reach a p-value of `audit.null.false_alarm_rate` "
          "(`panoramia/measure/null.py`)", _null),

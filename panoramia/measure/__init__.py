@@ -15,7 +15,7 @@ from panoramia.measure.bounds import (
     theta_lb,
 )
 from panoramia.measure.measurement import INTERPRETATION, Measurement, measure
-from panoramia.measure.reference import O1Result, RmRnResult, o1_audit, rmrn
+from panoramia.measure.real_nonmembers import O1Result, RmRnResult, o1_audit, rmrn
 from panoramia.measure.relaxed import attack_slack, relaxed_p_value, relaxed_theta_lb
 from panoramia.measure.roc import RocSummary, roc_summary
 from panoramia.measure.sweep import (

@@ -35,7 +35,7 @@ from panoramia.measure.two_sided import grid_counts, pair_count, pair_guesses
 MIRRORED_SIDES = {
     "target": "stand_in",
     "target+helper": "stand_in+helper",
-    "target+helper+reference": "stand_in+helper+reference",
+    "target+helper+reference_models": "stand_in+helper+reference_models",
 }
 """The attack's side → the baseline side that mirrors it (f̂_j in f's place, all else equal):
 only then does H₀ make the two sides exchangeable."""

@@ -245,7 +245,7 @@ def rmrn_two_sided(
     membership: object, attack_scores: object, *, grid: int = 100, confidence: float = 0.95
 ) -> TwoSidedRmRn:
     """RM;RN in the two-sided game at level β / (K(K+1)/2), as the one-sided RM;RN is one test
-    at β / K (:func:`panoramia.measure.reference.rmrn`)."""
+    at β / K (:func:`panoramia.measure.real_nonmembers.rmrn`)."""
     labels, values = _checked(membership, attack_scores, "attack scores")
     confidence = check_confidence(confidence)
     n_pairs = pair_count(grid)

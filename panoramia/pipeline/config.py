@@ -54,7 +54,10 @@ class QualityFilterConfig:
 
 
 @dataclass
-class ReferenceConfig:
+class RealNonmembersConfig:
+    """The audits on the data's real non-members (O(1) and RM;RN, docs/SPEC.md §2.4), run
+    where the data has some."""
+
     o1: bool = True
     rmrn: bool = True
 
@@ -107,24 +110,24 @@ class AuditConfig:
     ``target+helper`` (f's and h's losses). With ``target+helper`` the attack knows all that
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
     h (h, trained on synthetic data, finds real images harder) may out-score an attack that
-    lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference`` adds, for the j-th
+    lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference_models`` adds, for the j-th
     distinguisher, the losses of every stand-in but f̂_j as reference models (f's loss
     against models that never saw the example, as in LiRA/RMIA); it goes with
-    ``baseline_side=stand_in+helper+reference`` and ``ensemble`` ≥ 2, and RM;RN is not run
+    ``baseline_side=stand_in+helper+reference_models`` and ``ensemble`` ≥ 2, and RM;RN is not run
     with it (the stand-ins train on the data's real non-members, RM;RN's among them)."""
     baseline_side: str = BaselineSide.HELPER.value
     """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
     ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's
     side with f replaced by a real-trained model that never saw an audited or distinguisher
     member, docs/SPEC.md §2.7). ``stand_in+helper`` mirrors ``attack_side=target+helper``,
-    ``stand_in`` mirrors ``target`` and ``stand_in+helper+reference`` mirrors
-    ``target+helper+reference`` (f̂_j, h, then the other stand-ins)."""
+    ``stand_in`` mirrors ``target`` and ``stand_in+helper+reference_models`` mirrors
+    ``target+helper+reference_models`` (f̂_j, h, then the other stand-ins)."""
     stand_in: StandInConfig = field(default_factory=StandInConfig)
     ensemble: int = 1
     """Distinguishers trained per side (seeds apart), whose scores are averaged: the baseline's,
     the attack's and RM;RN's. With a stand-in there are as many stand-ins f̂_1 … f̂_k, and the
     baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""
-    reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    real_nonmembers: RealNonmembersConfig = field(default_factory=RealNonmembersConfig)
     null: NullConfig = field(default_factory=NullConfig)
     slices: list[str] = field(default_factory=list)
     """Columns of the members' data whose values the report ranks by exposure, beside the

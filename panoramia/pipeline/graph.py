@@ -66,7 +66,7 @@ class StageSpec:
 
 def _references(audit: AuditPipeline, built: Built, j: int) -> list[StageResult]:
     """The reference models member ``j`` of an ensemble sees: every stand-in's losses but
-    f̂_j's, when the sides end in ``+reference`` (SPEC §2.7); else none."""
+    f̂_j's, when the sides end in ``+reference_models`` (SPEC §2.7); else none."""
     if not audit.job.audit.attack_side.endswith(REFERENCE):
         return []
     return [losses for i, losses in enumerate(built.get("losses_stand_in", [])) if i != j]
@@ -87,7 +87,7 @@ def baseline_sides(audit: AuditPipeline, built: Built) -> list[list[StageResult]
     stand_ins = built.get("losses_stand_in") or [losses_h] * audit.job.audit.ensemble
     return [
         {"helper": [losses_h], "stand_in": [s], "stand_in+helper": [s, losses_h],
-         "stand_in+helper+reference": [s, losses_h, *_references(audit, built, j)]}[
+         "stand_in+helper+reference_models": [s, losses_h, *_references(audit, built, j)]}[
             audit.job.audit.baseline_side
         ]
         for j, s in enumerate(stand_ins)
@@ -179,7 +179,7 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
     StageSpec(
         "attack_rmrn", (*_SCORED, "losses_target", "losses_helper", "losses_stand_in"),
         _distinguisher("attack_rmrn", attack_sides),
-        names=lambda a: ["attack_rmrn"] if a.job.audit.reference.rmrn else [],
+        names=lambda a: ["attack_rmrn"] if a.job.audit.real_nonmembers.rmrn else [],
     ),
 )  # fmt: skip
 """The audit's stages in the order they run (the RM;RN attack runs only where the data has

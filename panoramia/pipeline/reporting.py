@@ -172,7 +172,7 @@ def build_report(
     )
     game = dict(np.load(stages["game"].directory / "game.npz"))
     o1 = None
-    if audit.reference.o1 and "reference_coins" in game:
+    if audit.real_nonmembers.o1 and "reference_coins" in game:
         coins = game["reference_coins"]
         m_ref = coins.size
         loss = np.where(

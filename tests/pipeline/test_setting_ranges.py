@@ -164,10 +164,10 @@ def _composed(primary: str, *overrides: str) -> dict:
      ("image", ["generator=ddpm", "generator.sampling_steps=2000"],
       "generator.sampling_steps: 2000 is not in [1, diffusion_steps=1000]"),
      ("config", ["data.split.audit=0.6"], "data.split: the fractions add up to more than 1"),
-     ("config", ["audit.attack_side=target+helper+reference"],
-      "audit.attack_side=target+helper+reference goes with audit.baseline_side=stand_in+"),
-     ("config", ["audit.attack_side=target+helper+reference",
-                 "audit.baseline_side=stand_in+helper+reference", "audit.ensemble=1"],
+     ("config", ["audit.attack_side=target+helper+reference_models"],
+      "audit.attack_side=target+helper+reference_models goes with audit.baseline_side=stand_in+"),
+     ("config", ["audit.attack_side=target+helper+reference_models",
+                 "audit.baseline_side=stand_in+helper+reference_models", "audit.ensemble=1"],
       "and audit.ensemble ≥ 2"),
      ("config", ["audit.null.draws=19", "audit.null.false_alarm_rate=0.01"],
       "audit.null.draws: 19 draws cannot reach a p-value of 0.01"),
@@ -209,7 +209,7 @@ def test_a_rule_skips_what_is_still_an_interpolation() -> None:
     config = {
         "modality": "text",
         "target": {"kind": "train", "base_model": None, "n_embd": "${x}", "n_head": 3},
-        "audit": {"attack_side": "target+helper+reference", "baseline_side": "${y}",
+        "audit": {"attack_side": "target+helper+reference_models", "baseline_side": "${y}",
                   "ensemble": 1},
     }  # fmt: skip
     check_settings(config)
@@ -222,8 +222,8 @@ def test_a_rule_skips_what_is_still_an_interpolation() -> None:
     ("primary", "override", "message"),
     [("image", "target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
      ("text", "base.source=nope", "base.source: 'nope' is not package_docs or none"),
-     ("config", "audit.attack_side=target+helper+reference",
-      "audit.attack_side=target+helper+reference goes with audit.baseline_side=")],
+     ("config", "audit.attack_side=target+helper+reference_models",
+      "audit.attack_side=target+helper+reference_models goes with audit.baseline_side=")],
 )  # fmt: skip
 def test_the_job_refuses_before_any_stage(
     primary: str,

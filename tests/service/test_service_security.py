@@ -361,8 +361,8 @@ IMAGE_BODY = {
         (IMAGE_BODY, "target.members=disjoint+generator_data",
          "target.members: 'disjoint+generator_data' is not one of same, disjoint"),
         (IMAGE_BODY, "generator.width=12", "generator.width: 12 is not a multiple of 8 (ddpm)"),
-        (BODY, "audit.attack_side=target+helper+reference",
-         "audit.attack_side=target+helper+reference goes with audit.baseline_side="),
+        (BODY, "audit.attack_side=target+helper+reference_models",
+         "audit.attack_side=target+helper+reference_models goes with audit.baseline_side="),
         (BODY, "data.split.audit=0.9", "data.split: the fractions add up to more than 1"),
         (BODY, "audit.thresholds=grid:1", "audit.thresholds: 'grid:1' is not one of grid:K"),
     ],
@@ -386,8 +386,8 @@ def test_a_wrong_choice_or_combination_gets_422_naming_the_key(
         (["--config-name=image", "target.arch=foo"], "target.arch: 'foo' is not one of cnn, "),
         (["--config-name=text", "base.source=nope"],
          "base.source: 'nope' is not package_docs or none"),
-        (["audit.attack_side=target+helper+reference"],
-         "audit.attack_side=target+helper+reference goes with audit.baseline_side="),
+        (["audit.attack_side=target+helper+reference_models"],
+         "audit.attack_side=target+helper+reference_models goes with audit.baseline_side="),
     ],
 )  # fmt: skip
 def test_the_door_refuses_what_the_worker_would(overrides: list[str], message: str) -> None:

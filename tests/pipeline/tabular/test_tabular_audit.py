@@ -332,15 +332,15 @@ def test_a_control_that_knows_d_g_trains_on_the_pool_and_d_g_only(
 
 
 def test_reference_models_on_both_sides(artifacts: Path, tmp_path: Path) -> None:
-    """audit.attack_side=target+helper+reference (docs/SPEC.md §2.7): each distinguisher of
+    """audit.attack_side=target+helper+reference_models (docs/SPEC.md §2.7): each distinguisher of
     the attack and of the baseline also sees the other stand-ins' losses; only the
     distinguisher stages change."""
-    done = audit("audit.attack_side=target+helper+reference",
-                 "audit.baseline_side=stand_in+helper+reference",
+    done = audit("audit.attack_side=target+helper+reference_models",
+                 "audit.baseline_side=stand_in+helper+reference_models",
                  artifacts=artifacts, run_dir=tmp_path / "reference")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "reference" / "report.json").read_text())
-    assert report["sides"]["attack"] == "target+helper+reference"
+    assert report["sides"]["attack"] == "target+helper+reference_models"
     # the stand-ins saw the data's real non-members: no RM;RN with them as references
     assert report["reference_audits"]["rmrn"] is None
     assert "attack_rmrn" not in report["timings"]
@@ -483,7 +483,10 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
         ("target.hidden=[" + ",".join(["64"] * 33) + "]", "target.hidden: 33 entries, at most 32"),
         ("+nonexistent=1", "+nonexistent: not a setting"),
         ("target.members=some", "target.members: 'some' is not one of same, disjoint, "),
-        ("audit.attack_side=target+helper+reference", "goes with audit.baseline_side=stand_in+"),
+        (
+            "audit.attack_side=target+helper+reference_models",
+            "goes with audit.baseline_side=stand_in+",
+        ),
         ("data.split.audit=0.9", "data.split: the fractions add up to more than 1"),
         ("audit.thresholds=grid:1", "audit.thresholds: 'grid:1' is not one of grid:K"),
     ],
