@@ -647,3 +647,27 @@ def ranges_markdown() -> str:
 
 if __name__ == "__main__":
     print(ranges_markdown(), end="")
+
+
+RENAMED: tuple[tuple[str, str, str], ...] = (
+    ("audit.reference.", "audit.reference.", "audit.real_nonmembers."),
+    ("helper=reference", "helper=reference", "helper=target_recipe"),
+    ("audit.attack_side=", "+reference", "+reference_models"),
+    ("audit.baseline_side=", "+reference", "+reference_models"),
+)
+"""Settings renamed so that "reference" means one thing each: (what an override starts with,
+the old part, the new part)."""
+
+
+def check_renamed(overrides: list[str]) -> None:
+    """InputError naming the new name when an override uses one renamed in 0.x (the audits on
+    real non-members, the reference models' sides, h trained with the target's recipe)."""
+    for override in overrides:
+        text = override.lstrip("+~")
+        for start, old, new in RENAMED:
+            used = text.startswith(start) and (
+                text.endswith(old) if old.startswith("+") else text.startswith(old)
+            )
+            if used and not text.endswith(new):
+                key = text.split("=", 1)[0]
+                raise InputError(f"{key}: renamed; write {text.replace(old, new)}")

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from panoramia.audit_settings import REFERENCE
+from panoramia.audit_settings import REFERENCE, check_settings
 from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages.distinguisher import build_distinguisher
@@ -237,7 +237,10 @@ class AuditPipeline(ABC):
         return self.job.audit.baseline_side.startswith("stand_in")
 
     def check_settings(self) -> None:
-        """Fail on inconsistent settings before any stage runs."""
+        """Fail on inconsistent settings before any stage runs: every setting's range, choice
+        and combination (:func:`panoramia.audit_settings.check_settings`, as the CLI and the
+        service check them before the job), then what the settings alone cannot tell."""
+        check_settings(asdict(self.job))
         self.check()
         self.check_slices()
 
@@ -264,7 +267,7 @@ class AuditPipeline(ABC):
     @abstractmethod
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         """Sample the synthetic pool: one file per set of :data:`SYNTHETIC_SETS`, sized by
-        :meth:`synthetic_sizes`."""
+        :func:`~panoramia.pipeline.stages.splits.synthetic_sizes`."""
 
     @abstractmethod
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:

@@ -28,6 +28,7 @@ from omegaconf.errors import (
     OmegaConfBaseException,
 )
 
+from panoramia.audit_settings import check_renamed
 from panoramia.errors import InputError
 
 VALUE_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -217,6 +218,7 @@ def check_command_line(config_dir: Path, arguments: list[str]) -> None:
     if not (config_dir / f"{name}.yaml").is_file():
         raise InputError(f"config: no primary config {name!r} in {config_dir}")
     _check_additions(config_dir, arguments)
+    check_renamed(_overrides(arguments))
     configs = []
     try:
         for overrides in _override_lists(arguments):

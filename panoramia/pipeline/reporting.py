@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import claim_section
@@ -263,7 +264,6 @@ def build_report(
                              ("f̂_1 (stand-in)", losses_s))
         if table is not None
     }  # fmt: skip
-    ReportDocument.model_validate(document)  # the type the service's upload and worker read
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     write_atomic(
         run_dir / "report.html",
@@ -278,4 +278,10 @@ def build_report(
             null=null if isinstance(null, NullTest) else None,
         ),
     )
+    try:  # the type the service's upload and worker read; written first, so nothing is lost
+        ReportDocument.model_validate(document)
+    except ValidationError as error:
+        raise RuntimeError(
+            f"report.json does not match its schema (a bug): {str(error).splitlines()[0:3]}"
+        ) from None
     return document

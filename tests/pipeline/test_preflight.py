@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -73,3 +74,19 @@ def test_an_added_key_nothing_reads_is_refused(addition: str) -> None:
     with pytest.raises(InputError, match=rf"{key.replace('+', '[+]')}: not a setting"):
         check_command_line(config_dir(), [addition])
     check_command_line(config_dir(), ["+experiment=validity", "seed=1"])  # a group is fine
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [("audit.reference.o1=false", "audit.reference.o1: renamed; write audit.real_nonmembers.o1"),
+     ("audit.baseline_side=stand_in+helper+reference",
+      "audit.baseline_side: renamed; write audit.baseline_side=stand_in+helper+reference_models")],
+)  # fmt: skip
+def test_a_renamed_setting_names_its_new_name(override: str, message: str) -> None:
+    from panoramia.errors import InputError
+    from panoramia.pipeline.preflight import check_command_line
+    from panoramia.pipeline.registry import config_dir, register_schemas
+
+    register_schemas(["tabular"])
+    with pytest.raises(InputError, match=re.escape(message)):
+        check_command_line(config_dir(), [override])

@@ -388,6 +388,10 @@ def test_a_wrong_choice_or_combination_gets_422_naming_the_key(
          "base.source: 'nope' is not package_docs or none"),
         (["audit.attack_side=target+helper+reference_models"],
          "audit.attack_side=target+helper+reference_models goes with audit.baseline_side="),
+        (["audit.reference.rmrn=false"],
+         "audit.reference.rmrn: renamed; write audit.real_nonmembers.rmrn=false"),
+        (["--config-name=image", "helper=reference"],
+         "helper: renamed; write helper=target_recipe"),
     ],
 )  # fmt: skip
 def test_the_door_refuses_what_the_worker_would(overrides: list[str], message: str) -> None:
@@ -399,6 +403,17 @@ def test_the_door_refuses_what_the_worker_would(overrides: list[str], message: s
         check_composes(overrides)
     assert refused.value.field == ("overrides",)
     assert refused.value.message.startswith(message), refused.value.message
+
+
+def test_a_claim_the_accounting_refuses_is_the_models_not_the_overrides() -> None:
+    """A claim comes from the model's registration: its refusal points at it (σ too small to
+    account here), not at the request's overrides."""
+    from panoramia.service.submission.command import RequestProblem, check_composes
+
+    with pytest.raises(RequestProblem) as refused:
+        check_composes(["claim.kind=dpsgd", "claim.noise_multiplier=0.01",
+                        "claim.sample_rate=0.01", "claim.epochs=1"])  # fmt: skip
+    assert refused.value.field == ("model", "claim"), refused.value.message
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,3 @@ def build_game(audit: Audit, split: StageResult, synthetic: StageResult) -> Stag
         }
 
     return audit.runner.run("game", build, config={"seed": audit.seed}, inputs=[split, synthetic])
-
-
-# -- the whole graph ----------------------------------------------------------------

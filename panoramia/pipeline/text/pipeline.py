@@ -66,10 +66,18 @@ class TextPipeline(AuditPipeline):
     _base: StageResult | None = None
 
     def graph(self) -> tuple[StageSpec, ...]:
-        """The shared graph with the public base LM (stage ``base``) after the data; the
-        generator, h and the stand-ins start from it."""
+        """The shared graph with the public base LM (stage ``base``) before the generator;
+        the generator, h and the stand-ins start from it (they read it through
+        :meth:`public_base`, which builds it once)."""
         base = StageSpec("base", ("data",), lambda audit, built: audit.public_base(built["data"]))
-        return (STAGE_GRAPH[0], base, *STAGE_GRAPH[1:])
+        graph: list[StageSpec] = []
+        for spec in STAGE_GRAPH:
+            if spec.name == "generator":
+                graph.append(base)
+            if spec.name in ("generator", "helper", "stand_in"):
+                spec = replace(spec, inputs=(*spec.inputs, "base"))
+            graph.append(spec)
+        return tuple(graph)
 
     def side_losses(self, adapter, examples: TextSet) -> np.ndarray:
         """The loss sequence (N, L−1) of each chunk."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from panoramia.audit_settings import check_settings
+from panoramia.audit_settings import check_renamed, check_settings
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
     compose_job,
@@ -298,6 +298,7 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> d
     from omegaconf import OmegaConf
 
     try:
+        check_renamed(overrides)
         composed = compose_job(overrides)
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
@@ -306,7 +307,9 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> d
         check_settings(container)  # ranges, choices and rules, then the service's limits
         check_limits(container, limits or AuditLimits())
     except InputError as error:
-        raise RequestProblem(("overrides",), str(error)) from None
+        # The claim comes from the model's registration, not from the request's overrides.
+        where = ("model", "claim") if str(error).startswith("claim") else ("overrides",)
+        raise RequestProblem(where, str(error)) from None
     return container
 
 

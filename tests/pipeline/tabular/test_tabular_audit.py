@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from panoramia.pipeline.graph import STAGE_GRAPH
 from tests.cli_support import run_audit, run_command
 from tests.conftest import TINY_AUDIT, shared_store
 from tests.conftest import stage as stage_directory
@@ -359,6 +360,25 @@ def test_reference_models_on_both_sides(artifacts: Path, tmp_path: Path) -> None
             "inputs"
         ]
     )
+    # Every stage read only stages its entry of the declared graph names, in the graph's order.
+    assert list(report["timings"]) == [n for s in STAGE_GRAPH for n in _planned(s, report)]
+    for name in report["timings"]:
+        record = json.loads((stage_directory(artifacts, report, name) / "_done.json").read_text())
+        declared = set(SPECS[_spec_of(name)].inputs)
+        assert {_spec_of(i) for i in record["inputs"]} <= declared, name
+
+
+SPECS = {spec.name: spec for spec in STAGE_GRAPH}
+
+
+def _spec_of(stage: str) -> str:
+    """The graph entry that makes ``stage`` (``stand_in_2``: ``stand_in``)."""
+    head, _, index = stage.rpartition("_")
+    return head if index.isdigit() and head in SPECS else stage
+
+
+def _planned(spec, report: dict) -> list[str]:  # type: ignore[no-untyped-def]
+    return [name for name in report["timings"] if _spec_of(name) == spec.name]
 
 
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
