@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +30,20 @@ class ExampleSets:
     fill: Callable[[Any, Any, np.ndarray], Any]
     """``fill(members, others, take)``: the game's audit set of ``take.size`` slots; slot i
     holds member i where ``take[i]``, else other i."""
+
+
+def fill_arrays(members: Any, others: Any, take: np.ndarray) -> Any:
+    """:attr:`ExampleSets.fill` for a dataclass of arrays indexed by example (an ImageSet, a
+    TextSet): each field's slot i holds the member's where ``take[i]``, else the other's."""
+    m = take.size
+
+    def pick(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+        return np.where(take.reshape(-1, *[1] * (mine.ndim - 1)), mine[:m], theirs[:m])
+
+    names = [field.name for field in fields(members)]
+    return type(members)(*(pick(getattr(members, n), getattr(others, n)) for n in names))
+
+
+def write_taken(examples: Any, indices: np.ndarray, path: Path) -> None:
+    """:attr:`ExampleSets.write` for a set with ``take(indices)`` and ``save(path)``."""
+    examples.take(indices).save(path)
