@@ -86,6 +86,6 @@ def test_a_dpsgd_targets_report_carries_the_claim_of_its_training(
 )  # fmt: skip
 def test_bad_dp_settings_exit_2(tmp_path: Path, override: str, message: str) -> None:
     extra = ["target.dp_epsilon=1"] if override == "target=xgboost" else []
-    done = run_audit(TINY_DP, override, *extra, artifacts=tmp_path)
+    done = run_audit(TINY_DP, override, *extra, artifacts=tmp_path, run_dir=tmp_path / "run")
     assert done.returncode == 2
     assert message in done.stderr.strip().splitlines()[-1]
