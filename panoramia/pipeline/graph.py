@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from panoramia.audit_settings import REFERENCE, check_settings
+from panoramia.audit_settings import REFERENCE
 from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages.distinguisher import build_distinguisher
@@ -94,10 +94,11 @@ def baseline_sides(audit: AuditPipeline, built: Built) -> list[list[StageResult]
     ]  # fmt: skip
 
 
-def _distinguisher(name: str, sides: Callable[[AuditPipeline, Built], list]) -> Callable:
+def _distinguisher(
+    name: str, sides: Callable[[AuditPipeline, Built], list], *, real_nonmembers: bool = False
+) -> Callable:
     def build(audit: AuditPipeline, built: Built) -> StageResult | None:
-        real = name == "attack_rmrn"
-        if real and (
+        if real_nonmembers and (
             not built["game"].info.get("m_reference")
             # The stand-ins train on the data's real non-members, RM;RN's too: an attack that
             # sees them as reference models would tell those non-members by their low losses.
@@ -106,7 +107,7 @@ def _distinguisher(name: str, sides: Callable[[AuditPipeline, Built], list]) -> 
             return None
         return build_distinguisher(
             audit, name, built["data"], built["split"], built["synthetic_split"],
-            sides(audit, built), built["game"], real_nonmembers=real,
+            sides(audit, built), built["game"], real_nonmembers=real_nonmembers,
         )  # fmt: skip
 
     return build
@@ -178,7 +179,7 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
     ),
     StageSpec(
         "attack_rmrn", (*_SCORED, "losses_target", "losses_helper", "losses_stand_in"),
-        _distinguisher("attack_rmrn", attack_sides),
+        _distinguisher("attack_rmrn", attack_sides, real_nonmembers=True),
         names=lambda a: ["attack_rmrn"] if a.job.audit.real_nonmembers.rmrn else [],
     ),
 )  # fmt: skip
@@ -211,9 +212,10 @@ class AuditPipeline(ABC):
         return tuple(name for spec in self.graph() for name in spec.planned(self))
 
     def run(self) -> dict[str, StageResult]:
-        """Check the settings, then build or reuse every planned stage of :meth:`graph` in
-        order; returns the stages by name (each stand-in and its losses under its own)."""
-        self.check_settings()
+        """Check what the settings alone cannot tell, then build or reuse every planned stage of
+        :meth:`graph` in order; returns the stages by name (each stand-in and its losses under
+        its own)."""
+        self.check_before_stages()
         built: dict[str, Any] = {}
         for spec in self.graph():
             if not spec.planned(self):
@@ -236,11 +238,11 @@ class AuditPipeline(ABC):
         """Whether the baseline sees the stand-in f̂'s losses (``audit.baseline_side``)."""
         return self.job.audit.baseline_side.startswith("stand_in")
 
-    def check_settings(self) -> None:
-        """Fail on inconsistent settings before any stage runs: every setting's range, choice
-        and combination (:func:`panoramia.audit_settings.check_settings`, as the CLI and the
-        service check them before the job), then what the settings alone cannot tell."""
-        check_settings(asdict(self.job))
+    def check_before_stages(self) -> None:
+        """Fail, before any stage runs, on what the settings alone cannot tell (every setting's
+        range, choice and combination is checked once, before the pipeline is built, by
+        :func:`panoramia.audit_settings.check_settings` in ``app.run_job``, the one caller of
+        :meth:`run`, and at the service's door)."""
         self.check()
         self.check_slices()
 
