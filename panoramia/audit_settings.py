@@ -23,7 +23,7 @@ blocks (``generators``, ``baselines``) and the models take their lists of values
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -220,8 +220,8 @@ class PublicBaseSource(StrEnum):
     NONE = "none"
 
 
-def values(choice: type[StrEnum]) -> tuple[str, ...]:
-    """The plain strings a choice takes, in order."""
+def values(choice: Iterable[StrEnum]) -> tuple[str, ...]:
+    """The plain strings of a choice's members (a StrEnum, or some of its members), in order."""
     return tuple(member.value for member in choice)
 
 
@@ -246,11 +246,12 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
 """The type of each setting that takes one of a list of values, by its whole key."""
 CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE_TYPES.items()}
 """The values of each choice setting (plain strings), checked with the ranges."""
-_CONTROLS = (TargetMembers.SAME, TargetMembers.DISJOINT)
+_CONTROLS = values((TargetMembers.SAME, TargetMembers.DISJOINT))
+_TRAIN_OR_PATH = values((TargetKind.TRAIN, TargetKind.PATH))
 MODALITY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
-    "tabular": {"target.kind": (TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)},
-    "image": {"target.kind": (TargetKind.TRAIN, TargetKind.PATH), "target.members": _CONTROLS},
-    "text": {"target.kind": (TargetKind.TRAIN, TargetKind.PATH), "target.members": _CONTROLS},
+    "tabular": {"target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH))},
+    "image": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS},
+    "text": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS},
 }
 """What a modality (the config's ``modality``) allows of a choice where it allows fewer: every
 modality of ``panoramia.pipeline.registry`` has an entry (a test keeps it so)."""
@@ -266,12 +267,7 @@ _EITHER = ("base.source", "target.optimizer", "helper.optimizer")
 def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
     """The values the setting ``key`` may take in ``modality``'s audit (None: any text)."""
     narrowed = MODALITY_CHOICES.get(modality, {}) if isinstance(modality, str) else {}
-    allowed = narrowed.get(key, CHOICES.get(key))
-    return None if allowed is None else values_of(allowed)
-
-
-def values_of(allowed: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(str(value) for value in allowed)
+    return narrowed.get(key, CHOICES.get(key))
 
 
 def _not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
@@ -634,7 +630,7 @@ def ranges_markdown() -> str:
     ]
     lines += ["", "| modality | setting | one of |", "|---|---|---|"]
     lines += [
-        f"| {modality} | `{key}` | {', '.join(f'`{v}`' for v in values_of(allowed))} |"
+        f"| {modality} | `{key}` | {', '.join(f'`{v}`' for v in allowed)} |"
         for modality, narrowed in MODALITY_CHOICES.items()
         for key, allowed in sorted(narrowed.items())
     ]
