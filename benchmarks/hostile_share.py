@@ -7,7 +7,9 @@ with its answer:
 
 1. **Filling the database**: a 15 MB ``declared`` and one with 300,000 keys.
 2. **Bad choices**: ``generator.synthesizer=nope``, ``audit.attack_side=evil``,
-   ``audit.baseline_side=bogus+x``: answered at the door, and how fast.
+   ``audit.baseline_side=bogus+x``, reference models on the attack's side alone, two renamed
+   settings, a split past 1 and a DP-SGD claim the accounting cannot take: answered at the
+   door, and how fast.
 3. **Pricing**: eight 4096-wide layers for 500 epochs, then mallory's usage.
 4. **Probing by id**: alice stores a report with a 15 MB page; mallory asks for it by id and
    for an unknown id, interleaved (``--probes`` each), on ``/v1/reports/{id}``,
@@ -87,7 +89,7 @@ def shown(response: httpx.Response) -> str:
     except (ValueError, AttributeError):
         return response.text[:160]
     if isinstance(detail, list):
-        detail = detail[0].get("msg")
+        detail = f"at {detail[0].get('loc')}: {detail[0].get('msg')}"
     return str(detail)[:200]
 
 
@@ -109,10 +111,20 @@ def replay_choices(mallory: httpx.Client) -> None:
         "generator.synthesizer=nope",
         "audit.attack_side=evil",
         "audit.baseline_side=bogus+x",
+        "audit.attack_side=target+helper+reference_models",  # without its baseline side
+        "audit.reference.rmrn=false",  # renamed
+        "helper=reference",  # renamed
+        "data.split.generator=0.9",  # the split's fractions past 1
     ):
         body = TINY | {"overrides": [override]}
         response, seconds = timed(lambda body=body: mallory.post("/v1/audits", json=body))
         print(f"- `{override}`: {response.status_code} in {seconds:.3f} s: {shown(response)}")
+    claim = {"kind": "dpsgd", "neighbouring": "add_remove", "phases": [
+        {"noise_multiplier": 0.01, "sample_rate": 0.01, "steps": 100}]}  # fmt: skip
+    body = TINY | {"model": TINY["model"] | {"claim": claim}}
+    response, seconds = timed(lambda: mallory.post("/v1/audits", json=body))
+    print(f"- a DP-SGD claim with σ = 0.01: {response.status_code} in {seconds:.3f} s: "
+          f"{shown(response)}")  # fmt: skip
 
 
 def replay_pricing(mallory: httpx.Client) -> None:
