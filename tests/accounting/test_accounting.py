@@ -419,7 +419,7 @@ def test_calibrate_takes_epochs_batch_and_dataset_size() -> None:
 def test_calibrate_counts_steps_as_the_claim_does_and_checks_delta() -> None:
     runner = CliRunner()
     options = ["--epochs", "1.1", "--batch-size", "10", "--dataset-size", "100", "--json"]
-    counted = runner.invoke(app, ["calibrate", "--target-advantage", "0.5", *options])
+    counted = runner.invoke(app, ["calibrate", "--target-advantage", "0.05", *options])
     assert counted.exit_code == 0, counted.output
     assert json.loads(counted.stdout)["steps"] == 11  # ⌈1.1 / 0.1⌉, as `account dpsgd`
     bad = runner.invoke(app, ["calibrate", "--target-advantage", "0.5", "--sample-rate", "0.1",

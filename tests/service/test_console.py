@@ -40,7 +40,7 @@ def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
 
 
 def browser(service: LiveService) -> httpx.Client:
-    return httpx.Client(base_url=service.url, follow_redirects=False, timeout=30)
+    return service.client(None, follow_redirects=False, timeout=30)
 
 
 def login_csrf(client: httpx.Client) -> str:

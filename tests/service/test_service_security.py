@@ -268,8 +268,7 @@ def test_250_concurrent_uploads_on_sqlite_get_no_server_error(tmp_path: Path) ->
 
         def upload(number: int) -> None:
             body = {"model": {"name": f"m{number % 7}"}, "report": document, "html": "<p/>"}
-            headers = {"Authorization": f"Bearer {tokens[number % 10]}"}
-            with httpx.Client(base_url=service.url, headers=headers, timeout=120) as client:
+            with service.client(tokens[number % 10], timeout=120) as client:
                 status = client.post("/v1/reports", json=body).status_code
             with lock:
                 codes.append(status)
