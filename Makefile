@@ -1,11 +1,15 @@
 # Two entry points: `make demo` (the main job on the embedded defaults) and `make test`.
 # Both create .venv when missing and install the project with exact pins; torch (CPU build)
-# goes in first so that no other dependency can pull a CUDA build of it.
+# goes in first, with pip (it takes the local CPU wheel), so that no other dependency can pull
+# a CUDA build of it. The rest goes in with uv (~20 s instead of pip's ~70 s), or with pip
+# where uv cannot reach an index (a pip mirror that only pip is configured for).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+UV := $(BIN)/uv pip install --python $(BIN)/python -q
+UV_VERSION := 0.13.9
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -13,8 +17,8 @@ export TRANSFORMERS_OFFLINE := 1
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -c constraints.txt torch==2.13.0
-	$(PIP) install -c constraints.txt -e '.[dev]'
+	$(PIP) install -c constraints.txt torch==2.13.0 uv==$(UV_VERSION)
+	$(UV) -c constraints.txt -e '.[dev]' || $(PIP) install -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 # The tabular audit of the generalised (10 epochs) and over-fitted (100 epochs) MLP on Adult.
