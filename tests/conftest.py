@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Two workers on two cores: one BLAS/torch thread each (children inherit it), else every
+    # Three workers on two cores (the third fills the time the others wait on servers, sockets
+    # and child processes): one BLAS/torch thread each (children inherit it), else every
     # process starts a thread per core and they all fight over the same cores.
     for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_threads, "1")
@@ -55,8 +56,8 @@ HEAVY_FIRST = (
     "tests/service/test_service_fuzz.py", "tests/generators/test_image_generator.py",
     "tests/accounting/", "tests/targets/",
 )  # fmt: skip
-"""Test paths that run audits, services or training: collected first, so that the two xdist
-workers end on short tests instead of one idling while the other finishes a long one."""
+"""Test paths that run audits, services or training: collected first, so that the xdist
+workers end on short tests instead of one idling while another finishes a long one."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
