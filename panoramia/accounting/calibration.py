@@ -13,6 +13,7 @@ so the reported advantage, TPR and ε are those of the returned σ.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +55,16 @@ def _clt_sigma(mu: float, sample_rate: float, steps: int) -> float:
     return min(max(sigma, NOISE_RANGE[0]), NOISE_RANGE[1])
 
 
+@functools.lru_cache(maxsize=16)
+def _single_phase_pld(sigma: float, sample_rate: float, steps: int) -> object:
+    """The PLD of T steps at σ and rate q, kept for the length of one :func:`calibrate_dpsgd`
+    (which clears them), so that the σ its search returns is not accounted a second time for
+    the result (seconds each for a small σ)."""
+    from panoramia.accounting.dpsgd import dpsgd_pld
+
+    return dpsgd_pld(DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps))
+
+
 def _smallest_sigma(
     risk_at: Callable[[object], float],
     target: float,
@@ -67,12 +78,11 @@ def _smallest_sigma(
     ``target`` (a risk in (0, 1) that falls as σ grows): a bracket around ``guess``, then
     regula falsi on logit(risk) against log σ (smooth and monotone), each estimate tested
     just above and just below so that the bracket closes."""
-    from panoramia.accounting.dpsgd import dpsgd_pld
 
     def gap(sigma: float) -> float:
         """logit(risk at σ) − logit(target): ≤ 0 where σ meets the target."""
         try:
-            pld = dpsgd_pld(DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps))
+            pld = _single_phase_pld(sigma, sample_rate, steps)
         except InputError:  # the loss spans more than is accounted: far too little noise
             return math.inf
         risk = min(max(float(risk_at(pld)), 1e-12), 1 - 1e-12)
@@ -167,36 +177,36 @@ def calibrate_dpsgd(
     ``at_fpr`` (exactly one target), for Poisson rate q and T steps (add/remove);
     ``progress`` receives a line per σ tried by the TPR search."""
 
-    from panoramia.accounting.dpsgd import dpsgd_pld
+    try:
+        DpSgdClaim.single_phase(1.0, sample_rate=sample_rate, steps=steps)  # validates q and T
+        if (target_advantage is None) == (target_tpr is None):
+            raise InputError("calibrate: give exactly one of --target-advantage and --target-tpr")
+        if target_advantage is not None:
+            if not 0 < target_advantage < 1:
+                raise InputError(
+                    f"calibrate: target advantage must be in (0, 1), got {target_advantage}"
+                )
+            sigma = _sigma_for_advantage(target_advantage, sample_rate, steps, progress)
+        else:
+            if at_fpr is None or not 0 < at_fpr < 1:
+                raise InputError(f"calibrate: --at-fpr must be in (0, 1), got {at_fpr}")
+            if not at_fpr < target_tpr < 1:  # type: ignore[operator]
+                raise InputError(
+                    f"calibrate: target TPR must be in (FPR, 1) = ({at_fpr}, 1), got {target_tpr}"
+                )
+            sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps, progress)  # type: ignore[arg-type]
+        pld = _single_phase_pld(sigma, sample_rate, steps)
+        tpr = None
+        if at_fpr is not None:
+            from riskcal.analysis import get_beta_from_pld
 
-    DpSgdClaim.single_phase(1.0, sample_rate=sample_rate, steps=steps)  # validates q and T
-    if (target_advantage is None) == (target_tpr is None):
-        raise InputError("calibrate: give exactly one of --target-advantage and --target-tpr")
-    if target_advantage is not None:
-        if not 0 < target_advantage < 1:
-            raise InputError(
-                f"calibrate: target advantage must be in (0, 1), got {target_advantage}"
-            )
-        sigma = _sigma_for_advantage(target_advantage, sample_rate, steps, progress)
-    else:
-        if at_fpr is None or not 0 < at_fpr < 1:
-            raise InputError(f"calibrate: --at-fpr must be in (0, 1), got {at_fpr}")
-        if not at_fpr < target_tpr < 1:  # type: ignore[operator]
-            raise InputError(
-                f"calibrate: target TPR must be in (FPR, 1) = ({at_fpr}, 1), got {target_tpr}"
-            )
-        sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps, progress)  # type: ignore[arg-type]
-    claim = DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps)
-    pld = dpsgd_pld(claim)
-    tpr = None
-    if at_fpr is not None:
-        from riskcal.analysis import get_beta_from_pld
-
-        tpr = float(1.0 - get_beta_from_pld(pld, alpha=at_fpr))
-    return Calibration(
-        noise_multiplier=sigma,
-        advantage=float(pld.get_delta_for_epsilon(0.0)),
-        tpr_at_fpr=tpr,
-        epsilon=float(pld.get_epsilon_for_delta(delta)),
-        delta=delta,
-    )
+            tpr = float(1.0 - get_beta_from_pld(pld, alpha=at_fpr))
+        return Calibration(
+            noise_multiplier=sigma,
+            advantage=float(pld.get_delta_for_epsilon(0.0)),
+            tpr_at_fpr=tpr,
+            epsilon=float(pld.get_epsilon_for_delta(delta)),
+            delta=delta,
+        )
+    finally:
+        _single_phase_pld.cache_clear()

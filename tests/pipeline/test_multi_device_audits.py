@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import run_audit
-from tests.conftest import shared_store
+from tests.conftest import SMALL_NULL, shared_store
 
 TWO_DEVICES = [
     "target.strategy=ddp", "target.devices=2", "target.accelerator=cpu", "audit.ensemble=1",
@@ -20,8 +20,8 @@ TWO_DEVICES = [
 and its stand-in on h's recipe (on the target's, three stand-ins each spawned two ranks that
 import the stack anew: ~20 s more in text, for the fit the target's run already covers)."""
 AUDITS = {
-    "image": ["--config-name", "image", "+experiment=digits_tiny", "threads=1"],
-    "text": ["--config-name", "text", "+experiment=text_tiny", "threads=1"],
+    "image": ["--config-name", "image", "+experiment=digits_tiny", "threads=1", SMALL_NULL],
+    "text": ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL],
 }  # fmt: skip
 """The target trains on two processes. In text, the generator, the public base, h and the
 stand-ins fit with the same ``fit_causal_lm`` as the target, so one model on two processes

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from tests.cli_support import run_audit, run_command
-from tests.conftest import shared_store, stage
+from tests.conftest import SMALL_NULL, shared_store, stage
 
-TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1"]
+TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
 
 
