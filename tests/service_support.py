@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
 import socket
 import ssl
@@ -108,30 +107,11 @@ class _PromptServer(uvicorn.Server):
             await asyncio.sleep(0.01)
 
 
-_STOPPING: list[threading.Thread] = []
-"""Server threads told to exit and not yet joined: each finishes its shutdown (≈ 0.1 s,
-uvicorn's grace) while the next test runs, instead of the test waiting for it."""
-
-
-def _reap_stopped(*, wait: bool = False) -> None:
-    """Forget the server threads that have ended (with ``wait``: join them all first)."""
-    for thread in list(_STOPPING):
-        if wait:
-            thread.join(timeout=10)
-        if not thread.is_alive():
-            _STOPPING.remove(thread)
-
-
-atexit.register(_reap_stopped, wait=True)
-
-
 @contextmanager
 def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
     """The real app under uvicorn on a loopback port, in a thread of this process. On exit
-    the server stops taking requests at once; its thread is joined later (see
-    :data:`_STOPPING`), after its store and queue are closed: no request is in flight by then,
-    the test's clients being closed inside the block."""
-    _reap_stopped()
+    the server is told to stop and its store and queue are closed without waiting for its
+    thread: no request is in flight by then, the test's clients being closed in the block."""
     with running_service(settings) as (store, queue):
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -151,7 +131,10 @@ def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
             yield LiveService(f"http://127.0.0.1:{sock.getsockname()[1]}", store, settings)
         finally:
             server.should_exit = True
-            _STOPPING.append(thread)  # its shutdown closes the listening socket
+            # Not joined: the server's shutdown (which closes the listening socket) goes on
+            # while the next test runs. It takes ≥ 0.1 s, and up to ~10 s where a request ran
+            # in AnyIO's worker threads (its loop ends once they have idled that long); a
+            # daemon thread, so the test process does not wait for it at exit either.
 
 
 @contextmanager
