@@ -98,7 +98,7 @@ def _smallest_sigma(
             if low <= low_end:
                 return low_end
             high, high_gap = low, low_gap
-            low = max(low / 1.5, low_end)
+            low = max(low / 1.2, low_end)
             low_gap = gap(low)
     else:  # fails: look above
         low, low_gap, high, high_gap = guess, found, guess, found
@@ -106,7 +106,7 @@ def _smallest_sigma(
             if high >= high_end:
                 raise InputError(f"calibrate: no σ ≤ {high_end} meets the target {target:g}")
             low, low_gap = high, high_gap
-            high = min(high * 1.5, high_end)
+            high = min(high * 1.2, high_end)
             high_gap = gap(high)
     while high / low > TIGHTNESS:
         if math.isfinite(low_gap):  # interpolate log σ where the gap crosses 0
