@@ -1,8 +1,8 @@
 # Two entry points: `make demo` (the main job on the embedded defaults) and `make test`.
 # Both create .venv when missing and install the project with exact pins; torch (CPU build)
 # goes in first, with pip (it takes the local CPU wheel), so that no other dependency can pull
-# a CUDA build of it. The rest goes in with uv (~20 s instead of pip's ~70 s), or with pip
-# where uv cannot reach an index (a pip mirror that only pip is configured for).
+# a CUDA build of it. The rest goes in with uv (~20 s instead of pip's ~70 s) from PyPI (uv
+# reads none of pip's settings), or with pip where uv or PyPI cannot be had (a pip mirror).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,8 +17,9 @@ export TRANSFORMERS_OFFLINE := 1
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -c constraints.txt torch==2.13.0 uv==$(UV_VERSION)
-	$(UV) -c constraints.txt -e '.[dev]' || $(PIP) install -c constraints.txt -e '.[dev]'
+	$(PIP) install -c constraints.txt torch==2.13.0
+	{ $(PIP) install uv==$(UV_VERSION) && $(UV) -c constraints.txt -e '.[dev]'; } \
+	  || $(PIP) install -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 # The tabular audit of the generalised (10 epochs) and over-fitted (100 epochs) MLP on Adult.
@@ -44,7 +45,7 @@ lint: $(STAMP)
 
 # Re-pin after changing dependencies in pyproject.toml (run in a fresh .venv).
 constraints: $(STAMP)
-	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable \
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable --exclude uv \
 	  | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 

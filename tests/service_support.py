@@ -45,11 +45,13 @@ def redis_database(slot: int) -> int:
     worker gw0, 8–11 for gw1, 4–7 for gw2 (a test's queue is never flushed by another
     worker's test)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    index = int(worker.removeprefix("gw") or 0)
     if not 0 <= slot < REDIS_SLOTS:
         raise ValueError(f"Redis slot {slot} is not in 0..{REDIS_SLOTS - 1}")
-    if index >= MAX_WORKERS:
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > MAX_WORKERS:
         raise RuntimeError(f"run the service tests with at most {MAX_WORKERS} xdist workers")
+    # A worker that replaces a crashed one is numbered past the count (gw3 of three): it takes
+    # the slots of the one it replaces, whose tests have ended.
+    index = int(worker.removeprefix("gw") or 0) % MAX_WORKERS
     return 16 - REDIS_SLOTS * (index + 1) + slot
 
 
@@ -110,8 +112,8 @@ class _PromptServer(uvicorn.Server):
 @contextmanager
 def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
     """The real app under uvicorn on a loopback port, in a thread of this process. On exit
-    the server is told to stop and its store and queue are closed without waiting for its
-    thread: no request is in flight by then, the test's clients being closed in the block."""
+    the server stops listening and finishes its requests before its store and queue close;
+    its thread is not joined (see the ``finally``)."""
     with running_service(settings) as (store, queue):
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -131,10 +133,21 @@ def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
             yield LiveService(f"http://127.0.0.1:{sock.getsockname()[1]}", store, settings)
         finally:
             server.should_exit = True
-            # Not joined: the server's shutdown (which closes the listening socket) goes on
-            # while the next test runs. It takes ≥ 0.1 s, and up to ~10 s where a request ran
-            # in AnyIO's worker threads (its loop ends once they have idled that long); a
-            # daemon thread, so the test process does not wait for it at exit either.
+            # Wait until it has stopped listening and finished its connections and tasks
+            # (~10-100 ms), not for its thread: that ends up to ~10 s later where a request
+            # ran in AnyIO's worker threads (its loop ends once they have idled that long),
+            # and is a daemon, so the test process does not wait for it at exit either.
+            deadline = time.monotonic() + 5
+            while (
+                thread.is_alive()
+                and time.monotonic() < deadline
+                and (
+                    sock.fileno() != -1
+                    or server.server_state.connections
+                    or server.server_state.tasks
+                )
+            ):
+                time.sleep(0.005)
 
 
 @contextmanager

@@ -55,11 +55,12 @@ def _clt_sigma(mu: float, sample_rate: float, steps: int) -> float:
     return min(max(sigma, NOISE_RANGE[0]), NOISE_RANGE[1])
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def _single_phase_pld(sigma: float, sample_rate: float, steps: int) -> object:
-    """The PLD of T steps at σ and rate q, kept for the length of one :func:`calibrate_dpsgd`
-    (which clears them), so that the σ its search returns is not accounted a second time for
-    the result (seconds each for a small σ)."""
+    """The PLD of T steps at σ and rate q. The last four are kept for the length of one
+    :func:`calibrate_dpsgd` (which clears them; ~10 MB each at a small σ), so that the σ its
+    search returns is mostly not accounted a second time for the result (seconds each for a
+    small σ); a σ no longer kept is accounted again, to the same PLD."""
     from panoramia.accounting.dpsgd import dpsgd_pld
 
     return dpsgd_pld(DpSgdClaim.single_phase(sigma, sample_rate=sample_rate, steps=steps))

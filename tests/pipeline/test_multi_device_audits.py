@@ -14,11 +14,11 @@ from tests.conftest import SMALL_NULL, shared_store
 
 TWO_DEVICES = [
     "target.strategy=ddp", "target.devices=2", "target.accelerator=cpu", "audit.ensemble=1",
-    "audit.stand_in.recipe=helper",
 ]  # fmt: skip
-"""The target on two CPU processes over gloo; the rest on one: one distinguisher per side,
-and its stand-in on h's recipe (on the target's, three stand-ins each spawned two ranks that
-import the stack anew: ~20 s more in text, for the fit the target's run already covers)."""
+"""The target on two CPU processes over gloo, and one distinguisher per side. Text's one
+stand-in takes the target's recipe, so a second two-rank fit follows the target's in the same
+process (three stand-ins took ~15 s more, each fit spawning ranks that import the stack
+anew); image's stand-in takes h's recipe, on one process."""
 AUDITS = {
     "image": ["--config-name", "image", "+experiment=digits_tiny", "threads=1", SMALL_NULL],
     "text": ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL],
@@ -58,6 +58,7 @@ def test_a_two_process_audit_runs_each_stage_once(
     for name, key in keys.items():
         assert (artifacts / name / key).is_dir(), name
         assert not list((artifacts / name).glob(f".partial-{key}-*")), name
+        assert not list((artifacts / name / key).rglob(".partial-*")), name
 
 
 @pytest.mark.gpu
