@@ -641,10 +641,6 @@ def ranges_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    print(ranges_markdown(), end="")
-
-
 RENAMED: tuple[tuple[str, str, str], ...] = (
     ("audit.reference.", "audit.reference.", "audit.real_nonmembers."),
     ("helper=reference", "helper=reference", "helper=target_recipe"),
@@ -667,3 +663,7 @@ def check_renamed(overrides: list[str]) -> None:
             if used and not text.endswith(new):
                 key = text.split("=", 1)[0]
                 raise InputError(f"{key}: renamed; write {text.replace(old, new)}")
+
+
+if __name__ == "__main__":
+    print(ranges_markdown(), end="")
