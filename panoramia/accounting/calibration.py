@@ -178,23 +178,22 @@ def calibrate_dpsgd(
     ``at_fpr`` (exactly one target), for Poisson rate q and T steps (add/remove);
     ``progress`` receives a line per σ tried by the TPR search."""
 
-    try:
-        DpSgdClaim.single_phase(1.0, sample_rate=sample_rate, steps=steps)  # validates q and T
-        if (target_advantage is None) == (target_tpr is None):
-            raise InputError("calibrate: give exactly one of --target-advantage and --target-tpr")
+    DpSgdClaim.single_phase(1.0, sample_rate=sample_rate, steps=steps)  # validates q and T
+    if (target_advantage is None) == (target_tpr is None):
+        raise InputError("calibrate: give exactly one of --target-advantage and --target-tpr")
+    if target_advantage is not None and not 0 < target_advantage < 1:
+        raise InputError(f"calibrate: target advantage must be in (0, 1), got {target_advantage}")
+    if target_tpr is not None:
+        if at_fpr is None or not 0 < at_fpr < 1:
+            raise InputError(f"calibrate: --at-fpr must be in (0, 1), got {at_fpr}")
+        if not at_fpr < target_tpr < 1:
+            raise InputError(
+                f"calibrate: target TPR must be in (FPR, 1) = ({at_fpr}, 1), got {target_tpr}"
+            )
+    try:  # the search's PLDs are kept (_single_phase_pld) until the result is accounted
         if target_advantage is not None:
-            if not 0 < target_advantage < 1:
-                raise InputError(
-                    f"calibrate: target advantage must be in (0, 1), got {target_advantage}"
-                )
             sigma = _sigma_for_advantage(target_advantage, sample_rate, steps, progress)
         else:
-            if at_fpr is None or not 0 < at_fpr < 1:
-                raise InputError(f"calibrate: --at-fpr must be in (0, 1), got {at_fpr}")
-            if not at_fpr < target_tpr < 1:  # type: ignore[operator]
-                raise InputError(
-                    f"calibrate: target TPR must be in (FPR, 1) = ({at_fpr}, 1), got {target_tpr}"
-                )
             sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps, progress)  # type: ignore[arg-type]
         pld = _single_phase_pld(sigma, sample_rate, steps)
         tpr = None
