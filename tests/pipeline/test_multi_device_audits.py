@@ -23,9 +23,9 @@ AUDITS = {
     "image": ["--config-name", "image", "+experiment=digits_tiny", "threads=1", SMALL_NULL],
     "text": ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL],
 }  # fmt: skip
-"""The target trains on two processes. In text, the generator, the public base, h and the
-stand-ins fit with the same ``fit_causal_lm`` as the target, so one model on two processes
-covers them (a second took ~30 s more: each fit spawns ranks that import the stack anew)."""
+"""The tiny audits. In text, the generator, the public base and h fit with the same
+``fit_causal_lm`` as the target and stand-in, so those two cover it on two processes (each
+more fit there spawns ranks that import the stack anew)."""
 
 
 def finished_stages(log: str) -> list[int]:
