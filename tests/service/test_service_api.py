@@ -282,6 +282,33 @@ def test_bad_audit_requests_get_422_naming_the_field(
     assert response.json()["detail"][0]["loc"][: len(location)] == location
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("helper=reference", "helper: renamed; write helper=target_recipe"),
+        ("audit.reference.rmrn=false",
+         "audit.reference.rmrn: renamed; write audit.real_nonmembers.rmrn=false"),
+        ("audit.baseline_side=stand_in+helper+reference",
+         "audit.baseline_side: renamed; write "
+         "audit.baseline_side=stand_in+helper+reference_models"),
+    ],
+)  # fmt: skip
+def test_a_renamed_setting_gets_its_new_name_at_the_door(
+    refusing: LiveService, line: str, message: str
+) -> None:
+    """The door names the new name of a setting renamed in 0.x, at the override's position,
+    before any check that would only list the group's options (``helper=reference`` once got
+    "'reference' is not one of …")."""
+    body = {"model": {"name": "census"}, "target": {"config": "mlp_generalised"},
+            "overrides": ["seed=1", line]}  # fmt: skip
+    with refusing.client(refusing.token("alice")) as alice:
+        response = alice.post("/v1/audits", json=body)
+    assert response.status_code == 422, response.text
+    problem = response.json()["detail"][0]
+    assert problem["loc"] == ["body", "overrides", 1]
+    assert problem["msg"] == message
+
+
 def test_bad_uploads_get_422_naming_the_field(service: LiveService) -> None:
     with service.client(service.token("alice")) as alice:
         document = report_document_for_test()

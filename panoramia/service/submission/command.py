@@ -155,6 +155,10 @@ def check_overrides(overrides: list[str]) -> None:
         field = ("overrides", position)
         if INTERPOLATION in line:
             raise RequestProblem(field, "'${' is not accepted: configs never resolve your text")
+        try:  # a name renamed in 0.x gets its new name, before its group's options are listed
+            check_renamed([line])
+        except InputError as error:
+            raise RequestProblem(field, str(error)) from None
         try:
             (parsed,) = parser.parse_overrides([line])
         except Exception as error:
