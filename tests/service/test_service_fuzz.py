@@ -1,80 +1,124 @@
-"""Schemathesis over the service's own OpenAPI spec, on a live server: no request gets a 5xx.
+"""Schemathesis over the service's own OpenAPI spec, on live servers: no request gets a 5xx.
 
 Valid (positive) and malformed (negative) requests for every operation, with a contributor's
-token and with an admin's, against a store that holds reports; audits go to a Redis queue with
-no worker listening. ``PANORAMIA_FUZZ_EXAMPLES`` sets examples per operation and mode.
+token and with an admin's, against stores that hold reports; audits go to a Redis queue with
+no worker listening. Each generated request goes to two services, one on SQLite and one on
+PostgreSQL, so both stores get the same requests in the same order (and the requests are
+generated once: generating them is most of the fuzzer's time). ``PANORAMIA_FUZZ_EXAMPLES``
+sets examples per operation, mode and token.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import pytest
 import redis
 import schemathesis
+import sqlalchemy
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from tests.service_support import (
     REDIS_URL,
+    LiveService,
     live_service,
+    postgres_schema,
     redis_database,
     report_document_for_test,
     settings_for,
 )
 
 EXAMPLES = int(os.environ.get("PANORAMIA_FUZZ_EXAMPLES", "25"))
+BACKENDS = {"sqlite": 0, "postgresql": 1}
+"""Each store's Redis slot (:func:`tests.service_support.redis_database`)."""
 
 
-def fuzz(operation, mode, url, token, tried, server_errors) -> None:  # type: ignore[no-untyped-def]
-    """Send ``EXAMPLES`` generated requests of ``operation``; count them, note any 5xx."""
-    key = (operation.label, mode.value)
+def fuzz(operation, mode, targets, tried, server_errors) -> None:  # type: ignore[no-untyped-def]
+    """Send ``EXAMPLES`` generated requests of ``operation`` to each of ``targets`` (backend,
+    URL, token); count them per backend, note any 5xx."""
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(case=operation.as_strategy(generation_mode=mode))
     def exercise(case) -> None:  # type: ignore[no-untyped-def]
-        response = case.call(base_url=url, headers={"Authorization": f"Bearer {token}"})
-        tried[key] = tried.get(key, 0) + 1
-        if response.status_code >= 500:
-            server_errors.append(
-                f"{key} {response.status_code} path={case.path_parameters!r:.200} "
-                f"query={case.query!r:.200} body={case.body!r:.200}"
-            )
+        for backend, url, token in targets:
+            response = case.call(base_url=url, headers={"Authorization": f"Bearer {token}"})
+            key = (backend, operation.label, mode.value)
+            tried[key] = tried.get(key, 0) + 1
+            if response.status_code >= 500:
+                server_errors.append(
+                    f"{key} {response.status_code} path={case.path_parameters!r:.200} "
+                    f"query={case.query!r:.200} body={case.body!r:.200}"
+                )
 
     try:
         exercise()
     except Unsatisfiable:  # nothing to make malformed (an operation without parameters)
-        assert mode == GenerationMode.NEGATIVE, key
+        assert mode == GenerationMode.NEGATIVE, operation.label
 
 
-def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(
-    tmp_path: Path, database_url: str
-) -> None:
-    broker = f"{REDIS_URL}/{redis_database(1)}"
+@contextmanager
+def fuzzed_service(home: Path, backend: str) -> Iterator[LiveService]:
+    """A live service on a fresh store of ``backend``, its own Redis queue with no worker, and
+    one report of alice's; outside CI, a PostgreSQL that does not run skips the test."""
+    broker = f"{REDIS_URL}/{redis_database(BACKENDS[backend])}"
     redis.Redis.from_url(broker).flushdb()
-    service_settings = settings_for(
-        tmp_path, database_url, queue="celery", redis_url=broker,
-        rate_limit="100000/minute", max_upload_bytes=2**20,
-    )  # fmt: skip
-    tried: dict[tuple[str, str], int] = {}
-    server_errors: list[str] = []
-    with live_service(service_settings) as service:
-        tokens = [service.token("alice"), service.token("root", admin=True)]
-        with service.client(tokens[0]) as alice:
+    with ExitStack() as stack:
+        if backend == "sqlite":
+            database_url = f"sqlite:///{home / 'panoramia.db'}"
+        else:
+            try:
+                database_url = stack.enter_context(postgres_schema())
+            except sqlalchemy.exc.OperationalError as error:
+                if os.environ.get("CI"):
+                    raise
+                pytest.skip(f"no PostgreSQL at 127.0.0.1:5432 ({str(error).splitlines()[0]})")
+        service_settings = settings_for(
+            home, database_url, queue="celery", redis_url=broker,
+            rate_limit="100000/minute", max_upload_bytes=2**20,
+        )  # fmt: skip
+        service = stack.enter_context(live_service(service_settings))
+        with service.client(service.token("alice")) as alice:
             body = {"model": {"name": "census"}, "report": report_document_for_test()}
             assert alice.post("/v1/reports", json=body).status_code == 201
-        schema = schemathesis.openapi.from_url(f"{service.url}/openapi.json")
+        try:
+            yield service
+        finally:
+            redis.Redis.from_url(broker).flushdb()
+
+
+def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path: Path) -> None:
+    tried: dict[tuple[str, str, str], int] = {}
+    server_errors: list[str] = []
+    with ExitStack() as stack:
+        services = {
+            backend: stack.enter_context(fuzzed_service(tmp_path / backend, backend))
+            for backend in BACKENDS
+        }
+        specs = []
+        for service in services.values():
+            with service.client(None) as anyone:
+                specs.append(anyone.get("/openapi.json").json())
+        assert specs[0] == specs[1]  # one app: the same operations on both stores
+        tokens = {b: (s.token("alice"), s.token("root", admin=True)) for b, s in services.items()}
+        schema = schemathesis.openapi.from_url(f"{services['sqlite'].url}/openapi.json")
         for result in schema.get_all_operations():
             operation = result.ok()
             for mode in GenerationMode:
-                for token in tokens:
-                    fuzz(operation, mode, service.url, token, tried, server_errors)
-    redis.Redis.from_url(broker).flushdb()
-    total = sum(tried.values())
-    negative = sum(n for (_, mode), n in tried.items() if mode == "negative")
-    print(f"fuzzer: {total} requests ({negative} malformed) over {len(tried)} operation/modes")
+                for who in (0, 1):  # alice, then the admin
+                    targets = [(b, s.url, tokens[b][who]) for b, s in services.items()]
+                    fuzz(operation, mode, targets, tried, server_errors)
+    for backend in BACKENDS:
+        counts = {key[1:]: n for key, n in tried.items() if key[0] == backend}
+        total = sum(counts.values())
+        negative = sum(n for (_, mode), n in counts.items() if mode == "negative")
+        print(f"fuzzer, {backend}: {total} requests ({negative} malformed) over "
+              f"{len(counts)} operation/modes")  # fmt: skip
+        assert len({label for label, _ in counts}) == 18  # 10, and uploads (6) and workers (2)
+        assert negative >= 5 * EXAMPLES
     assert not server_errors, server_errors[:5]
-    assert len({label for label, _ in tried}) == 18  # 10, and uploads (6) and workers (2)
-    assert negative >= 5 * EXAMPLES
