@@ -1,0 +1,93 @@
+"""The test suite's time, and how fast the machine that ran it is.
+
+Machines of one kind differ: on the 2-core machines this project runs on, the same suite has
+taken from under 5 to over 8 minutes, and its CPU time differed as much. So a suite time is
+quoted with this machine's time on a fixed reference workload (importing torch and Lightning
+in a fresh interpreter, and a pure-Python loop), and with the CPU seconds the whole machine
+spent while it ran (``/proc/stat``: every process the suite starts, its databases included;
+run it on an otherwise idle machine): the CPU seconds divided by the reference seconds is a
+figure of the suite's size that moves less from one machine to the next than its wall time.
+The seconds the hypervisor gave to others (steal) are printed apart.
+
+Runs ``python -m pytest`` with the project's options (``pyproject.toml``: ``-n 3``), then
+prints one table. Extra arguments go to pytest.
+
+    .venv/bin/python benchmarks/suite_time.py [--repeat-reference 3] [-- PYTEST_ARGS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOP = "s = 0\nfor i in range(10_000_000):\n    s += i\n"
+"""The pure-Python half of the reference workload."""
+
+
+def reference_seconds(repeat: int) -> tuple[float, float]:
+    """(seconds to import torch and Lightning in a fresh interpreter, seconds of
+    :data:`LOOP`): the fastest of ``repeat`` runs each."""
+    imports, loops = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch, lightning"], check=True)
+        imports.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        exec(compile(LOOP, "<reference loop>", "exec"), {})
+        loops.append(time.perf_counter() - started)
+    return min(imports), min(loops)
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(CPU seconds this machine has spent busy, seconds stolen by the hypervisor) since boot,
+    over all cores (``/proc/stat``'s first line)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def run_suite(arguments: list[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, stolen seconds, pytest's summary line) of one run."""
+    busy, stolen = machine_cpu()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *arguments],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    lines = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    summary = lines[-1].strip("= ") if lines else f"pytest exited {done.returncode}"
+    if done.returncode != 0:
+        print(done.stdout[-3000:], file=sys.stderr)
+    busy_after, stolen_after = machine_cpu()
+    return wall, busy_after - busy, stolen_after - stolen, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat-reference", type=int, default=3)
+    parser.add_argument("pytest_args", nargs="*")
+    options, unknown = parser.parse_known_args()
+    options.pytest_args += unknown
+    imports, loop = reference_seconds(options.repeat_reference)
+    print(f"reference: import torch, lightning {imports:.2f} s; loop {loop:.2f} s", flush=True)
+    wall, cpu, stolen, summary = run_suite(options.pytest_args)
+    reference = imports + loop
+    print("| figure | value |\n|---|---|")
+    print(f"| pytest summary | {summary} |")
+    print(f"| wall (s) | {wall:.1f} |")
+    print(f"| CPU, the whole machine (s) | {cpu:.1f} |")
+    print(f"| stolen by the hypervisor (s) | {stolen:.1f} |")
+    print(f"| reference: import torch, lightning + loop (s) | {reference:.2f} |")
+    print(f"| suite size: CPU / reference | {cpu / reference:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
