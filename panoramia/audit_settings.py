@@ -648,7 +648,8 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("audit.baseline_side=", "+reference", "+reference_models"),
 )
 """Settings renamed so that "reference" means one thing each: (what an override starts with,
-the old part, the new part)."""
+the old part, the new part). An old part ending in ``.`` is a prefix of the key, one starting
+with ``+`` the end of the value, any other the whole override."""
 
 
 def check_renamed(overrides: list[str]) -> None:
@@ -657,9 +658,12 @@ def check_renamed(overrides: list[str]) -> None:
     for override in overrides:
         text = override.lstrip("+~")
         for start, old, new in RENAMED:
-            used = text.startswith(start) and (
-                text.endswith(old) if old.startswith("+") else text.startswith(old)
-            )
+            if old.startswith("+"):
+                used = text.startswith(start) and text.endswith(old)
+            elif old.endswith("."):
+                used = text.startswith(old)
+            else:  # helper=reference, not helper=reference_models (which is no option at all)
+                used = text == old
             if used and not text.endswith(new):
                 key = text.split("=", 1)[0]
                 raise InputError(f"{key}: renamed; write {text.replace(old, new)}")

@@ -155,10 +155,6 @@ def check_overrides(overrides: list[str]) -> None:
         field = ("overrides", position)
         if INTERPOLATION in line:
             raise RequestProblem(field, "'${' is not accepted: configs never resolve your text")
-        try:  # a name renamed in 0.x gets its new name, before its group's options are listed
-            check_renamed([line])
-        except InputError as error:
-            raise RequestProblem(field, str(error)) from None
         try:
             (parsed,) = parser.parse_overrides([line])
         except Exception as error:
@@ -175,6 +171,10 @@ def check_overrides(overrides: list[str]) -> None:
         allowed = key in KEYS or key in GROUPS or key.startswith(KEY_PREFIXES)
         if not allowed or _reserved(key):
             raise RequestProblem(field, f"{key!r} cannot be set by a contributor")
+        try:  # a name renamed in 0.x gets its new name, before its group's options are listed
+            check_renamed([line])
+        except InputError as error:
+            raise RequestProblem(field, str(error)) from None
         if key in GROUPS:
             value = parsed.value()
             options = group_options(key)
