@@ -1,16 +1,16 @@
 """The test suite's time, and how fast the machine that ran it is.
 
-Machines of one kind differ: on the 2-core machines this project runs on, the same suite has
-taken from under 5 to over 8 minutes, and its CPU time differed as much. So a suite time is
-quoted with this machine's time on a fixed reference workload (importing torch and Lightning
-in a fresh interpreter, and a pure-Python loop), and with the CPU seconds the whole machine
-spent while it ran (``/proc/stat``: every process the suite starts, its databases included;
-run it on an otherwise idle machine): the CPU seconds divided by the reference seconds is a
-figure of the suite's size that moves less from one machine to the next than its wall time.
-The seconds the hypervisor gave to others (steal) are printed apart.
+Machines of one kind differ: on the 2-core machines this project runs on, pytest has taken
+from under 5 to 10 minutes for nearly the same suite, and its CPU time differed as much. So a
+suite time is quoted with this machine's time on a fixed reference workload (importing torch
+and Lightning in a fresh interpreter, and a pure-Python loop), and with the CPU seconds the
+whole machine spent while it ran (``/proc/stat``: every process the suite starts, its
+databases included; run it on an otherwise idle machine): the CPU seconds divided by the
+reference seconds is a figure of the suite's size that moves less from one machine to the next
+than its wall time. The seconds the hypervisor gave to others (steal) are printed apart.
 
 Runs ``python -m pytest`` with the project's options (``pyproject.toml``: ``-n 3``), then
-prints one table. Extra arguments go to pytest.
+prints one table and exits with pytest's status. Arguments after ``--`` go to pytest.
 
     .venv/bin/python benchmarks/suite_time.py [--repeat-reference 3] [-- PYTEST_ARGS]
 """
@@ -53,8 +53,9 @@ def machine_cpu() -> tuple[float, float]:
     return (user + nice + system + irq + softirq) / tick, steal / tick
 
 
-def run_suite(arguments: list[str]) -> tuple[float, float, float, str]:
-    """(wall seconds, CPU seconds, stolen seconds, pytest's summary line) of one run."""
+def run_suite(arguments: list[str]) -> tuple[float, float, float, str, int]:
+    """(wall seconds, CPU seconds, stolen seconds, pytest's summary line, its exit status) of
+    one run."""
     busy, stolen = machine_cpu()
     started = time.perf_counter()
     done = subprocess.run(
@@ -67,18 +68,19 @@ def run_suite(arguments: list[str]) -> tuple[float, float, float, str]:
     if done.returncode != 0:
         print(done.stdout[-3000:], file=sys.stderr)
     busy_after, stolen_after = machine_cpu()
-    return wall, busy_after - busy, stolen_after - stolen, summary
+    return wall, busy_after - busy, stolen_after - stolen, summary, done.returncode
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat-reference", type=int, default=3)
-    parser.add_argument("pytest_args", nargs="*")
-    options, unknown = parser.parse_known_args()
-    options.pytest_args += unknown
+    arguments = sys.argv[1:]
+    split = arguments.index("--") if "--" in arguments else len(arguments)
+    options = parser.parse_args(arguments[:split])
+    pytest_args = arguments[split + 1 :]
     imports, loop = reference_seconds(options.repeat_reference)
     print(f"reference: import torch, lightning {imports:.2f} s; loop {loop:.2f} s", flush=True)
-    wall, cpu, stolen, summary = run_suite(options.pytest_args)
+    wall, cpu, stolen, summary, status = run_suite(pytest_args)
     reference = imports + loop
     print("| figure | value |\n|---|---|")
     print(f"| pytest summary | {summary} |")
@@ -87,6 +89,7 @@ def main() -> None:
     print(f"| stolen by the hypervisor (s) | {stolen:.1f} |")
     print(f"| reference: import torch, lightning + loop (s) | {reference:.2f} |")
     print(f"| suite size: CPU / reference | {cpu / reference:.0f} |")
+    sys.exit(status)
 
 
 if __name__ == "__main__":
