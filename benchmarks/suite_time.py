@@ -11,18 +11,23 @@ than its wall time. The seconds the hypervisor gave to others (steal) are printe
 
 Runs ``python -m pytest`` with the project's options (``pyproject.toml``: ``-n 3``), then
 prints one table and exits with pytest's status. Arguments after ``--`` go to pytest.
+``--by-file N`` also records each test's CPU (:mod:`cpu_per_test`) and prints the N test files
+that took the most, and how much of the machine's CPU no test was charged with.
 
-    .venv/bin/python benchmarks/suite_time.py [--repeat-reference 3] [-- PYTEST_ARGS]
+    .venv/bin/python benchmarks/suite_time.py [--repeat-reference 3] [--by-file 25] [-- PYTEST_ARGS]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,14 +58,22 @@ def machine_cpu() -> tuple[float, float]:
     return (user + nice + system + irq + softirq) / tick, steal / tick
 
 
-def run_suite(arguments: list[str]) -> tuple[float, float, float, str, int]:
+def run_suite(
+    arguments: list[str], cpu_directory: Path | None = None
+) -> tuple[float, float, float, str, int]:
     """(wall seconds, CPU seconds, stolen seconds, pytest's summary line, its exit status) of
-    one run."""
+    one run; with ``cpu_directory``, each test's CPU is recorded there (:mod:`cpu_per_test`)."""
+    env = dict(os.environ)
+    if cpu_directory is not None:
+        env["SUITE_CPU_DIR"] = str(cpu_directory)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "benchmarks"),
+                                                          env.get("PYTHONPATH")]))  # fmt: skip
+        arguments = ["-p", "cpu_per_test", *arguments]
     busy, stolen = machine_cpu()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", *arguments],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT, capture_output=True, text=True, env=env,
     )  # fmt: skip
     wall = time.perf_counter() - started
     lines = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
@@ -71,24 +84,62 @@ def run_suite(arguments: list[str]) -> tuple[float, float, float, str, int]:
     return wall, busy_after - busy, stolen_after - stolen, summary, done.returncode
 
 
+def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
+    """Print the ``shown`` test files that took the most CPU (their tests' own and their
+    reaped children's), and the machine's CPU no test was charged with."""
+    files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    workers = 0.0
+    for path in directory.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record["test"] == "__worker__":
+                workers += record["self"]
+                continue
+            totals = files[record["test"].split("::")[0]]
+            totals[0] += record["self"]
+            totals[1] += record["children"]
+            totals[2] += record["wall"]
+            totals[3] += 1
+    charged = sum(own + children for own, children, _, _ in files.values())
+    print("\n| test file | CPU (s) | its own | its children | wall (s) | tests |")
+    print("|---|---|---|---|---|---|")
+    ranked = sorted(files.items(), key=lambda item: -(item[1][0] + item[1][1]))
+    for name, (own, children, wall, count) in ranked[:shown]:
+        print(f"| {name} | {own + children:.1f} | {own:.1f} | {children:.1f} | {wall:.1f} "
+              f"| {count:.0f} |")  # fmt: skip
+    rest = ranked[shown:]
+    if rest:
+        print(f"| {len(rest)} other files | {sum(a + b for _, (a, b, _, _) in rest):.1f} "
+              "| | | | |")  # fmt: skip
+    print(f"| workers' start (imports, collection) | {workers:.1f} | | | | |")
+    print(f"| charged to no test (the fork server's audits, databases, pytest's controller) "
+          f"| {machine_seconds - charged - workers:.1f} | | | | |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat-reference", type=int, default=3)
+    parser.add_argument("--by-file", type=int, default=0, metavar="N",
+                        help="also print the N test files that took the most CPU")  # fmt: skip
     arguments = sys.argv[1:]
     split = arguments.index("--") if "--" in arguments else len(arguments)
     options = parser.parse_args(arguments[:split])
     pytest_args = arguments[split + 1 :]
     imports, loop = reference_seconds(options.repeat_reference)
     print(f"reference: import torch, lightning {imports:.2f} s; loop {loop:.2f} s", flush=True)
-    wall, cpu, stolen, summary, status = run_suite(pytest_args)
-    reference = imports + loop
-    print("| figure | value |\n|---|---|")
-    print(f"| pytest summary | {summary} |")
-    print(f"| wall (s) | {wall:.1f} |")
-    print(f"| CPU, the whole machine (s) | {cpu:.1f} |")
-    print(f"| stolen by the hypervisor (s) | {stolen:.1f} |")
-    print(f"| reference: import torch, lightning + loop (s) | {reference:.2f} |")
-    print(f"| suite size: CPU / reference | {cpu / reference:.0f} |")
+    with tempfile.TemporaryDirectory() as temporary:
+        cpu_directory = Path(temporary) if options.by_file else None
+        wall, cpu, stolen, summary, status = run_suite(pytest_args, cpu_directory)
+        reference = imports + loop
+        print("| figure | value |\n|---|---|")
+        print(f"| pytest summary | {summary} |")
+        print(f"| wall (s) | {wall:.1f} |")
+        print(f"| CPU, the whole machine (s) | {cpu:.1f} |")
+        print(f"| stolen by the hypervisor (s) | {stolen:.1f} |")
+        print(f"| reference: import torch, lightning + loop (s) | {reference:.2f} |")
+        print(f"| suite size: CPU / reference | {cpu / reference:.0f} |")
+        if cpu_directory is not None:
+            cpu_by_file(cpu_directory, cpu, options.by_file)
     sys.exit(status)
 
 
