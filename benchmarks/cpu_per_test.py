@@ -1,13 +1,16 @@
 """A pytest plugin that records each test's CPU seconds (loaded by ``suite_time.py --by-file``).
 
 For every test it appends one JSON line to ``$SUITE_CPU_DIR/<xdist worker>.jsonl``:
-``{"test": node id, "self": s, "children": s, "wall": s}``, where ``self`` is the CPU (user +
-system) of the process that ran the test and ``children`` that of the processes it started and
-reaped meanwhile (servers, audit children, Lightning's spawned ranks: their whole subtree, as
-``getrusage(RUSAGE_CHILDREN)`` counts it). Processes reaped by someone else are not counted:
-the audits of ``tests/cli_support.py``'s fork server (reaped by the fork server), the
-databases. A line ``{"test": "__worker__", "self": s}`` gives the CPU a worker spent before its
-first test (imports and collection).
+``{"test": node id, "self": s, "children": s, "wall": s}`` — the CPU (user + system) of the
+process that ran the test, all its threads, while the test ran (its setup and teardown
+included, so a module- or session-scoped fixture is charged to the first or last test of its
+scope), and the CPU of the descendants reaped meanwhile, whoever started them
+(``getrusage(RUSAGE_CHILDREN)``: servers, audit children, Lightning's spawned ranks, and what
+they reaped in turn). What another process reaps is not counted: the audits of
+``tests/cli_support.py``'s fork servers. A stage built once in a shared store is charged to
+the test that built it. A first line ``{"test": "__worker__", ...}`` gives the CPU a worker
+(and its reaped children) spent before its first test: imports and collection. Without
+``SUITE_CPU_DIR`` the plugin does nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -41,19 +44,20 @@ class _Recorder:
         self.lines.write(json.dumps(line) + "\n")
         self.lines.flush()
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         own, children = _cpu()
         if not self.started:
             self.started = True
             self.write({"test": "__worker__", "self": own, "children": children, "wall": 0.0})
         started = time.perf_counter()
-        yield
+        outcome = yield
         own_after, children_after = _cpu()
         self.write({
             "test": item.nodeid, "self": own_after - own, "children": children_after - children,
             "wall": time.perf_counter() - started,
         })  # fmt: skip
+        return outcome
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -66,8 +66,12 @@ def run_suite(
     env = dict(os.environ)
     if cpu_directory is not None:
         env["SUITE_CPU_DIR"] = str(cpu_directory)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "benchmarks"),
-                                                          env.get("PYTHONPATH")]))  # fmt: skip
+        # The plugin alone on the path ("benchmarks" is taken by an installed package, and
+        # this folder's other scripts must not shadow modules of the processes measured).
+        plugin = cpu_directory / "plugin"
+        plugin.mkdir()
+        (plugin / "cpu_per_test.py").symlink_to(ROOT / "benchmarks" / "cpu_per_test.py")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin), env.get("PYTHONPATH")]))
         arguments = ["-p", "cpu_per_test", *arguments]
     busy, stolen = machine_cpu()
     started = time.perf_counter()
@@ -93,7 +97,7 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
         for line in path.read_text().splitlines():
             record = json.loads(line)
             if record["test"] == "__worker__":
-                workers += record["self"]
+                workers += record["self"] + record["children"]
                 continue
             totals = files[record["test"].split("::")[0]]
             totals[0] += record["self"]
@@ -101,7 +105,7 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
             totals[2] += record["wall"]
             totals[3] += 1
     charged = sum(own + children for own, children, _, _ in files.values())
-    print("\n| test file | CPU (s) | its own | its children | wall (s) | tests |")
+    print("\n| test file | CPU (s) | its own | its children | test-seconds (sum) | tests |")
     print("|---|---|---|---|---|---|")
     ranked = sorted(files.items(), key=lambda item: -(item[1][0] + item[1][1]))
     for name, (own, children, wall, count) in ranked[:shown]:
@@ -111,9 +115,13 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
     if rest:
         print(f"| {len(rest)} other files | {sum(a + b for _, (a, b, _, _) in rest):.1f} "
               "| | | | |")  # fmt: skip
+    own = sum(totals[0] for totals in files.values())
+    print(f"| all tests | {charged:.1f} | {own:.1f} | {charged - own:.1f} | | "
+          f"{sum(totals[3] for totals in files.values()):.0f} |")  # fmt: skip
     print(f"| workers' start (imports, collection) | {workers:.1f} | | | | |")
-    print(f"| charged to no test (the fork server's audits, databases, pytest's controller) "
-          f"| {machine_seconds - charged - workers:.1f} | | | | |")  # fmt: skip
+    print(f"| charged to no test (e.g. the fork servers and their audits, databases, pytest's "
+          f"controller, workers between tests) | {machine_seconds - charged - workers:.1f} "
+          "| | | | |")  # fmt: skip
 
 
 def main() -> None:
