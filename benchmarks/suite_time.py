@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,10 +89,25 @@ def run_suite(
     return wall, busy_after - busy, stolen_after - stolen, summary, done.returncode
 
 
+@dataclass
+class FileCpu:
+    """One test file's tests, summed: CPU seconds of their own processes and of the
+    processes reaped while they ran, their durations, their count."""
+
+    own: float = 0.0
+    children: float = 0.0
+    test_seconds: float = 0.0
+    tests: int = 0
+
+    @property
+    def cpu(self) -> float:
+        return self.own + self.children
+
+
 def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
     """Print the ``shown`` test files that took the most CPU (their tests' own and their
     reaped children's), and the machine's CPU no test was charged with."""
-    files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    files: dict[str, FileCpu] = defaultdict(FileCpu)
     workers = 0.0
     for path in directory.glob("*.jsonl"):
         for line in path.read_text().splitlines():
@@ -100,24 +116,24 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
                 workers += record["self"] + record["children"]
                 continue
             totals = files[record["test"].split("::")[0]]
-            totals[0] += record["self"]
-            totals[1] += record["children"]
-            totals[2] += record["wall"]
-            totals[3] += 1
-    charged = sum(own + children for own, children, _, _ in files.values())
+            totals.own += record["self"]
+            totals.children += record["children"]
+            totals.test_seconds += record["wall"]
+            totals.tests += 1
+    charged = sum(totals.cpu for totals in files.values())
+    own = sum(totals.own for totals in files.values())
     print("\n| test file | CPU (s) | its own | its children | test-seconds (sum) | tests |")
     print("|---|---|---|---|---|---|")
-    ranked = sorted(files.items(), key=lambda item: -(item[1][0] + item[1][1]))
-    for name, (own, children, wall, count) in ranked[:shown]:
-        print(f"| {name} | {own + children:.1f} | {own:.1f} | {children:.1f} | {wall:.1f} "
-              f"| {count:.0f} |")  # fmt: skip
+    ranked = sorted(files.items(), key=lambda item: -item[1].cpu)
+    for name, totals in ranked[:shown]:
+        print(f"| {name} | {totals.cpu:.1f} | {totals.own:.1f} | {totals.children:.1f} "
+              f"| {totals.test_seconds:.1f} | {totals.tests} |")  # fmt: skip
     rest = ranked[shown:]
     if rest:
-        print(f"| {len(rest)} other files | {sum(a + b for _, (a, b, _, _) in rest):.1f} "
+        print(f"| {len(rest)} other files | {sum(totals.cpu for _, totals in rest):.1f} "
               "| | | | |")  # fmt: skip
-    own = sum(totals[0] for totals in files.values())
     print(f"| all tests | {charged:.1f} | {own:.1f} | {charged - own:.1f} | | "
-          f"{sum(totals[3] for totals in files.values()):.0f} |")  # fmt: skip
+          f"{sum(totals.tests for totals in files.values())} |")  # fmt: skip
     print(f"| workers' start (imports, collection) | {workers:.1f} | | | | |")
     print(f"| charged to no test (e.g. the fork servers and their audits, databases, pytest's "
           f"controller, workers between tests) | {machine_seconds - charged - workers:.1f} "
