@@ -106,3 +106,18 @@ def max_precision_allowed(r: object, *, theta: float, alpha: float) -> np.ndarra
     r_arr = np.asarray(r, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(r_arr > 0, binom.isf(alpha, r_arr, expit(theta)) / r_arr, np.nan)
+
+
+def p_at_zero(r: object, v: object, n_tests: int) -> float:
+    """The exact p-value of "ε = 0" (guesses right with probability at most ½) for a family
+    of ``n_tests`` tests whose counts are ``r`` (guesses) and ``v`` (right ones), arrays of
+    one test each: min(1, n_tests · min P[Bin(r, ½) ≥ v]) (Bonferroni). It is at most β
+    exactly when some test's θ_lb at level β / n_tests is above 0 (docs/SPEC.md §3.1, level
+    8). A family that made no guess has p = 1."""
+    from scipy.stats import binom
+
+    r_arr, v_arr = _as_counts(r, v)
+    if not r_arr.size:
+        return 1.0
+    tails = binom.sf(v_arr - 1, r_arr, 0.5)
+    return float(min(1.0, max(int(n_tests), 1) * float(np.min(tails))))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.bounds import p_at_zero, saturation_ceiling
 from panoramia.measure.game_result import RealNonmemberBound
 from panoramia.measure.jsonable import number
 from panoramia.measure.relaxed import relaxed_theta_lb
@@ -48,6 +48,9 @@ class O1Result(RealNonmemberBound):
     alpha: float
     confidence: float
     delta: float
+    p_value: float = 1.0
+    """The exact p-value of ε = 0 over the grid (:func:`panoramia.measure.bounds.p_at_zero`;
+    with δ > 0 the relaxed test's own, not computed: 1)."""
 
     @property
     def ceiling(self) -> float:
@@ -68,6 +71,7 @@ class O1Result(RealNonmemberBound):
             "alpha": number(self.alpha),
             "confidence": self.confidence,
             "delta": self.delta,
+            "p_value": number(self.p_value),
         }
 
 
@@ -132,6 +136,7 @@ def o1_audit(
         alpha=alpha,
         confidence=confidence,
         delta=delta,
+        p_value=p_at_zero(r, v, r.size) if delta == 0 else 1.0,
     )
 
 
@@ -144,6 +149,9 @@ class RmRnResult(RealNonmemberBound):
     confidence: float
     delta: float
     attack: SweepResult
+    p_value: float = 1.0
+    """The exact p-value of ε = 0 over its K tests (:func:`panoramia.measure.bounds.p_at_zero`;
+    ``split``: its one tested threshold; δ > 0: not computed, 1)."""
 
     def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
         return {
@@ -153,6 +161,7 @@ class RmRnResult(RealNonmemberBound):
             "alpha": number(self.alpha),
             "confidence": self.confidence,
             "delta": self.delta,
+            "p_value": number(self.p_value),
             "attack": self.attack.to_dict(include_table=include_table),
         }
 
@@ -179,6 +188,12 @@ def rmrn(
     n_thresholds = strategy.n_tests(labels.size)
     alpha = (1.0 - confidence) / n_thresholds
     result = sweep(values, labels, strategy=strategy, alpha=alpha, slack=delta, seed=seed)
+    if delta > 0:
+        p_value = 1.0
+    elif strategy.kind == "split":
+        p_value = p_at_zero([result.best.r], [result.best.v], n_thresholds)
+    else:
+        p_value = p_at_zero(result.table.r, result.table.v, n_thresholds)
     return RmRnResult(
         eps_lb=result.best.theta_lb,
         n_thresholds=n_thresholds,
@@ -186,4 +201,5 @@ def rmrn(
         confidence=confidence,
         delta=delta,
         attack=result,
+        p_value=p_value,
     )

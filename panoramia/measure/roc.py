@@ -72,3 +72,83 @@ def roc_summary(
 ) -> RocSummary:
     """Summarise the ROC curve of ``scores`` (higher = member) for 0/1 ``membership``."""
     return roc_from_sorted(SortedScores.build(scores, membership), fprs=fprs)
+
+
+@dataclass(frozen=True)
+class RocIntervals:
+    """Percentile bootstrap intervals of an ROC summary's figures (the audit slots resampled
+    with replacement; members the positive class)."""
+
+    auc: tuple[float, float]
+    tpr_at_fpr: dict[float, tuple[float, float] | None]
+    """Per FPR: [low, high] of the TPR at FPR ≤ that rate; None where unresolvable."""
+    level: float
+    """The intervals' coverage, e.g. 0.9."""
+
+
+def _weighted_curve(
+    order: np.ndarray, ends: np.ndarray, labels: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(TPR, FPR) at every distinct score, descending, from (0, 0), under slot weights."""
+    w = weights[order].astype(np.float64)
+    positive = np.cumsum(w * labels[order])[ends]
+    negative = np.cumsum(w * (1 - labels[order]))[ends]
+    tpr = np.concatenate(([0.0], positive / max(positive[-1], 1e-12)))
+    fpr = np.concatenate(([0.0], negative / max(negative[-1], 1e-12)))
+    return tpr, fpr
+
+
+def resolvable_tpr(
+    scores: np.ndarray, membership: np.ndarray, fpr_at: float, *, min_false_positives: int = 1
+) -> float | None:
+    """TPR at FPR ≤ ``fpr_at`` (the largest such), or None when fewer than
+    ``min_false_positives`` non-members could be wrongly flagged at that rate."""
+    labels = np.asarray(membership).astype(np.int64)
+    if fpr_at * int((labels == 0).sum()) < min_false_positives or not labels.any():
+        return None
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    values = np.asarray(scores, dtype=float)[order]
+    ends = np.r_[np.flatnonzero(np.diff(values) != 0), values.size - 1]
+    tpr, fpr = _weighted_curve(order, ends, labels, np.ones(labels.size))
+    return float(tpr[fpr <= fpr_at + 1e-12].max())
+
+
+def roc_intervals(
+    scores: np.ndarray,
+    membership: np.ndarray,
+    *,
+    fprs: tuple[float, ...],
+    draws: int = 999,
+    level: float = 0.9,
+    seed: int = 0,
+    min_false_positives: int = 1,
+) -> RocIntervals:
+    """Percentile bootstrap intervals (``level`` coverage) of the AUC and of TPR at each of
+    ``fprs`` (None where fewer than ``min_false_positives`` non-members could be flagged),
+    resampling the slots with replacement. Deterministic in ``seed``."""
+    values = np.asarray(scores, dtype=float)
+    labels = np.asarray(membership).astype(np.int64)
+    m = values.size
+    order = np.argsort(-values, kind="stable")
+    ranked = values[order]
+    ends = np.r_[np.flatnonzero(np.diff(ranked) != 0), m - 1]
+    n_negative = int((labels == 0).sum())
+    rng = np.random.default_rng(seed)
+    aucs = np.empty(draws)
+    tprs = np.empty((draws, len(fprs)))
+    for b in range(draws):
+        weights = np.bincount(rng.integers(0, m, m), minlength=m)
+        tpr, fpr = _weighted_curve(order, ends, labels, weights)
+        aucs[b] = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+        for j, rate in enumerate(fprs):
+            tprs[b, j] = tpr[fpr <= rate + 1e-12].max()
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(aucs, [tail, 1 - tail])
+    intervals: dict[float, tuple[float, float] | None] = {}
+    for j, rate in enumerate(fprs):
+        if rate * n_negative < min_false_positives:
+            intervals[rate] = None
+            continue
+        lo, hi = np.quantile(tprs[:, j], [tail, 1 - tail])
+        intervals[rate] = (float(lo), float(hi))
+    return RocIntervals(auc=(float(low), float(high)), tpr_at_fpr=intervals, level=level)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from panoramia.errors import InputError
-from panoramia.measure.bounds import saturation_ceiling
+from panoramia.measure.bounds import p_at_zero, saturation_ceiling
 from panoramia.measure.game_result import GameBounds, RealNonmemberBound
 from panoramia.measure.jsonable import number
 from panoramia.measure.sweep import argmax_theta_lb
@@ -230,6 +230,8 @@ class TwoSidedRmRn(RealNonmemberBound):
     """β / n_pairs."""
     confidence: float
     attack: TwoSidedPoint
+    p_value: float = 1.0
+    """The exact p-value of ε = 0 over its pairs (:func:`panoramia.measure.bounds.p_at_zero`)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -237,6 +239,7 @@ class TwoSidedRmRn(RealNonmemberBound):
             "n_pairs": self.n_pairs,
             "alpha": number(self.alpha),
             "confidence": self.confidence,
+            "p_value": number(self.p_value),
             "attack": self.attack.to_dict(),
         }
 
@@ -251,4 +254,8 @@ def rmrn_two_sided(
     n_pairs = pair_count(grid)
     alpha = (1.0 - confidence) / n_pairs
     best = two_sided_best(values, labels, grid=grid, alpha=alpha)
-    return TwoSidedRmRn(best.theta_lb, n_pairs, alpha, confidence, best)
+    _, _, nonmember_r, nonmember_v, member_r, member_v = pair_guesses(
+        grid_counts(values, labels, np.linspace(0.0, 1.0, grid))
+    )
+    p_value = p_at_zero(nonmember_r + member_r, nonmember_v + member_v, n_pairs)
+    return TwoSidedRmRn(best.theta_lb, n_pairs, alpha, confidence, best, p_value)

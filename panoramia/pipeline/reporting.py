@@ -245,11 +245,20 @@ def build_report(
     document["claim"] = section.to_dict() | {"source": claim_source}
     document["gdp"] = gdp_section(result, rmrn_result, claimed_mu=claimed_mu(section))
     document["attacker"] = attacker_section(
-        result, membership, attack["scores"], baseline["scores"], document["two_sided"]
-    )
+        result, membership, attack["scores"], baseline["scores"], document["two_sided"],
+        draws=audit.null.draws, level=1 - 2 * audit.null.false_alarm_rate,
+        seed=child_seed(job.seed, "attacker"),
+    )  # fmt: skip
     if members is not None:
         table, group_columns = members
-        document["exposure"] = exposure_section(table, group_columns, membership, attack["scores"])
+        document["exposure"] = exposure_section(
+            table, group_columns, membership, attack["scores"],
+            baseline_scores=baseline["scores"], attack_members=_member_scores(stages["attack"]),
+            baseline_members=_member_scores(stages["baseline"]),
+            tested=mirrored(audit.attack_side, audit.baseline_side),
+            false_alarm_rate=audit.null.false_alarm_rate, draws=audit.null.draws,
+            seed=child_seed(job.seed, "exposure"),
+        )  # fmt: skip
     document["verdict"] = verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
     if examples:
         document["examples"] = examples

@@ -17,6 +17,7 @@ import numpy as np
 
 from panoramia.measure import Measurement
 from panoramia.measure.jsonable import number
+from panoramia.measure.roc import resolvable_tpr, roc_intervals
 
 MOST_FLAGGED = 0.1
 """The share of the audit set the sentence reads at most: an attack whose best point flags
@@ -33,11 +34,31 @@ def top_precision(scores: np.ndarray, membership: np.ndarray, count: int) -> flo
     return float(np.asarray(membership)[order].mean())
 
 
-def _side(result, scores: np.ndarray, membership: np.ndarray, count: int) -> dict:  # type: ignore[no-untyped-def]
+def _pair(found: tuple[float, float] | None) -> list | None:
+    return None if found is None else [number(found[0]), number(found[1])]
+
+
+def _side(  # type: ignore[no-untyped-def]
+    result, scores: np.ndarray, membership: np.ndarray, count: int, *, draws: int,
+    level: float, seed: int,
+) -> dict:  # fmt: skip
+    """One side's terms, each with its percentile bootstrap interval over the audit slots
+    (:func:`panoramia.measure.roc.roc_intervals`); TPR at an FPR wherever at least one
+    generated non-member could be wrongly flagged at it (its interval says how sure)."""
     roc = result.roc.to_dict()
+    rates = tuple(float(fpr) for fpr in LOW_FPRS)
+    intervals = roc_intervals(scores, membership, fprs=rates, draws=draws, level=level, seed=seed)
     return {
         "auc": roc["auc"],
-        "tpr_at_fpr": {fpr: roc["tpr_at_fpr"].get(fpr) for fpr in LOW_FPRS},
+        "auc_interval": [number(intervals.auc[0]), number(intervals.auc[1])],
+        "tpr_at_fpr": {
+            key: number(resolvable_tpr(scores, membership, rate))
+            for key, rate in zip(LOW_FPRS, rates, strict=True)
+        },
+        "tpr_at_fpr_interval": {
+            key: _pair(intervals.tpr_at_fpr[rate])
+            for key, rate in zip(LOW_FPRS, rates, strict=True)
+        },
         "advantage": roc.get("advantage"),
         "top_precision": number(top_precision(scores, membership, count)),
     }
@@ -49,22 +70,32 @@ def attacker_section(
     attack_scores: np.ndarray,
     baseline_scores: np.ndarray,
     two_sided: dict | None = None,
+    *,
+    draws: int = 999,
+    level: float = 0.9,
+    seed: int = 0,
 ) -> dict:
-    """The ``attacker`` section: both sides' terms, the flagged fraction and the sentence;
-    with the two-sided game's section (where it is played), its guesses in words too."""
+    """The ``attacker`` section: both sides' terms with their ``level`` intervals (``draws``
+    bootstrap draws, seeded), the flagged fraction, the member-side sentence first and the
+    sentence; with the two-sided game's section (where it is played), its guesses in words
+    too."""
     m = max(int(membership.size), 1)
     most = max(math.ceil(MOST_FLAGGED * m), min(MIN_FLAGGED, m))
     count = min(max(int(measurement.attack.best.r), 1), most)
     fraction = count / m
-    attack = _side(measurement.attack, attack_scores, membership, count)
-    baseline = _side(measurement.baseline, baseline_scores, membership, count)
+    attack = _side(measurement.attack, attack_scores, membership, count, draws=draws,
+                   level=level, seed=seed)  # fmt: skip
+    baseline = _side(measurement.baseline, baseline_scores, membership, count, draws=draws,
+                     level=level, seed=seed)  # fmt: skip
     words = sentence(fraction, attack["top_precision"], baseline["top_precision"])
     section = {
         "positive_class": "member",
+        "interval_level": level,
         "flagged_fraction": number(fraction),
         "flagged": count,
         "attack": attack,
         "baseline": baseline,
+        "member_side": member_side_sentence(attack, baseline, measurement.eps_tilde, level),
     }
     if two_sided and "eps_tilde" in two_sided:
         guesses = {side: _guesses(two_sided[side]) for side in ("attack", "baseline")}
@@ -140,4 +171,32 @@ def sentence(fraction: float, attack: float | None, baseline: float | None) -> s
         f"Flagging the {share} of records it is surest about as members, an attacker with the "
         f"model is right {in_ten(attack)}; without the model, {in_ten(baseline)} (half the "
         "audited records are members, so guessing is right 5 times in 10)."
+    )
+
+
+def _rate_with_interval(value: float | None, interval: list | None) -> str:
+    if value is None:
+        return "too few records to say"
+    if interval and None not in interval:
+        return f"{value:.1%} ({interval[0]:.1%}–{interval[1]:.1%})"
+    return f"{value:.1%}"
+
+
+def member_side_sentence(attack: dict, baseline: dict, eps_member: float, level: float) -> str:
+    """What a contributor asks first — can someone find *my* rows — from the member-side
+    figures: TPR at 1 % FPR with and without the model (``level`` intervals) and the paper's
+    member-only ε̃ as odds."""
+    key = "0.01"
+    with_model = _rate_with_interval(
+        attack["tpr_at_fpr"].get(key), attack["tpr_at_fpr_interval"].get(key)
+    )
+    without = _rate_with_interval(
+        baseline["tpr_at_fpr"].get(key), baseline["tpr_at_fpr_interval"].get(key)
+    )
+    return (
+        "Finding your records: wrongly flagging 1 in 100 non-members, an attacker with the model "
+        f"picks out {with_model} of your audited records; without the model, {without} "
+        f"({level:.0%} intervals). In the game of member calls only (the paper's), the model "
+        f"multiplies the odds of a right member call by e^{eps_member:.2f} ≈ "
+        f"{math.exp(min(eps_member, 20.0)):.2f}×."
     )

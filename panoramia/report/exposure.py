@@ -8,8 +8,11 @@ stage's ``member_index`` is the identity). For the members among the slots:
 - **groups**: for each column named (the label's classes first, then ``audit.slices``), each
   value's share of members the attack flags at one threshold over all slots, the one at which
   ``fpr`` of the generated non-members are wrongly flagged (1 %, or 10 % where fewer than 100
-  non-member slots make 1 % unresolvable). A group with fewer than ``min_group`` audited
-  members is listed with its count and flagged, not ranked: its share would be noise.
+  non-member slots make 1 % unresolvable), beside the baseline's share of the same members
+  at its own threshold of the same rate; each group of at least ``min_group`` audited members
+  is tested against chance (:mod:`panoramia.measure.groups`: it *stands out* when the attack
+  flags it more than the baseline by more than the in-audit null's draws allow, family-wise
+  over the groups shown). A smaller group is listed with its count, not ranked or tested.
 
 A numeric column of many values is cut at its quartiles. The section holds the contributor's
 own rows: a report is stored under its owner only (SECURITY.md).
@@ -28,16 +31,15 @@ MAX_SLICES = 8
 MAX_VALUES = 12
 """Distinct values above which a numeric column is cut at its quartiles (and a text column
 keeps its 12 most frequent values)."""
+MAX_RECORD_COLUMNS = 8
+"""Columns of a record shown in the table (the grouped ones first); the rest are named."""
 MAX_CHARS = 80
 """Characters of a value shown in the records table."""
 
 
-def _threshold(non_member_scores: np.ndarray) -> tuple[float, float]:
-    """(threshold, FPR): the score above which at most 1 % (or 10 %) of non-members fall."""
-    rate = 0.01 if non_member_scores.size >= 100 else 0.1
-    if not non_member_scores.size:
-        return float("inf"), rate
-    return float(np.quantile(non_member_scores, 1 - rate, method="higher")), rate
+def _rate(non_members: int) -> float:
+    """The false-positive rate the groups are read at: 1 %, or 10 % with under 100 slots."""
+    return 0.01 if non_members >= 100 else 0.1
 
 
 def _labels(column: pd.Series) -> pd.Series:
@@ -61,18 +63,36 @@ def exposure_section(
     coins: np.ndarray,
     attack_scores: np.ndarray,
     *,
+    baseline_scores: np.ndarray | None = None,
+    attack_members: np.ndarray | None = None,
+    baseline_members: np.ndarray | None = None,
+    tested: bool = True,
+    false_alarm_rate: float = 0.05,
+    draws: int = 999,
+    seed: int = 0,
     top: int = TOP_RECORDS,
     min_group: int = MIN_GROUP,
 ) -> dict:
     """The ``exposure`` section from the audited members (row i: slot i's member), the
-    columns to group by, the game's coins and the attack's scores (one per slot)."""
+    columns to group by, the game's coins and the attack's scores (one per slot).
+
+    ``baseline_scores`` (one per slot) gives each group the baseline's share; the ensembles'
+    member scores ``attack_members`` and ``baseline_members`` ((k, m), seed order; default:
+    the side's scores as one member) feed the test against chance
+    (:func:`panoramia.measure.groups.groups_against_chance`), run where ``tested`` (the sides
+    mirror each other) and a baseline is given; else every ``p`` is None."""
+    from panoramia.measure.groups import flag_threshold, groups_against_chance
+
     coins = np.asarray(coins).astype(bool)
     scores = np.asarray(attack_scores, dtype=float)
     slots = np.flatnonzero(coins)
-    threshold, rate = _threshold(scores[~coins])
+    rate = _rate(int((~coins).sum()))
+    non_members = scores[~coins]
+    threshold = flag_threshold(non_members, np.ones(non_members.size), rate)
     order = slots[np.argsort(-scores[slots], kind="stable")][:top]
     present = [c for c in group_columns if c in members.columns]
-    shown_columns = list(dict.fromkeys([*present, *members.columns]))[:8]
+    every_column = list(dict.fromkeys([*present, *members.columns]))
+    shown_columns = every_column[:MAX_RECORD_COLUMNS]
     records = [
         {
             "rank": rank,
@@ -83,26 +103,49 @@ def exposure_section(
     ]
     unknown = [c for c in group_columns if c not in members.columns]
     flagged = scores[slots] > threshold
-    groups = []
+    groups: list[dict] = []
+    indices: list[np.ndarray] = []
     for column in present[: MAX_SLICES + 1]:
         labels = _labels(members.iloc[slots][column].reset_index(drop=True))
         for value, index in labels.groupby(labels, observed=True).groups.items():
             count = len(index)
+            share = number(float(flagged[np.asarray(index)].mean())) if count else None
             groups.append({
-                "column": column,
-                "value": str(value),
-                "members": count,
-                "tpr": number(float(flagged[np.asarray(index)].mean())) if count else None,
-                "small": count < min_group,
+                "column": column, "value": str(value), "members": count, "share": share,
+                "tpr": share, "baseline_share": None, "interval": None, "p": None,
+                "stands_out": False, "small": count < min_group,
             })  # fmt: skip
-    groups.sort(key=lambda g: (g["small"], -(g["tpr"] or 0.0), g["column"], g["value"]))
+            indices.append(slots[np.asarray(index, dtype=np.int64)])
+    if baseline_scores is not None and groups:
+        attack_k = scores[None, :] if attack_members is None else np.asarray(attack_members)
+        baseline_k = (
+            np.asarray(baseline_scores, dtype=float)[None, :]
+            if baseline_members is None
+            else np.asarray(baseline_members)
+        )
+        found = groups_against_chance(
+            coins, attack_k, baseline_k, indices,
+            tested=[tested and not g["small"] for g in groups], fpr=rate,
+            draws=draws, false_alarm_rate=false_alarm_rate, seed=seed,
+        )  # fmt: skip
+        for group, result in zip(groups, found, strict=True):
+            group["baseline_share"] = number(result.baseline_share)
+            group["interval"] = [number(result.interval[0]), number(result.interval[1])]
+            group["p"] = number(result.p) if result.p is not None else None
+            group["stands_out"] = result.stands_out
+    groups.sort(key=lambda g: (g["small"], not g["stands_out"], -(g["share"] or 0.0),
+                               g["column"], g["value"]))  # fmt: skip
     return {
         "threshold": number(threshold),
         "fpr": rate,
         "min_group": min_group,
         "members": int(slots.size),
         "overall_tpr": number(float(flagged.mean())) if slots.size else None,
+        "tested": bool(tested and baseline_scores is not None),
+        "false_alarm_rate": false_alarm_rate,
+        "standing_out": sum(1 for g in groups if g["stands_out"]),
         "records": records,
+        "record_columns": {"shown": shown_columns, "hidden": every_column[len(shown_columns) :]},
         "groups": groups,
         "unknown_columns": unknown,
     }

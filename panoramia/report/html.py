@@ -200,8 +200,8 @@ def _figures_table(document: dict) -> str:
         f"{document['m']} audit records, thresholds {html.escape(document['thresholds'])} "
         f"(K = {document['n_thresholds']}), confidence {document['confidence']}, created "
         f"{html.escape(str(document['created']))}.</p>"
-        f"{SCROLL}<table><thead><tr><th scope=col>figure</th><th scope=col>value "
-        f"(nats)</th></tr></thead><tbody>{body}</tbody></table></div>"
+        f"{scroll('every figure of the run')}<table><thead><tr><th scope=col>figure</th>"
+        f"<th scope=col>value (nats)</th></tr></thead><tbody>{body}</tbody></table></div>"
         f"{saturated}{_unreliable_html(document)}"
     )
 
@@ -222,54 +222,104 @@ def odds_reading(value: float) -> str:
     )
 
 
+def _with_interval(value: object, interval: object, percent_of: bool) -> str:
+    """A cell's figure with its interval in brackets where the report has one."""
+    if not isinstance(value, int | float):
+        return "too few records"
+    shown = f"{value:.1%}" if percent_of else f"{value:.2f}"
+    if isinstance(interval, list) and len(interval) == 2 and None not in interval:
+        low, high = interval
+        shown += f" ({low:.1%}–{high:.1%})" if percent_of else f" ({low:.2f}–{high:.2f})"
+    return shown
+
+
 def attacker_html(document: dict) -> str:
-    """What an attacker gains: the sentence, the odds, and the attack beside the baseline."""
+    """What an attacker gains: the member-side sentence first (can someone find her rows),
+    then the sentence, the odds, and the attack beside the baseline with intervals."""
     section = document.get("attacker")
     if not section:
         return ""
     found = document.get("verdict") or {}
     quote = (found.get("quote") or {}).get("value")
-    stated = "odds" in str(found.get("sentence"))  # the verdict already reads it as odds
+    stated = "odds" in str(found.get("sentence")) or "counts" in str(found.get("sentence"))
     odds = (
         f"<p>{html.escape(odds_reading(quote))}</p>"
         if isinstance(quote, float | int) and not stated
         else ""
     )
     attack, baseline = section["attack"], section["baseline"]
+    level = section.get("interval_level")
 
-    def cell(value: object, percent_of: bool = False) -> str:
-        if value is None:
-            return "<td>too few records</td>"
-        return f"<td>{value:.1%}</td>" if percent_of else f"<td>{value:.2f}</td>"
+    def cell(side: dict, key: str, fpr: str | None = None, percent_of: bool = False) -> str:
+        if fpr is not None:
+            value = (side.get("tpr_at_fpr") or {}).get(fpr)
+            interval = (side.get("tpr_at_fpr_interval") or {}).get(fpr)
+        else:
+            value, interval = side.get(key), side.get(f"{key}_interval")
+        return f"<td>{html.escape(_with_interval(value, interval, percent_of))}</td>"
 
     flagged = section["flagged_fraction"]
     rows = [
-        ("AUC (0.5: a coin; 1: every member told apart)", attack["auc"], baseline["auc"], False),
-        ("members caught when 1 in 1,000 non-members is wrongly flagged (TPR at 0.1 % FPR)",
-         attack["tpr_at_fpr"].get("0.001"), baseline["tpr_at_fpr"].get("0.001"), True),
         ("members caught when 1 in 100 non-members is wrongly flagged (TPR at 1 % FPR)",
-         attack["tpr_at_fpr"].get("0.01"), baseline["tpr_at_fpr"].get("0.01"), True),
-        ("advantage: the most TPR − FPR (0: none)", attack["advantage"], baseline["advantage"],
-         False),
+         "tpr", "0.01", True),
+        ("members caught when 1 in 1,000 non-members is wrongly flagged (TPR at 0.1 % FPR)",
+         "tpr", "0.001", True),
+        ("AUC (0.5: a coin; 1: every member told apart)", "auc", None, False),
+        ("advantage: the most TPR − FPR (0: none)", "advantage", None, False),
         (f"right among the {percent_share(flagged)} of records each is surest about",
-         attack["top_precision"], baseline["top_precision"], True),
+         "top_precision", None, True),
     ]  # fmt: skip
     body = "".join(
-        f"<tr><th scope=row>{html.escape(name)}</th>{cell(a, pct)}{cell(b, pct)}</tr>"
-        for name, a, b, pct in rows
+        f"<tr><th scope=row>{html.escape(name)}</th>{cell(attack, key, fpr, pct)}"
+        f"{cell(baseline, key, fpr, pct)}</tr>"
+        for name, key, fpr, pct in rows
+    )
+    member_side = section.get("member_side")
+    lead = f"<p class=sentence>{html.escape(member_side)}</p>" if member_side else ""
+    note = (
+        f"<p class=hint>In brackets: this run's {level:.0%} interval (the audit's records "
+        "drawn again). 'Too few records': fewer non-members than that rate needs to flag even "
+        "one.</p>"
+        if isinstance(level, float)
+        else ""
     )
     return (
         "<section aria-labelledby=attacker><h2 id=attacker>What an attacker gains</h2>"
-        f"<p class=sentence>{html.escape(section['sentence'])}</p>{odds}"
-        f"{SCROLL}<table><thead><tr><th scope=col>on this audit's records (members "
-        "vs generated non-members)</th><th scope=col>with the model</th><th scope=col>without "
-        f"it (baseline)</th></tr></thead><tbody>{body}</tbody></table></div></section>"
+        f"{lead}<p>{html.escape(section['sentence'])}</p>{odds}"
+        f"{scroll('what an attacker gains, with and without the model')}<table><thead><tr>"
+        "<th scope=col>on this audit's records (members vs generated non-members)</th>"
+        "<th scope=col>with the model</th><th scope=col>without it (baseline)</th></tr>"
+        f"</thead><tbody>{body}</tbody></table></div>{note}</section>"
+    )
+
+
+def _groups_lead(section: dict, groups: list[dict]) -> str:
+    """The exposure section's first line: which groups stand out, or that none does."""
+    if not section.get("tested"):
+        return (
+            "Groups were not tested against chance in this run (its baseline does not mirror "
+            "the attack): the shares below are point estimates."
+        )
+    standing = [g for g in groups if g.get("stands_out")]
+    rate = percent(float(section.get("false_alarm_rate") or 0.05))
+    if not standing:
+        return (
+            "No group stands out: in no group does the attack flag your members more than "
+            "the data alone does (the baseline), beyond what chance gives one of the groups "
+            f"shown (false alarms over all groups held to {rate})."
+        )
+    names = ", ".join(f"{g['column']} = {g['value']}" for g in standing[:5])
+    more = f" and {len(standing) - 5} more" if len(standing) > 5 else ""
+    return (
+        f"{len(standing)} group{'s stand' if len(standing) > 1 else ' stands'} out: {names}"
+        f"{more}. The attack flags their members more than the data alone does, beyond "
+        f"chance (false alarms over all groups held to {rate})."
     )
 
 
 def exposure_html(document: dict) -> str:
     """Which of the contributor's records and groups the attack exposes most (report section
-    ``exposure``, where the audit recorded one)."""
+    ``exposure``, where the audit recorded one): the groups tested against chance first."""
     section = document.get("exposure")
     if not section:
         return ""
@@ -278,24 +328,43 @@ def exposure_html(document: dict) -> str:
     groups = section.get("groups") or []
     if groups:
         rate = section.get("fpr")
+        parts.append(f"<p class=sentence>{html.escape(_groups_lead(section, groups))}</p>")
         parts.append(
-            f"<p>Share of each group's audited members the attack flags when {rate:.0%} of the "
-            "generated non-members are wrongly flagged (its threshold over all records). "
-            f"Groups with fewer than {section['min_group']} members are listed, not ranked. "
-            f"Over all {section['members']} audited members: "
-            f"{(section.get('overall_tpr') or 0):.1%}.</p>"
+            f"<p>Share of each group's audited members flagged when {rate:.0%} of the "
+            "generated non-members are wrongly flagged, with the model and without it (the "
+            "baseline, each at its own threshold), with this run's interval. Groups with fewer "
+            f"than {section['min_group']} members are listed, not tested. Over all "
+            f"{section['members']:,} audited members: {(section.get('overall_tpr') or 0):.1%}."
+            "</p>"
         )
-        body = "".join(
-            f"<tr><th scope=row>{html.escape(g['column'])} = {html.escape(str(g['value']))}</th>"
-            f"<td>{g['members']}</td><td>"
-            + ("too few to rank" if g["small"] else f"{g['tpr']:.1%}")
-            + "</td></tr>"
-            for g in groups
-        )
+
+        def row(g: dict) -> str:
+            share = g.get("share", g.get("tpr"))
+            if g["small"]:
+                flagged, base, verdict = "too few to rank", "", "not tested"
+            else:
+                flagged = _with_interval(share, g.get("interval"), True)
+                base = _with_interval(g.get("baseline_share"), None, True)
+                p_value = g.get("p")
+                verdict = (
+                    "not tested"
+                    if p_value is None
+                    else (f"yes (p = {p_value:.3f})" if g.get("stands_out")
+                          else f"no (p = {p_value:.2f})")
+                )  # fmt: skip
+            return (
+                f"<tr><th scope=row>{html.escape(g['column'])} = "
+                f"{html.escape(str(g['value']))}</th><td>{int(g['members']):,}</td>"
+                f"<td>{html.escape(flagged)}</td><td>{html.escape(base)}</td>"
+                f"<td>{html.escape(verdict)}</td></tr>"
+            )
+
+        body = "".join(row(g) for g in groups)
         parts.append(
-            f"{SCROLL}<table><thead><tr><th scope=col>group</th><th scope=col>audited "
-            f"members</th><th scope=col>flagged</th></tr></thead><tbody>{body}</tbody></table>"
-            "</div>"
+            f"{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
+            "<th scope=col>audited members</th><th scope=col>flagged with the model</th>"
+            "<th scope=col>without it</th><th scope=col>stands out</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></div>"
         )
     unknown = section.get("unknown_columns") or []
     if unknown:
@@ -308,16 +377,30 @@ def exposure_html(document: dict) -> str:
         columns = list(records[0]["values"])
         head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in columns)
         body = "".join(
-            f"<tr><th scope=row>{r['rank']}</th><td>{r['score']:.3f}</td>"
+            f"<tr><th scope=row>{int(r['rank'])}</th><td>{r['score']:.3f}</td>"
             + "".join(f"<td>{html.escape(str(r['values'][c]))}</td>" for c in columns)
             + "</tr>"
             for r in records
         )
+        found = document.get("verdict") or {}
+        meaning = (
+            "This run calls no leak, so these records are not shown to be more exposed than "
+            "the ones the baseline (no model) is surest about: they are where the attack "
+            "would look first."
+            if found and not found.get("detected")
+            else "These are the records an attacker with the model would find first."
+        )
+        hidden = (section.get("record_columns") or {}).get("hidden") or []
+        hidden_note = (
+            f" Columns not shown: {html.escape(', '.join(map(str, hidden)))}." if hidden else ""
+        )
         parts.append(
             f"<h3>The {len(records)} members the attack is surest about</h3><p>Your own rows "
-            "(this report is yours alone), with the attack's score (1: surely a member).</p>"
-            f"{SCROLL}<table><thead><tr><th scope=col>rank</th><th scope=col>score"
-            f"</th>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            "(this report is yours alone), with the attack's score (1: surely a member). "
+            f"{html.escape(meaning)}{hidden_note}</p>"
+            f"{scroll('the members the attack is surest about')}<table><thead><tr>"
+            f"<th scope=col>rank</th><th scope=col>score</th>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>"
         )
     return "".join(parts) + "</section>"
 
@@ -329,8 +412,13 @@ READING = (
     "this page</a>."
 )
 """One line under the quoted figure: how to read it, and where the words are explained."""
-SCROLL = '<div class=scroll tabindex=0 role=region aria-label="scrollable table">'
-"""A wide table's scroll box: reachable by keyboard, named for screen readers."""
+
+
+def scroll(label: str) -> str:
+    """A wide table's scroll box: reachable by keyboard, named after its table for screen
+    readers (each region's name is its own: axe ``landmark-unique``)."""
+    return f'<div class=scroll tabindex=0 role=region aria-label="{html.escape(label)}">'
+
 
 STYLE = """
 body{font-family:system-ui,sans-serif;line-height:1.45;margin:0;color:#1a1a1a;}
@@ -368,7 +456,7 @@ pre.chunk{background:#f4f4f4;padding:4px;}
 tables in scroll containers, and a print layout (Print → PDF on A4: folded sections open,
 no chart cut across pages)."""
 
-GLOSSARY = """<details id=words><summary>Words on this page</summary><dl>
+GLOSSARY = """<details><summary>Words on this page</summary><dl id=words>
 <dt>member / non-member</dt><dd>A record the model was trained on / was not. The audit mixes
 your members with generated non-members and asks each classifier which is which.</dd>
 <dt>baseline</dt><dd>A classifier that never sees the audited model: what anyone learns from
@@ -425,10 +513,19 @@ def _verdict_html(document: dict) -> str:
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"
         f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>"
         f"<p class=hint>{READING}</p>{caveats}"
+        f"{_next_steps_html(found)}"
         f"<p>Declared guarantee: {html.escape(' '.join(found['claim']))}</p>"
         "<details><summary>What the figure means, and what it does not</summary>"
         f"<ul>{items(found['meaning'])}</ul></details></div>"
     )
+
+
+def _next_steps_html(found: dict) -> str:
+    steps = found.get("next_steps") or []
+    if not steps:
+        return ""
+    items = "".join(f"<li>{html.escape(step)}</li>" for step in steps)
+    return f"<p><b>What to do next</b></p><ul class=next>{items}</ul>"
 
 
 def quote_text(found: dict) -> str:
@@ -439,10 +536,17 @@ def quote_text(found: dict) -> str:
     text = f"ε̃ = {quote['value']:.2f} ({game}"
     interval, rate = quote.get("interval"), found.get("false_alarm_rate")
     null = found.get("null") if isinstance(found.get("null"), dict) else {}
+    decision = found.get("decision") if isinstance(found.get("decision"), dict) else {}
     if interval and rate and "p_value" in null:
+        with_references = (
+            f"; with the held-out rows' tests, p = {decision['p_value']:.3f}"
+            if len(decision.get("tests") or []) > 1
+            else ""
+        )
         return text + (
-            f", {percent(1 - 2 * rate)} interval {interval[0]:.2f}–{interval[1]:.2f}; false "
-            f"alarms held to {percent(rate)}, p = {null['p_value']:.3f})"
+            f", this run's {percent(1 - 2 * rate)} interval {interval[0]:.2f}–"
+            f"{interval[1]:.2f}; false alarms held to {percent(rate)}, p = "
+            f"{null['p_value']:.3f}{with_references})"
         )
     if found.get("tolerance") is None:  # a 1.4 document whose null was skipped
         return text + "; no null to hold it to)"

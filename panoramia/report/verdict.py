@@ -187,11 +187,77 @@ def game_reach(document: dict, quoted: dict) -> float | None:
     return finite_number(reach.get("eps_tilde_max"))
 
 
+REFERENCE_WORDS = {
+    "o1": "the O(1) audit on your held-out rows",
+    "rmrn": "the RM;RN audit (an attack trained on your held-out rows)",
+}
+
+
+def reference_tests(document: dict, game: str) -> list[dict]:
+    """The reference audits that test ε = 0 with real non-members (docs/SPEC.md §3.1, level
+    8): O(1), and RM;RN in the quoted ``game`` (two-sided where it is played); each with its
+    ``p_value``, ``eps_lb`` and ``confidence``. Only those with an exact p-value (documents
+    from schema 1.6, δ = 0)."""
+    section = document.get("reference_audits")
+    section = section if isinstance(section, dict) else {}
+    two_sided = document.get("two_sided") if isinstance(document.get("two_sided"), dict) else {}
+    found = {
+        "o1": section.get("o1"),
+        "rmrn": two_sided.get("rmrn") if game == "two_sided" else section.get("rmrn"),
+    }
+    tests = []
+    for name, audit in found.items():
+        if not isinstance(audit, dict):
+            continue
+        p_value, eps = finite_number(audit.get("p_value")), finite_number(audit.get("eps_lb"))
+        delta = finite_number(audit.get("delta")) or 0.0
+        confidence = finite_number(audit.get("confidence")) or finite_number(
+            document.get("confidence")
+        )
+        if p_value is None or eps is None or delta > 0 or not 0 <= p_value <= 1:
+            continue
+        tests.append({"test": name, "p_value": p_value, "eps_lb": eps,
+                      "confidence": confidence or 0.95})  # fmt: skip
+    return tests
+
+
+def decision(null: dict, references: list[dict]) -> dict:
+    """The decision of one run (docs/SPEC.md §3.1, level 8): the in-audit null's p alone, or,
+    with reference audits, min(1, 2 · min(p, p_ref)), p_ref = min(1, R · min_j p_j);
+    ``detected`` at α, ``borderline`` at 2α or where a reference audit reads ε_lb > 0 at its
+    own confidence; ``found_by``: the tests whose own share of α calls it."""
+    rate = null["false_alarm_rate"]
+    if not references:
+        return {"p_value": null["p_value"], "detected": null["detected"],
+                "borderline": null["borderline"], "references": [],
+                "found_by": ["null"] if null["detected"] else []}  # fmt: skip
+    p_ref = min(1.0, len(references) * min(r["p_value"] for r in references))
+    combined = min(1.0, 2 * min(null["p_value"], p_ref))
+    detected = combined <= rate
+    found_by = []
+    if detected:
+        if 2 * null["p_value"] <= rate:
+            found_by.append("null")
+        found_by += [r["test"] for r in references
+                     if 2 * len(references) * r["p_value"] <= rate]  # fmt: skip
+    reads = any(r["eps_lb"] > 0 for r in references)
+    return {
+        "p_value": combined,
+        "detected": detected,
+        "borderline": combined <= 2 * rate or reads,
+        "references": references,
+        "p_reference": p_ref,
+        "found_by": found_by,
+    }
+
+
 def _level(
     document: dict, games: dict[str, dict], null: dict | None, claim: dict
 ) -> tuple[str, dict]:
     """The level and the quoted game's figures; a no-leak run whose quoted game could not
-    have called one (:func:`game_reach`) is inconclusive (docs/SPEC.md §3.1, level 7)."""
+    have called one (:func:`game_reach`) is inconclusive (docs/SPEC.md §3.1, level 7); with
+    reference audits, the decision of level 8 (:func:`decision`), kept in the figures under
+    ``decision``."""
     if null is None:
         return _legacy_level(games, claim)
     if "skipped" in null:
@@ -199,24 +265,124 @@ def _level(
     else:
         quoted = games.get(null["game"], games["one_sided"])
     if claim.get("violation"):
+        if "skipped" not in null:
+            quoted = quoted | {"decision": decision(null, reference_tests(document, null["game"]))}
         return "leak_beyond_claim", quoted
     if "skipped" in null:
         return ("inconclusive" if quoted["eps_tilde"] > 0 else "no_leak_detected"), quoted
-    if null["detected"]:
+    decided = decision(null, reference_tests(document, null["game"]))
+    quoted = quoted | {"decision": decided}
+    if decided["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
     reach = game_reach(document, quoted)
-    if reach is not None and reach <= null["threshold"]:
+    if reach is not None and reach <= null["threshold"] and not decided["references"]:
         return "inconclusive", quoted | {"reach": reach}
-    return ("borderline" if null["borderline"] else "no_leak_detected"), quoted
+    return ("borderline" if decided["borderline"] else "no_leak_detected"), quoted
 
 
 def _odds(value: float) -> str:
     return f"{math.exp(value):.1f}×" if value < 20 else "more than a million times"
 
 
-def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
+def quoted_calls(document: dict, quoted: dict) -> dict[str, int] | None:
+    """The attack's calls at the quoted game's best point: ``{"member": n, "nonmember": n}``
+    (the paper's game makes member calls only); None where the document does not say."""
+    if quoted["key"] == "two_sided":
+        point = (document.get("two_sided") or {}).get("attack")
+        if not isinstance(point, dict):
+            return None
+        member, nonmember = (
+            _count(point.get("member_guesses")),
+            _count(point.get("nonmember_guesses")),
+        )
+        if member is None or nonmember is None:
+            return None
+        return {"member": member, "nonmember": nonmember}
+    attack = document.get("attack") if isinstance(document.get("attack"), dict) else {}
+    member = _count(attack.get("r"))
+    return None if member is None else {"member": member, "nonmember": 0}
+
+
+def _baseline_best(document: dict, quoted: dict) -> tuple[int, int] | None:
+    """The baseline's calls at its own best point of the quoted game and how many are right."""
+    if quoted["key"] == "two_sided":
+        point = (document.get("two_sided") or {}).get("baseline")
+        if not isinstance(point, dict):
+            return None
+        made = [_count(point.get(k)) for k in ("member_guesses", "nonmember_guesses")]
+        right = [_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
+        if None in made or None in right:
+            return None
+        return sum(made), sum(right)  # type: ignore[arg-type]
+    baseline = document.get("baseline") if isinstance(document.get("baseline"), dict) else {}
+    r, v = _count(baseline.get("r")), _count(baseline.get("v"))
+    return None if r is None or v is None else (r, v)
+
+
+def _carried(calls: dict[str, int] | None) -> str:
+    """Which calls carry the quoted figure, in words ("" where unknown)."""
+    if not calls:
+        return ""
+    member, nonmember = calls["member"], calls["nonmember"]
+    if member and nonmember:
+        return f", carried by {member:,} member and {nonmember:,} non-member calls"
+    if nonmember:
+        return (
+            f", carried by {nonmember:,} non-member calls (no member call: it does not point "
+            "at your records, it rules out generated ones)"
+        )
+    if member:
+        return f", carried by {member:,} member calls"
+    return ""
+
+
+def _counts_reading(document: dict, quoted: dict, calls: dict[str, int] | None) -> str:
+    """A saturated game's figure read as counts, not odds."""
+    if not calls:
+        return ""
+    made = calls["member"] + calls["nonmember"]
+    kind = "non-member" if not calls["member"] else "member" if not calls["nonmember"] else ""
+    text = f"the attack made {made:,} {kind + ' ' if kind else ''}calls without an error"
+    base = _baseline_best(document, quoted)
+    if base is not None:
+        r, v = base
+        text += (
+            f"; without the model, at most {r:,} at its own best"
+            if r == v
+            else f"; without the model, {v:,} right of {r:,} at its own best"
+        )
+    return (
+        f" The figure is saturated, so read it as counts, not odds: {text}. The count is "
+        "limited by this audit set's size."
+    )
+
+
+def _found(decided: dict | None, held: dict) -> str:
+    """Which tests called the leak, with their p-values."""
+    if not decided or not decided["references"]:
+        return ""
+    parts = []
+    if "null" in decided["found_by"]:
+        parts.append(f"the game against generated rows (p = {held['p_value']:.3f})")
+    for ref in decided["references"]:
+        if ref["test"] in decided["found_by"]:
+            parts.append(f"{REFERENCE_WORDS[ref['test']]} (p = {ref['p_value']:.3g})")
+    return (
+        f" Found by {' and '.join(parts)}; both tests together are held to one "
+        f"{percent(held['false_alarm_rate'])} false-alarm rate (p = {decided['p_value']:.3g})."
+        if parts
+        else ""
+    )
+
+
+def _sentence(
+    level: str, quoted: dict, null: dict | None, claim: dict, document: dict | None = None
+) -> str:
     eps, game = quoted["eps_tilde"], quoted["game"]
     held = null if null and "skipped" not in null else None
+    document = document or {}
+    decided = quoted.get("decision")
+    calls = quoted_calls(document, quoted) if held else None
     where = f"ε̃ = {eps:.2f} in {game}"
     if held:
         low, high = held["interval"]
@@ -235,32 +401,67 @@ def _sentence(level: str, quoted: dict, null: dict | None, claim: dict) -> str:
             f" ({where})."
         )
     if level == "clear_leak" and held:
+        reading = (
+            _counts_reading(document, quoted, calls)
+            if quoted["saturated"]
+            else f" Even the interval's low end multiplies an attacker's odds of a right guess "
+            f"by {_odds(held['interval'][0])} over what the generated data gives away (at the "
+            f"figure itself: {_odds(eps)})."
+        )
         return (
-            f"This model clearly leaks information about its training data: {where}. Even the "
-            f"interval's low end multiplies an attacker's odds of a right guess by "
-            f"{_odds(held['interval'][0])} over what the generated data gives away (at the "
-            f"figure itself: {_odds(eps)}). The call is held to a {rate} false-alarm rate."
-            f"{within}"
+            f"This model clearly leaks information about its training data: "
+            f"{where}{_carried(calls)}.{reading} The call is held to a {rate} false-alarm "
+            f"rate.{_found(decided, held)}{within}"
         )
     if level == "leak_detected" and held:
+        if decided and "null" not in decided["found_by"]:
+            return (
+                "This model leaks information about its training data."
+                f"{_found(decided, held)} In the game against generated rows alone, {where} "
+                f"(p = {held['p_value']:.3f}) would not have called it.{within}"
+            )
         return (
-            f"This model leaks information about its training data: {where}, above the "
-            f"{held['threshold']:.2f} that this audit's null draws exceed only {rate} of the "
-            f"time: the call is held to a {rate} false-alarm rate.{within}"
+            f"This model leaks information about its training data: {where}{_carried(calls)}, "
+            f"above the {held['threshold']:.2f} that this audit's null draws exceed only "
+            f"{rate} of the time: the call is held to a {rate} false-alarm rate."
+            f"{_found(decided, held)}{within}"
+        )
+    reading_refs = [r for r in (decided or {}).get("references", []) if r["eps_lb"] > 0]
+    if level == "borderline" and held and reading_refs and not decided["detected"]:
+        ref = reading_refs[0]
+        return (
+            f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} at "
+            f"its {percent(ref['confidence'])} confidence (p = {ref['p_value']:.3g}), and "
+            f"{where} (p = {held['p_value']:.3f}); held together to a {rate} false-alarm rate "
+            f"they do not call a leak (p = {decided['p_value']:.3g}). Repeat the audit over "
+            "more seeds or with more held-out rows before acting on it."
         )
     if level == "borderline" and held:
+        shown_p = decided["p_value"] if decided else held["p_value"]
         return (
             f"Borderline: {where} is above most of this audit's null draws, but not far "
-            f"enough to call at a {rate} false-alarm rate (p = {held['p_value']:.3f}). Repeat "
+            f"enough to call at a {rate} false-alarm rate (p = {shown_p:.3f}). Repeat "
             "the audit over more seeds (a multirun) or with a larger audit set before acting "
             "on it."
         )
     if level == "no_leak_detected" and held:
+        references = (decided or {}).get("references") or []
+        also = (
+            " Nor did "
+            + " or ".join(
+                f"{REFERENCE_WORDS[r['test']]} (p = {r['p_value']:.3g})" for r in references
+            )
+            + "."
+            if references
+            else ""
+        )
         return (
-            f"No leak detected: {where} is within what this audit's null draws reach (p = "
-            f"{held['p_value']:.3f}); this run puts ε̃ at most {held['interval'][1]:.2f}. That "
-            "does not show the model is private: a stronger attack or a larger audit may find "
-            "a leak."
+            f"No leak detected: ε̃ = {eps:.2f} in {game} is within what this audit's null "
+            f"draws reach (p = {held['p_value']:.3f}).{also} This run's "
+            f"{percent(1 - 2 * held['false_alarm_rate'])} interval for ε̃ is "
+            f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}: a reading of this run, not a "
+            "guarantee. It does not show the model is private: a stronger attack or a larger "
+            "audit may find a leak."
         )
     if level == "inconclusive" and held and "reach" in quoted:
         return (
@@ -436,21 +637,113 @@ def verdict(document: dict) -> dict:
         "headline": WORDS[level],
         "detected": level in DETECTED,
         "false_alarm_rate": held["false_alarm_rate"] if held else None,
-        "sentence": _sentence(level, quoted, null, claim),
+        "sentence": _sentence(level, quoted, null, claim, document),
         "quote": {
             "figure": "ε̃",
             "value": quoted["eps_tilde"],
             "game": quoted["key"],
             "confidence": float(document["confidence"]),
             "interval": list(held["interval"]) if held else None,
+            "calls": quoted_calls(document, quoted),
+            "saturated": quoted["saturated"],
         },
         "null": (
             {key: held[key] for key in ("p_value", "draws", "threshold", "false_alarm_rate")}
             if held
             else ({"skipped": null["skipped"]} if null else None)
         ),
+        "decision": _decision_dict(quoted.get("decision")),
         "tolerance": None if null else TOLERANCE,
         "meaning": _meaning(document, level, quoted, null),
         "caveats": _caveats(document, level, quoted, null, claim),
         "claim": list(claim.get("statements") or ["The model's owner declares no guarantee."]),
+        "next_steps": next_steps(document, level, quoted, null),
     }
+
+
+def _decision_dict(decided: dict | None) -> dict | None:
+    """The decision's tests as the document keeps them (None without an in-audit null)."""
+    if not decided:
+        return None
+    return {
+        "p_value": decided["p_value"],
+        "tests": ["null"] + [r["test"] for r in decided["references"]],
+        "found_by": list(decided["found_by"]),
+        "references": [dict(r) for r in decided["references"]],
+    }
+
+
+def next_steps(document: dict, level: str, quoted: dict, null: dict | None = None) -> list[str]:
+    """What to do next, per level and per finding (docs/SPEC.md §3.1): sentences a
+    contributor or the model's owner can act on."""
+    steps: list[str] = []
+    exposure = document.get("exposure") if isinstance(document.get("exposure"), dict) else {}
+    standing = [
+        f"{g.get('column')} = {g.get('value')}"
+        for g in exposure.get("groups") or []
+        if isinstance(g, dict) and g.get("stands_out") is True
+    ][:3]
+    retrain = (
+        "Ask the model's owner to retrain with DP-SGD: `panoramia calibrate --epochs E "
+        "--batch-size B --dataset-size N --target-advantage 0.1` gives the noise σ that keeps "
+        "every membership attack's advantage under 0.1; fewer epochs, early stopping or "
+        "stronger regularisation also shrink what the losses give away."
+    )
+    remove = (
+        "If your rows should not be in this model, ask its owner to retrain without them; "
+        "delete your uploads here when you are done (`panoramia data delete NAME`)."
+    )
+    if level == "leak_beyond_claim":
+        steps += [
+            "The model does not meet the guarantee its owner declares: ask for the claim to be "
+            "withdrawn or the model retrained with the noise the claim needs.",
+            retrain,
+            remove,
+        ]
+    elif level in ("clear_leak", "leak_detected"):
+        steps += [retrain, remove]
+        if standing:
+            steps.insert(
+                1,
+                f"The groups that stand out ({', '.join(standing)}) are exposed beyond what "
+                "the data alone gives away: check first whether their rows must be in the "
+                "training data.",
+            )
+    elif level == "borderline":
+        steps.append(
+            "Repeat the audit over more seeds (`panoramia-audit -m seed=0,1,2,3,4 …`, or "
+            "submit again with other seeds) and read the pooled figure; a larger audit set "
+            "(more member rows) or more held-out rows also sharpen the answer."
+        )
+    elif level == "no_leak_detected":
+        steps.append(
+            "Nothing in this run calls for action, but it does not show the model is private: "
+            "repeat after each retraining, and give held-out rows (rows the model never saw) "
+            "so the O(1) and RM;RN audits run too."
+        )
+    elif "reach" in quoted:
+        steps.append(
+            "At this size no answer was possible: audit with more member rows, or with a "
+            "generator closer to your data (the baseline tells its rows from yours)."
+        )
+    else:
+        steps.append(
+            "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm rate."
+        )
+    if quoted.get("saturated") and level not in ("clear_leak", "leak_beyond_claim"):
+        steps.append(
+            "The quoted game is saturated: a larger audit set lets the figure read more than "
+            "a count of error-free calls."
+        )
+    synthetic = (
+        (document.get("data") or {}).get("synthetic")
+        if isinstance(document.get("data"), dict)
+        else None
+    )
+    fidelity = finite_number((synthetic or {}).get("real_vs_synthetic_auc"))
+    if level not in DETECTED and fidelity is not None and fidelity > LOW_FIDELITY_AUC:
+        steps.append(
+            "The generated rows are easy to spot: a better generator (more rows to train it, "
+            "or `generator=` another kind) would let a hidden leak show."
+        )
+    return steps

@@ -257,3 +257,70 @@ def test_a_run_that_could_not_have_called_a_leak_is_inconclusive_not_quiet() -> 
     assert f"above {0.1:.2f}" in blind["sentence"]
     seeing = verdict(document(top - 1.0))  # room above the null's threshold: a real answer
     assert seeing["level"] == "no_leak_detected"
+
+
+def _references(o1_p: float, o1_eps: float, rmrn_p: float = 1.0) -> dict:
+    return {"o1": {"eps_lb": o1_eps, "p_value": o1_p, "delta": 0.0, "confidence": 0.95},
+            "rmrn": None}  # fmt: skip
+
+
+def test_the_reference_audits_join_the_decision_at_one_false_alarm_rate() -> None:
+    """docs/SPEC.md §3.1 level 8: min(1, 2 · min(p, p_ref)) against α; a reference audit
+    that reads ε_lb > 0 at its own confidence never sits beside "No leak detected"."""
+    quiet_null = _null(0.05, 400, threshold=0.3)  # p = 0.401
+    found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=_references(0.004, 0.3)))  # fmt: skip
+    assert found["level"] == "leak_detected"
+    assert found["detected"]
+    assert found["decision"]["found_by"] == ["o1"]
+    assert found["decision"]["p_value"] == pytest.approx(0.008)
+    assert "the O(1) audit on your held-out rows (p = 0.004)" in found["sentence"]
+    assert "would not have called it" in found["sentence"]
+    reads = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=_references(0.04, 0.05)))  # fmt: skip
+    assert reads["level"] == "borderline"
+    assert not reads["detected"]
+    assert reads["sentence"].startswith("Borderline: the O(1) audit on your held-out rows reads")
+    nothing = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                                reference_audits=_references(0.9, 0.0)))  # fmt: skip
+    assert nothing["level"] == "no_leak_detected"
+    assert "Nor did the O(1) audit on your held-out rows (p = 0.9)" in nothing["sentence"]
+    assert "not a guarantee" in nothing["sentence"]
+    assert "at most" not in nothing["sentence"]
+    # the null alone at p = 0.04 is no longer enough beside a silent reference (2 · 0.04 > α)
+    halved = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2),
+                               reference_audits=_references(0.9, 0.0)))  # fmt: skip
+    assert halved["level"] == "borderline"
+    alone = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2)))
+    assert alone["level"] == "leak_detected"
+    assert alone["decision"]["tests"] == ["null"]
+
+
+def test_the_quote_says_which_calls_carry_it_and_a_saturated_one_reads_as_counts() -> None:
+    document = _document((0.5, 0.6), (0.6, 2.9), null=_null(2.3, 0, threshold=0.3))
+    document["two_sided"] |= {
+        "saturated": True,
+        "attack": {"member_guesses": 0, "member_correct": 0, "nonmember_guesses": 213,
+                   "nonmember_correct": 213},
+        "baseline": {"member_guesses": 0, "member_correct": 0, "nonmember_guesses": 17,
+                     "nonmember_correct": 17},
+    }  # fmt: skip
+    found = verdict(document)
+    assert found["quote"]["calls"] == {"member": 0, "nonmember": 213}
+    assert "carried by 213 non-member calls" in found["sentence"]
+    assert "the attack made 213 non-member calls without an error" in found["sentence"]
+    assert "without the model, at most 17 at its own best" in found["sentence"]
+    assert "multiplies an attacker's odds" not in found["sentence"]
+    assert any("DP-SGD" in step for step in found["next_steps"])
+
+
+@pytest.mark.parametrize(
+    ("null", "words"),
+    [
+        (_null(0.2, 70, threshold=0.3), "Repeat the audit over more seeds"),
+        (_null(0.05, 400, threshold=0.3), "Nothing in this run calls for action"),
+    ],
+)
+def test_every_level_says_what_to_do_next(null: dict, words: str) -> None:
+    found = verdict(_document((0.5, 0.6), (0.1, 0.1 + null["observed"]), null=null))
+    assert any(words in step for step in found["next_steps"])
