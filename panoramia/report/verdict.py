@@ -367,11 +367,13 @@ def _found(decided: dict | None, held: dict) -> str:
     for ref in decided["references"]:
         if ref["test"] in decided["found_by"]:
             parts.append(f"{REFERENCE_WORDS[ref['test']]} (p = {ref['p_value']:.3g})")
+    if not parts:
+        return ""
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return (
-        f" Found by {' and '.join(parts)}; both tests together are held to one "
-        f"{percent(held['false_alarm_rate'])} false-alarm rate (p = {decided['p_value']:.3g})."
-        if parts
-        else ""
+        f" Found by {listed}; the decision over all {len(decided['references']) + 1} tests is "
+        f"held to one {percent(held['false_alarm_rate'])} false-alarm rate (p = "
+        f"{decided['p_value']:.3g})."
     )
 
 
@@ -417,8 +419,8 @@ def _sentence(
         if decided and "null" not in decided["found_by"]:
             return (
                 "This model leaks information about its training data."
-                f"{_found(decided, held)} In the game against generated rows alone, {where} "
-                f"(p = {held['p_value']:.3f}) would not have called it.{within}"
+                f"{_found(decided, held)} The game against generated rows alone would not "
+                f"have called it: {where}, p = {held['p_value']:.3f}.{within}"
             )
         return (
             f"This model leaks information about its training data: {where}{_carried(calls)}, "
