@@ -239,12 +239,33 @@ def reports_show(
         f"{report['model']} version {report['version']} ({report['modality']}), stored "
         f"{report['created_at']}"
     ]
+    document = report.get("document") or {}
     if isinstance(found, dict):
         lines += [f"{found['headline']}: {quote_text(found)}", found["sentence"]]
+    attacker = document.get("attacker") if isinstance(document.get("attacker"), dict) else {}
+    if attacker.get("member_side"):
+        lines.append(str(attacker["member_side"]))
+    groups = (
+        (document.get("exposure") or {}).get("groups")
+        if isinstance(document.get("exposure"), dict)
+        else None
+    )
+    if isinstance(groups, list):
+        tested = [g for g in groups if isinstance(g, dict) and g.get("p") is not None]
+        standing = [f"{g['column']} = {g['value']}" for g in tested if g.get("stands_out")]
+        if tested:
+            lines.append(
+                f"Groups standing out beyond chance: {', '.join(standing)} "
+                f"({len(standing)} of {len(tested)} tested)"
+                if standing
+                else f"No group stands out beyond chance ({len(tested)} tested)"
+            )
+    if isinstance(found, dict) and found.get("next_steps"):
+        lines += ["What to do next:", *(f"  - {step}" for step in found["next_steps"])]
     lines += [
         f"paper's one-sided game: c_lb = {report['c_lb']:.3f}, {{c+ε}}_lb = "
         f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}",
-        report["document"].get("interpretation", ""),
+        document.get("interpretation", ""),
     ]
     typer.echo("\n".join(line for line in lines if line))
 

@@ -18,10 +18,11 @@ MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
-DIGEST_VERSION = 3
+DIGEST_VERSION = 4
 """2 adds the verdict's ``detected``, ``false_alarm_rate``, the quote's ``interval`` and the
 null's ``p_value`` (reports of schema 1.4); 3 the null's ``threshold`` and ``attacker``
-(schema 1.5)."""
+(schema 1.5); 4 the verdict's ``next_steps``, ``calls`` and decision, the attacker's
+intervals and member-side sentence, and ``exposure`` counts (schema 1.6)."""
 
 
 def _text(value: Any) -> str:
@@ -68,24 +69,66 @@ def _verdict(document: dict) -> dict | None:
         "caveats": _texts(found["caveats"]),
         "claim": _texts(found["claim"]),
         "meaning": _texts(found["meaning"]),
+        "next_steps": _texts(found.get("next_steps")),
+        "calls": _calls(quote.get("calls")),
+        "decision_p_value": number((found.get("decision") or {}).get("p_value")),
+        "decision_tests": _texts((found.get("decision") or {}).get("tests")),
+    }
+
+
+def _calls(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    found = {key: value.get(key) for key in ("member", "nonmember")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in found.values()):
+        return None
+    return found  # type: ignore[return-value]
+
+
+def _pair(value: Any) -> list[float] | None:
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    pair = [number(end) for end in value]
+    return None if None in pair else pair  # type: ignore[return-value]
+
+
+def _exposure(document: dict) -> dict | None:
+    """How many groups were tested and how many stand out (counts only: the groups' values
+    are her data, which a deletion takes out of the document, not the digest)."""
+    section = _section(document, "exposure")
+    groups = section.get("groups")
+    if not isinstance(groups, list):
+        return None
+    tested = [g for g in groups if isinstance(g, dict) and number(g.get("p")) is not None]
+    return {
+        "tested": len(tested),
+        "standing_out": sum(1 for g in tested if g.get("stands_out") is True),
     }
 
 
 def _attacker(document: dict) -> dict | None:
     """The attacker terms of both sides (finite numbers only) and the sentence, written anew
     from them (never the document's own text)."""
-    from panoramia.report.attacker import LOW_FPRS, sentence, two_sided_sentence
+    from panoramia.report.attacker import (
+        LOW_FPRS,
+        member_side_sentence,
+        sentence,
+        two_sided_sentence,
+    )
 
     section = _section(document, "attacker")
     sides = {}
     for side in ("attack", "baseline"):
         found = _section(section, side)
         rates = _section(found, "tpr_at_fpr")
+        intervals = _section(found, "tpr_at_fpr_interval")
         sides[side] = {
             "auc": number(found.get("auc")),
+            "auc_interval": _pair(found.get("auc_interval")),
             "advantage": number(found.get("advantage")),
             "top_precision": number(found.get("top_precision")),
             "tpr_at_fpr": {fpr: number(rates.get(fpr)) for fpr in LOW_FPRS},
+            "tpr_at_fpr_interval": {fpr: _pair(intervals.get(fpr)) for fpr in LOW_FPRS},
         }
     fraction = number(section.get("flagged_fraction"))
     if fraction is None or sides["attack"]["auc"] is None:
@@ -100,7 +143,19 @@ def _attacker(document: dict) -> dict | None:
             words += " " + two_sided_sentence(guesses["attack"], guesses["baseline"], m)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         pass
-    return sides | {"flagged_fraction": fraction, "sentence": _text(words)}
+    level = number(section.get("interval_level"))
+    eps_member = number(document.get("eps_tilde"))
+    member_side = (
+        member_side_sentence(sides["attack"], sides["baseline"], eps_member, level)
+        if level is not None and eps_member is not None
+        else ""
+    )
+    return sides | {
+        "flagged_fraction": fraction,
+        "sentence": _text(words),
+        "member_side": _text(member_side),
+        "interval_level": level,
+    }
 
 
 def with_own_verdict(document: dict) -> dict:
@@ -156,4 +211,5 @@ def report_digest(document: Any) -> dict[str, Any]:
         "rmrn_mu": number(_section(_section(document, "gdp"), "rmrn").get("mu_lb")),
         "claimed_mu_replace_one": number(_section(document, "gdp").get("claimed_mu")),
         "attacker": _attacker(document),
+        "exposure": _exposure(document),
     }

@@ -13,7 +13,7 @@ from panoramia.measure.null import NullTest
 from panoramia.report import plots
 from panoramia.report.attacker import percent_share
 from panoramia.report.redaction import member_data
-from panoramia.report.verdict import percent
+from panoramia.report.verdict import p_text, percent
 
 PARAGRAPH = (
     "PANORAMIA compares two classifiers on the same audit set of real members and generated "
@@ -539,7 +539,7 @@ def quote_text(found: dict) -> str:
     decision = found.get("decision") if isinstance(found.get("decision"), dict) else {}
     if interval and rate and "p_value" in null:
         with_references = (
-            f"; with the held-out rows' tests, p = {decision['p_value']:.3f}"
+            f"; with the held-out rows' tests, {p_text(decision['p_value'])}"
             if len(decision.get("tests") or []) > 1
             else ""
         )

@@ -150,6 +150,11 @@ def read_null(document: dict, games: dict[str, dict] | None = None) -> dict | No
     }
 
 
+def p_text(value: float) -> str:
+    """A p-value as the page shows it: "p = 0.004", or "p < 0.001" below a thousandth."""
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
 def percent(rate: float) -> str:
     """A rate as a person reads it: 0.05 → "5%", 0.025 → "2.5%"."""
     return f"{100 * rate:g}%"
@@ -216,6 +221,8 @@ def reference_tests(document: dict, game: str) -> list[dict]:
         )
         if p_value is None or eps is None or delta > 0 or not 0 <= p_value <= 1:
             continue
+        if (p_value <= 1 - (confidence or 0.95)) != (eps > 0):
+            continue  # its p-value does not match its own bound: not used (an upload's)
         tests.append({"test": name, "p_value": p_value, "eps_lb": eps,
                       "confidence": confidence or 0.95})  # fmt: skip
     return tests
@@ -366,14 +373,14 @@ def _found(decided: dict | None, held: dict) -> str:
         parts.append(f"the game against generated rows (p = {held['p_value']:.3f})")
     for ref in decided["references"]:
         if ref["test"] in decided["found_by"]:
-            parts.append(f"{REFERENCE_WORDS[ref['test']]} (p = {ref['p_value']:.3g})")
+            parts.append(f"{REFERENCE_WORDS[ref['test']]} ({p_text(ref['p_value'])})")
     if not parts:
         return ""
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return (
         f" Found by {listed}; the decision over all {len(decided['references']) + 1} tests is "
-        f"held to one {percent(held['false_alarm_rate'])} false-alarm rate (p = "
-        f"{decided['p_value']:.3g})."
+        f"held to one {percent(held['false_alarm_rate'])} false-alarm rate "
+        f"({p_text(decided['p_value'])})."
     )
 
 
@@ -433,9 +440,9 @@ def _sentence(
         ref = reading_refs[0]
         return (
             f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} at "
-            f"its {percent(ref['confidence'])} confidence (p = {ref['p_value']:.3g}), and "
+            f"its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), and "
             f"{where} (p = {held['p_value']:.3f}); held together to a {rate} false-alarm rate "
-            f"they do not call a leak (p = {decided['p_value']:.3g}). Repeat the audit over "
+            f"they do not call a leak ({p_text(decided['p_value'])}). Repeat the audit over "
             "more seeds or with more held-out rows before acting on it."
         )
     if level == "borderline" and held:
@@ -451,7 +458,7 @@ def _sentence(
         also = (
             " Nor did "
             + " or ".join(
-                f"{REFERENCE_WORDS[r['test']]} (p = {r['p_value']:.3g})" for r in references
+                f"{REFERENCE_WORDS[r['test']]} ({p_text(r['p_value'])})" for r in references
             )
             + "."
             if references
@@ -680,11 +687,8 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     contributor or the model's owner can act on."""
     steps: list[str] = []
     exposure = document.get("exposure") if isinstance(document.get("exposure"), dict) else {}
-    standing = [
-        f"{g.get('column')} = {g.get('value')}"
-        for g in exposure.get("groups") or []
-        if isinstance(g, dict) and g.get("stands_out") is True
-    ][:3]
+    groups = [g for g in exposure.get("groups") or [] if isinstance(g, dict)]
+    standing = sum(1 for g in groups if g.get("stands_out") is True)
     retrain = (
         "Ask the model's owner to retrain with DP-SGD: `panoramia calibrate --epochs E "
         "--batch-size B --dataset-size N --target-advantage 0.1` gives the noise σ that keeps "
@@ -707,9 +711,10 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
         if standing:
             steps.insert(
                 1,
-                f"The groups that stand out ({', '.join(standing)}) are exposed beyond what "
-                "the data alone gives away: check first whether their rows must be in the "
-                "training data.",
+                f"{standing} group{'s stand' if standing > 1 else ' stands'} out in the report's "
+                "section on exposed groups: their members are exposed beyond what the data "
+                "alone gives away; check first whether their rows must be in the training "
+                "data.",
             )
     elif level == "borderline":
         steps.append(

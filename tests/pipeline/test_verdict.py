@@ -284,7 +284,7 @@ def test_the_reference_audits_join_the_decision_at_one_false_alarm_rate() -> Non
     nothing = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
                                 reference_audits=_references(0.9, 0.0)))  # fmt: skip
     assert nothing["level"] == "no_leak_detected"
-    assert "Nor did the O(1) audit on your held-out rows (p = 0.9)" in nothing["sentence"]
+    assert "Nor did the O(1) audit on your held-out rows (p = 0.900)" in nothing["sentence"]
     assert "not a guarantee" in nothing["sentence"]
     assert "at most" not in nothing["sentence"]
     # the null alone at p = 0.04 is no longer enough beside a silent reference (2 · 0.04 > α)

@@ -66,6 +66,13 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         terms = attacker[side]
         assert terms["auc"] == report[side]["roc"]["auc"]
         assert terms["tpr_at_fpr"]["0.001"] is None  # 100 non-members cannot resolve 0.1 %
+        assert terms["tpr_at_fpr_interval"]["0.001"] is None
+        negatives = report["m"] - report["data"]["game"]["members_in_audit"]
+        at_one_percent = terms["tpr_at_fpr_interval"]["0.01"]  # read where one can be flagged
+        assert (at_one_percent is None) == (0.01 * negatives < 1)
+        if at_one_percent is not None:
+            assert at_one_percent[0] <= terms["tpr_at_fpr"]["0.01"] <= at_one_percent[1]
+        assert terms["auc_interval"][0] <= terms["auc"] <= terms["auc_interval"][1]
         assert 0 <= terms["advantage"] <= 1
         assert 0 <= terms["top_precision"] <= 1
     assert attacker["flagged"] == min(report["attack"]["r"], 20)  # at most 10 % of m = 200
@@ -83,6 +90,11 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         == (exposure["members"])
     )
     assert all(g["small"] == (g["members"] < 20) for g in exposure["groups"])
+    for group in exposure["groups"]:  # each tested against the baseline's share
+        assert {"column", "value", "members", "share", "baseline_share", "interval", "p",
+                "stands_out"} <= set(group)  # fmt: skip
+        assert (group["p"] is None) == group["small"]
+        assert group["stands_out"] == (group["p"] is not None and group["p"] <= 0.05)
     assert report["detectable"]["members"] == report["data"]["game"]["members_in_audit"]
     assert report["detectable"]["eps_tilde_max"] > 0
     found = report["verdict"]
@@ -92,7 +104,13 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert null["game"] == found["quote"]["game"] == "two_sided"
     assert null["draws"] == 999
     assert null["ensemble"] == 3
-    assert null["detected"] == found["detected"] == (null["observed"] > null["threshold"])
+    assert null["detected"] == (null["observed"] > null["threshold"])
+    decision = found["decision"]  # the null and the held-out rows' tests, at one α (§3.1, 8)
+    assert decision["tests"] == ["null", "o1", "rmrn"]
+    assert found["detected"] == (decision["p_value"] <= 0.05)
+    assert set(found["quote"]["calls"]) == {"member", "nonmember"}
+    assert found["next_steps"]
+    assert all(isinstance(step, str) and step for step in found["next_steps"])
     assert found["quote"]["interval"] == null["interval"]
     assert found["quote"]["value"] == pytest.approx(report["two_sided"]["eps_tilde"])
     assert found["false_alarm_rate"] == 0.05
@@ -113,12 +131,18 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert page.index("What an attacker gains") < page.index("Which of your records")
     assert page.index("Which of your records") < page.index("Charts that back the figure")
     assert "Words on this page" in page
+    assert "<dl id=words>" in page  # the glossary link opens its closed <details>
+    assert "What to do next" in page
+    assert page.index("Finding your records") < page.index("Flagging the ")  # member side first
+    assert 'aria-label="scrollable table"' not in page  # each region named after its table
+    lead = "No group stands out" if not exposure["standing_out"] else "stand"
+    assert lead in page
     assert '<html lang="en">' in page
     assert "not a lower bound on ε" in page
     assert "figure to quote" in page
     # results on stdout, progress on stderr
     assert str(tmp_path / "report.html") in done.stdout
-    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, 90% interval" in done.stdout
+    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, this run's 90% interval" in done.stdout
     assert "ε̃ = " not in done.stderr
     assert "Epoch" not in done.stdout
     assert report["claim"]["summary"]["claim"] == {"kind": "none"}
