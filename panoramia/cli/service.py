@@ -241,7 +241,7 @@ def reports_show(
     ]
     document = report.get("document") or {}
     if isinstance(found, dict):
-        lines += [f"{found['headline']}: {quote_text(found)}", found["sentence"]]
+        lines += [f"{found['headline']} — {quote_text(found)}", found["sentence"]]
     attacker = document.get("attacker") if isinstance(document.get("attacker"), dict) else {}
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))

@@ -193,6 +193,15 @@ def member_side_sentence(attack: dict, baseline: dict, eps_member: float, level:
     without = _rate_with_interval(
         baseline["tpr_at_fpr"].get(key), baseline["tpr_at_fpr_interval"].get(key)
     )
+    odds = (
+        f"In the game of member calls only (the paper's), the model multiplies the odds of a "
+        f"right member call by e^{eps_member:.2f} ≈ {math.exp(min(eps_member, 20.0)):.2f}×."
+    )
+    if attack["tpr_at_fpr"].get(key) is None:
+        return (
+            "Finding your records: this audit set holds too few generated non-members to read "
+            f"how many of your records an attacker picks out at 1 false alarm in 100. {odds}"
+        )
     return (
         "Finding your records: wrongly flagging 1 in 100 non-members, an attacker with the model "
         f"picks out {with_model} of your audited records; without the model, {without} "

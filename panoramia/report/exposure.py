@@ -47,12 +47,16 @@ def _labels(column: pd.Series) -> pd.Series:
     if pd.api.types.is_numeric_dtype(column) and column.nunique() > MAX_VALUES:
         bins = pd.qcut(column, 4, duplicates="drop")
         return bins.astype(str)
+    if pd.api.types.is_float_dtype(column) and column.dropna().map(float.is_integer).all():
+        column = column.astype("Int64")  # whole numbers stored as floats: "1", not "1.0"
     values = column.astype(str)
     common = values.value_counts().index[:MAX_VALUES]
     return values.where(values.isin(common), "(other)")
 
 
 def _shown(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a whole number read from a float column: "55", not "55.0"
     text = str(value).replace("\n", " ⏎ ")
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 

@@ -105,6 +105,11 @@ def _figures(
     return charts
 
 
+def _short(text: str, limit: int = 60) -> str:
+    """A chart's region name: the start of its alt text, cut at a word."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
 def render_html(
     document: dict,
     measurement: Measurement,
@@ -128,11 +133,12 @@ def render_html(
     charts = _figures(document, measurement, roc_curves, losses, galleries, claim, null)
     images = "".join(
         member_data(
-            f'<figure><img src="data:image/png;base64,{chart.png}" '
+            f'<figure class=chart tabindex=0 role=region aria-label="chart {number}: '
+            f'{html.escape(_short(chart.alt))}"><img src="data:image/png;base64,{chart.png}" '
             f'alt="{html.escape(chart.alt)}"></figure>',
             chart.member_data,
         )
-        for chart in charts
+        for number, chart in enumerate(charts, start=1)
     )
     target = html.escape(str(document["target"].get("name")))
     return f"""<!doctype html>
@@ -437,6 +443,9 @@ table{border-collapse:collapse;} tbody tr{border-bottom:1px solid #ddd;}
 .verdict.no_leak_detected{border-color:#2f7d4f;} .verdict.inconclusive{border-color:#5b6270;}
 .sentence{font-size:1.15em;} .hint{color:#4a4a4a;font-size:.95em;}
 figure{margin:12px 0;} img{max-width:100%;height:auto;}
+@media (max-width:600px){
+  figure.chart{overflow-x:auto;} figure.chart img{max-width:none;width:640px;}
+}
 details{margin:1em 0;} summary{cursor:pointer;font-weight:bold;}
 dt{font-weight:bold;margin-top:.5em;}
 pre{white-space:pre-wrap;word-break:break-word;}

@@ -417,10 +417,10 @@ def _sentence(
             f"by {_odds(held['interval'][0])} over what the generated data gives away (at the "
             f"figure itself: {_odds(eps)})."
         )
+        held_to = _found(decided, held) or f" The call is held to a {rate} false-alarm rate."
         return (
             f"This model clearly leaks information about its training data: "
-            f"{where}{_carried(calls)}.{reading} The call is held to a {rate} false-alarm "
-            f"rate.{_found(decided, held)}{within}"
+            f"{where}{_carried(calls)}.{reading}{held_to}{within}"
         )
     if level == "leak_detected" and held:
         if decided and "null" not in decided["found_by"]:
@@ -429,11 +429,11 @@ def _sentence(
                 f"{_found(decided, held)} The game against generated rows alone would not "
                 f"have called it: {where}, p = {held['p_value']:.3f}.{within}"
             )
+        held_to = _found(decided, held) or f" The call is held to a {rate} false-alarm rate."
         return (
             f"This model leaks information about its training data: {where}{_carried(calls)}, "
             f"above the {held['threshold']:.2f} that this audit's null draws exceed only "
-            f"{rate} of the time: the call is held to a {rate} false-alarm rate."
-            f"{_found(decided, held)}{within}"
+            f"{rate} of the time.{held_to}{within}"
         )
     reading_refs = [r for r in (decided or {}).get("references", []) if r["eps_lb"] > 0]
     if level == "borderline" and held and reading_refs and not decided["detected"]:
@@ -514,7 +514,8 @@ def _o1(document: dict) -> float | None:
 def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> list[str]:
     lines = [
         INTERPRETATION,
-        f"c_lb = {quoted['c_lb']:.2f} measures how well the generated non-members can be told "
+        f"In {quoted['game']}, c_lb = {quoted['c_lb']:.3f} measures how well the generated "
+        "non-members can be told "
         "from real members without the model; ε̃ is what the model's losses add to that: the "
         f"odds of a right guess multiplied by e^ε̃ = {_odds(quoted['eps_tilde'])}.",
     ]

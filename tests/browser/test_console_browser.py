@@ -96,7 +96,9 @@ def accessible(page, name: str) -> None:  # type: ignore[no-untyped-def]
     serious = [
         f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
         for v in found
-        if v.get("impact") in ("serious", "critical")
+        # landmark-unique is "moderate", but regions a screen reader cannot tell apart are
+        # the issue-53 finding this checks stays fixed
+        if v.get("impact") in ("serious", "critical") or v["id"] == "landmark-unique"
     ]
     assert not serious, f"{name}: {serious}"
 
@@ -219,7 +221,9 @@ def test_report_pages_pass_axe_on_a_phone_and_a_screen(  # type: ignore[no-untyp
     document["attacker"] = attacker_section(result, membership, attack, baseline)
     members = pd.DataFrame({"label": rng.integers(0, 3, membership.size),
                             "chunk": ["def f(x):\n    return x"] * membership.size})  # fmt: skip
-    document["exposure"] = exposure_section(members, ["label"], membership, attack)
+    document["exposure"] = exposure_section(
+        members, ["label"], membership, attack, baseline_scores=baseline, draws=99
+    )
     losses = {"f (target)": {"members": rng.exponential(0.5, 300),
                              "synthetic": rng.exponential(1.0, 300)}}  # fmt: skip
     galleries = (
