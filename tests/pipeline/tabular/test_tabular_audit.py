@@ -142,7 +142,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert "figure to quote" in page
     # results on stdout, progress on stderr
     assert str(tmp_path / "report.html") in done.stdout
-    assert f"ε̃ = {found['quote']['value']:.2f} (two-sided game, this run's 90% interval" in done.stdout
+    quoted = f"ε̃ = {found['quote']['value']:.2f} (two-sided game, this run's 90% interval"
+    assert quoted in done.stdout
     assert "ε̃ = " not in done.stderr
     assert "Epoch" not in done.stdout
     assert report["claim"]["summary"]["claim"] == {"kind": "none"}
