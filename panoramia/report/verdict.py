@@ -282,7 +282,7 @@ def _level(
     if decided["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
     reach = game_reach(document, quoted)
-    if reach is not None and reach <= null["threshold"] and not decided["references"]:
+    if reach is not None and reach <= null["threshold"] and not decided["borderline"]:
         return "inconclusive", quoted | {"reach": reach}
     return ("borderline" if decided["borderline"] else "no_leak_detected"), quoted
 

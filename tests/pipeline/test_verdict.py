@@ -324,3 +324,14 @@ def test_the_quote_says_which_calls_carry_it_and_a_saturated_one_reads_as_counts
 def test_every_level_says_what_to_do_next(null: dict, words: str) -> None:
     found = verdict(_document((0.5, 0.6), (0.1, 0.1 + null["observed"]), null=null))
     assert any(words in step for step in found["next_steps"])
+
+
+def test_a_powerless_game_stays_inconclusive_beside_silent_reference_audits() -> None:
+    """Level 7 holds with reference audits too: they only lift a run to borderline where
+    one of them reads a leak (level 8)."""
+    document = _document((0.5, 0.6), (3.0, 3.0), null=_null(0.0, 999, threshold=0.3),
+                         m=100, reference_audits=_references(1.0, 0.0))  # fmt: skip
+    document["two_sided"]["alpha_per_test"] = 0.05 / 10_100
+    assert verdict(document)["level"] == "inconclusive"
+    document["reference_audits"] = _references(0.03, 0.1)
+    assert verdict(document)["level"] == "borderline"
