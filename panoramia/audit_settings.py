@@ -85,6 +85,7 @@ _TABLE = (
     ("chunk_length", Range(2, 10**9, integer=True)),
     ("ensemble", Range(1, 64, integer=True)),
     ("draws", Range(19, 10_000, integer=True)),
+    ("fpr_negatives", Range(0, 20_000, integer=True)),
     ("false_alarm_rate", Range(0.001, 0.5, open_high=True)),
     ("vocab_size", Range(256, 10**7, integer=True)),
     ("num_workers", Range(0, 256, integer=True)),

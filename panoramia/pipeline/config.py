@@ -132,6 +132,11 @@ class AuditConfig:
     slices: list[str] = field(default_factory=list)
     """Columns of the members' data whose values the report ranks by exposure, beside the
     label's classes (tables; at most 8, each one line of the report's "exposed groups")."""
+    fpr_negatives: int = 1000
+    """Generated non-members the attacker's rates (TPR at 0.1 % and 1 % FPR) read their
+    false positives from, at least: where the audit set holds fewer, the synthetic stage
+    draws the rest beside it (the same generator and screens, never in the game), and the
+    distinguishers score them (docs/SPEC.md §3, ``attacker``). 0: the audit set's own."""
 
 
 @dataclass

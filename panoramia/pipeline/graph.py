@@ -108,16 +108,25 @@ def _distinguisher(
         return build_distinguisher(
             audit, name, built["data"], built["split"], built["synthetic_split"],
             sides(audit, built), built["game"], real_nonmembers=real_nonmembers,
+            pool=None if real_nonmembers else _pool(built),
         )  # fmt: skip
 
     return build
 
 
+def _pool(built: Built) -> StageResult | None:
+    """The synthetic stage where it drew the attacker's pool of generated non-members
+    (docs/SPEC.md §3, ``attacker``); None where the audit set's own suffice."""
+    synthetic = built.get("synthetic")
+    return synthetic if synthetic is not None and synthetic.info.get("pool") else None
+
+
 def _losses(which: str) -> Callable[[AuditPipeline, Built], StageResult]:
     def build(audit: AuditPipeline, built: Built) -> StageResult:
         return build_losses(
-            audit, built[which], built["split"], built["synthetic_split"], which=which
-        )
+            audit, built[which], built["split"], built["synthetic_split"], which=which,
+            pool=_pool(built),
+        )  # fmt: skip
 
     return build
 
@@ -126,7 +135,7 @@ def _stand_in_names(audit: AuditPipeline) -> list[str]:
     return audit.stand_in_names() if audit.uses_stand_in else []
 
 
-_SCORED = ("data", "split", "synthetic_split", "game")
+_SCORED = ("data", "split", "synthetic_split", "game", "synthetic")
 STAGE_GRAPH: tuple[StageSpec, ...] = (
     StageSpec("data", (), lambda a, b: a.data()),
     StageSpec("target", ("data",), lambda a, b: build_target(a, b["data"])),
@@ -155,16 +164,20 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
     StageSpec(
         "synthetic_split", ("synthetic",), lambda a, b: build_synthetic_split(a, b["synthetic"])
     ),
-    StageSpec("losses_helper", ("helper", "split", "synthetic_split"), _losses("helper")),
     StageSpec(
-        "losses_stand_in", ("stand_in", "split", "synthetic_split"),
+        "losses_helper", ("helper", "split", "synthetic_split", "synthetic"), _losses("helper")
+    ),
+    StageSpec(
+        "losses_stand_in", ("stand_in", "split", "synthetic_split", "synthetic"),
         lambda a, b: [
-            build_losses(a, s, b["split"], b["synthetic_split"], which=s.name)
+            build_losses(a, s, b["split"], b["synthetic_split"], which=s.name, pool=_pool(b))
             for s in b["stand_in"]
         ],
         names=lambda a: [f"losses_{name}" for name in _stand_in_names(a)],
     ),
-    StageSpec("losses_target", ("target", "split", "synthetic_split"), _losses("target")),
+    StageSpec(
+        "losses_target", ("target", "split", "synthetic_split", "synthetic"), _losses("target")
+    ),
     StageSpec(
         "game", ("split", "synthetic_split"),
         lambda a, b: build_game(a, b["split"], b["synthetic_split"]),

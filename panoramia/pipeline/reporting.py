@@ -244,10 +244,15 @@ def build_report(
     section = claim_section(claim, games, confidence=audit.confidence)
     document["claim"] = section.to_dict() | {"source": claim_source}
     document["gdp"] = gdp_section(result, rmrn_result, claimed_mu=claimed_mu(section))
+    pool = (
+        (attack["pool_scores"], baseline["pool_scores"])
+        if "pool_scores" in attack and "pool_scores" in baseline
+        else None
+    )
     document["attacker"] = attacker_section(
         result, membership, attack["scores"], baseline["scores"], document["two_sided"],
         draws=audit.null.draws, level=1 - 2 * audit.null.false_alarm_rate,
-        seed=child_seed(job.seed, "attacker"),
+        seed=child_seed(job.seed, "attacker"), pool=pool,
     )  # fmt: skip
     if members is not None:
         table, group_columns = members

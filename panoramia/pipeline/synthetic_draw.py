@@ -36,11 +36,13 @@ def draw_screened(
     adapt: bool,
     what: str,
     hint: str = "",
+    name: str = "synthetic/candidates",
 ) -> tuple[list[Examples], int]:
     """Draw and screen candidates until at least ``total`` survive; returns the surviving
     batches (in draw order) and how many candidates were drawn.
 
-    Round ``r`` draws under the name ``synthetic/candidates/{r}``; it draws ``factor``
+    Round ``r`` draws under the name ``{name}/{r}`` (``synthetic/candidates/{r}``; the
+    attacker's pool: ``synthetic/pool/{r}``); it draws ``factor``
     candidates per missing example (``MARGIN / (1 - max_drop)`` when the screen keeps at least
     ``1 - max_drop`` of a batch). With ``adapt``, later rounds are sized by the share kept so
     far (for screens whose share varies, such as loss matching). After :data:`MAX_ROUNDS`
@@ -53,7 +55,7 @@ def draw_screened(
             advice = f"; {hint}" if hint else ""
             raise InputError(f"generator.filter: too few synthetic {what} kept{advice}")
         missing = total - sum(map(size, kept))
-        batch = draw(math.ceil(missing * factor), f"synthetic/candidates/{rounds}")
+        batch = draw(math.ceil(missing * factor), f"{name}/{rounds}")
         drawn += size(batch)
         kept.append(screen(batch))
         rounds += 1

@@ -40,17 +40,23 @@ def _pair(found: tuple[float, float] | None) -> list | None:
 
 def _side(  # type: ignore[no-untyped-def]
     result, scores: np.ndarray, membership: np.ndarray, count: int, *, draws: int,
-    level: float, seed: int,
+    level: float, seed: int, pool: np.ndarray | None = None,
 ) -> dict:  # fmt: skip
     """One side's terms, each with its percentile bootstrap interval over the audit slots
     (:func:`panoramia.measure.roc.roc_intervals`); TPR at an FPR wherever at least one
-    generated non-member could be wrongly flagged at it (its interval says how sure)."""
+    generated non-member could be wrongly flagged at it (its interval says how sure), the
+    false positives read on the audit's generated non-members and the ``pool``'s scores."""
     roc = result.roc.to_dict()
     rates = tuple(float(fpr) for fpr in LOW_FPRS)
+    auc = roc_intervals(scores, membership, fprs=(), draws=draws, level=level, seed=seed)
+    if pool is not None and pool.size:
+        scores = np.r_[np.asarray(scores, dtype=float), np.asarray(pool, dtype=float)]
+        membership = np.r_[np.asarray(membership), np.zeros(pool.size, np.int64)]
     intervals = roc_intervals(scores, membership, fprs=rates, draws=draws, level=level, seed=seed)
     return {
         "auc": roc["auc"],
-        "auc_interval": [number(intervals.auc[0]), number(intervals.auc[1])],
+        "auc_interval": [number(auc.auc[0]), number(auc.auc[1])],
+        "fpr_negatives": int((np.asarray(membership) == 0).sum()),
         "tpr_at_fpr": {
             key: number(resolvable_tpr(scores, membership, rate))
             for key, rate in zip(LOW_FPRS, rates, strict=True)
@@ -74,19 +80,22 @@ def attacker_section(
     draws: int = 999,
     level: float = 0.9,
     seed: int = 0,
+    pool: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict:
     """The ``attacker`` section: both sides' terms with their ``level`` intervals (``draws``
     bootstrap draws, seeded), the flagged fraction, the member-side sentence first and the
     sentence; with the two-sided game's section (where it is played), its guesses in words
-    too."""
+    too. ``pool``: the attack's and the baseline's scores of the extra generated non-members
+    (the synthetic stage's pool), read on the false-positive side of TPR at FPR only."""
     m = max(int(membership.size), 1)
     most = max(math.ceil(MOST_FLAGGED * m), min(MIN_FLAGGED, m))
     count = min(max(int(measurement.attack.best.r), 1), most)
     fraction = count / m
+    attack_pool, baseline_pool = pool if pool is not None else (None, None)
     attack = _side(measurement.attack, attack_scores, membership, count, draws=draws,
-                   level=level, seed=seed)  # fmt: skip
+                   level=level, seed=seed, pool=attack_pool)  # fmt: skip
     baseline = _side(measurement.baseline, baseline_scores, membership, count, draws=draws,
-                     level=level, seed=seed)  # fmt: skip
+                     level=level, seed=seed, pool=baseline_pool)  # fmt: skip
     words = sentence(fraction, attack["top_precision"], baseline["top_precision"])
     section = {
         "positive_class": "member",

@@ -27,7 +27,13 @@ from panoramia.pipeline.image.data import (
 from panoramia.pipeline.image.sets import IMAGE_SETS
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, synthetic_sizes
+from panoramia.pipeline.stages.splits import (
+    POOL_SET,
+    SYNTHETIC_SETS,
+    fpr_pool_size,
+    synthetic_sizes,
+    with_pool,
+)
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 
 GALLERY = 48
@@ -127,6 +133,7 @@ class ImagePipeline(AuditPipeline):
         needed = synthetic_sizes(
             known, helper.n_images if helper.training_data == "synthetic" else 0
         )
+        pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
             generator = ImageGenerator.load(gen.directory)
@@ -206,13 +213,23 @@ class ImagePipeline(AuditPipeline):
                 ),
                 order=SYNTHETIC_SETS,
             )
+            kept_fraction, pool_drawn = round(len(kept) / drawn, 4), 0
+            screened = len(matching_info["candidates"]) if matching_info else 0
+            if pool:  # the attacker's extra false-positive side, screened as the audit's
+                pool_parts, pool_drawn = draw_screened(
+                    pool, draw=draw, screen=screen, size=len, factor=factor, adapt=True,
+                    what="images", name="synthetic/pool",
+                )  # fmt: skip
+                self.sets.write(concat(pool_parts), np.arange(pool),
+                                directory / f"{POOL_SET}.npz")  # fmt: skip
             (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
-            info = {"drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4), **needed}
+            info = {"drawn": drawn, "kept_fraction": kept_fraction, **needed, "pool": pool,
+                    "pool_drawn": pool_drawn}  # fmt: skip
             if matching is not None:
                 info["loss_matching"] = matching_summary(
                     matching.held_out_real,
-                    np.concatenate(matching_info["candidates"]),
-                    np.concatenate(matching_info["kept"]),
+                    np.concatenate(matching_info["candidates"][:screened]),
+                    np.concatenate(matching_info["kept"][:screened]),
                 )
             return info
 
@@ -224,7 +241,9 @@ class ImagePipeline(AuditPipeline):
             "needed": needed,
             "generation_seed": self.generation_seed,
         }
-        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
+        return self.runner.run(
+            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known]
+        )
 
     def train_stand_in(
         self, data: StageResult, examples: ImageSet, directory: Path, seed: int

@@ -12,6 +12,7 @@ import numpy as np
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import SEQUENCE_LOSSES
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.splits import POOL_SET
 
 
 def build_distinguisher(
@@ -24,8 +25,11 @@ def build_distinguisher(
     game: StageResult,
     *,
     real_nonmembers: bool = False,
+    pool: StageResult | None = None,
 ) -> StageResult:
-    """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit.
+    """Train on members vs non-members (synthetic, or real for RM;RN) and score the audit;
+    with ``pool`` (the synthetic stage, where it drew the attacker's pool), score the pool's
+    generated non-members too (``pool_scores``: the attacker's false-positive side only).
 
     ``sides``: one list of losses stages per distinguisher of the ensemble (``audit.
     ensemble``; member k is trained with seed k); their per-example losses are that
@@ -76,7 +80,13 @@ def build_distinguisher(
         side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
         scores = model.score(audit.sets.fill(members, others, take), side)
         suffix = f"_{index}" if len(sides) > 1 else ""
-        np.savez(directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side)
+        extra = {}
+        if pool is not None:
+            pooled = audit.sets.read(pool.directory / f"{POOL_SET}{audit.sets.suffix}")
+            extra["pool_scores"] = model.score(pooled, loss[POOL_SET])
+        np.savez(
+            directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side, **extra
+        )
         record = {
             "selection": [asdict(c) for c in model.candidates],
             "chosen": asdict(model.chosen),
@@ -89,11 +99,18 @@ def build_distinguisher(
         if len(records) == 1:
             return records[0]
         first = np.load(directory / "scores_0.npz")
+        extra = {}
+        if pool is not None:
+            extra["pool_scores"] = np.mean(
+                [np.load(directory / f"scores_{k}.npz")["pool_scores"] for k in range(len(sides))],
+                axis=0,
+            )
         np.savez(
             directory / "scores.npz",
             scores=np.mean([scores for _, scores in members], axis=0),
             membership=first["membership"],
             side=first["side"],
+            **extra,
         )
         return {"ensemble": records, "chosen": records[0]["chosen"],
                 "selection": records[0]["selection"]}  # fmt: skip
@@ -110,6 +127,8 @@ def build_distinguisher(
         # other stand-ins) they no longer say which member sees which losses.
         config["sides"] = [[stage.name for stage in losses] for losses in sides]
     inputs = list({stage.key: stage for losses in sides for stage in losses}.values())
+    if pool is not None:
+        inputs.append(pool)
     return audit.runner.run(
         name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
     )

@@ -9,6 +9,7 @@ import numpy as np
 
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.splits import POOL_SET
 from panoramia.targets import load_target
 
 SEQUENCE_LOSSES = "sequence_losses.npz"
@@ -17,9 +18,10 @@ SEQUENCE_LOSSES = "sequence_losses.npz"
 
 def build_losses(
     audit: Audit, model: StageResult, split: StageResult, synthetic: StageResult,
-    *, which: str,
+    *, which: str, pool: StageResult | None = None,
 ) -> StageResult:  # fmt: skip
-    """Per-example losses of f (``which="target"``) or h on every set the audit uses."""
+    """Per-example losses of f (``which="target"``) or h on every set the audit uses; with
+    ``pool`` (the synthetic stage, where it drew the attacker's pool), on the pool too."""
 
     def build(directory: Path) -> dict:
         adapter = load_target(
@@ -28,6 +30,8 @@ def build_losses(
         )  # fmt: skip
         pattern = f"*{audit.sets.suffix}"
         files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
+        if pool is not None:
+            files.append(pool.directory / f"{POOL_SET}{audit.sets.suffix}")
         side = {file.stem: audit.side_losses(adapter, audit.sets.read(file)) for file in files}
         losses = {k: v.mean(axis=1) if v.ndim == 2 else v for k, v in side.items()}
         np.savez(directory / "losses.npz", **losses)
@@ -39,7 +43,7 @@ def build_losses(
         f"losses_{which}",
         build,
         config={"which": which},
-        inputs=[model, split, synthetic],
+        inputs=[model, split, synthetic, *([pool] if pool is not None else [])],
         label=f"losses under {which}",
     )
 

@@ -145,3 +145,30 @@ def synthetic_sizes(known: StageResult, helper: int) -> dict[str, int]:
     ``known``: the generator_data stage (it records every part's size)."""
     sizes = known.info["members"]
     return {**{name: int(sizes[name]) for name in SYNTHETIC_SETS[:3]}, "helper": helper}
+
+
+POOL_SET = "pool_fpr"
+"""The synthetic stage's extra generated non-members for the attacker's false positives
+(:func:`fpr_pool_size`): never dealt into the game, scored by the distinguishers alone."""
+
+
+POOL_MARGIN = 1.1
+"""The pool aims at this many times ``audit.fpr_negatives``: the audit set's generated
+non-members are its slots whose coin fell 0, about half, so the total varies a little."""
+
+
+def fpr_pool_size(audit: Audit, needed: dict[str, int]) -> int:
+    """How many generated non-members the synthetic stage draws beside the audit's own so
+    that about :data:`POOL_MARGIN` × ``audit.fpr_negatives`` are scored for the
+    false-positive side, counting half the audit set (its coins' expected non-members); 0
+    where those suffice or the setting is 0."""
+    wanted = int(audit.job.audit.fpr_negatives)
+    if not wanted:
+        return 0
+    return max(0, math.ceil(POOL_MARGIN * wanted - int(needed["audit"]) / 2))
+
+
+def with_pool(sample_config: dict, pool: int) -> dict:
+    """The synthetic stage's key settings with the pool's size where there is one (a stage
+    drawn without a pool keeps the key it had before the pool existed)."""
+    return {**sample_config, "fpr_pool": pool} if pool else sample_config

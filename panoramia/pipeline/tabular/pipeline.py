@@ -17,7 +17,14 @@ import pandas as pd
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, member_parts_of, synthetic_sizes
+from panoramia.pipeline.stages.splits import (
+    POOL_SET,
+    SYNTHETIC_SETS,
+    fpr_pool_size,
+    member_parts_of,
+    synthetic_sizes,
+    with_pool,
+)
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 from panoramia.pipeline.tabular.config import TabularJobConfig
 from panoramia.pipeline.tabular.data import (
@@ -153,8 +160,10 @@ class TabularPipeline(AuditPipeline):
 
         config = self.job.generator
         needed = synthetic_sizes(known, self.job.helper.n_rows)
+        pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
+            pool_drawn = 0
             schema = load_schema(data.directory)
             generator = TabularGenerator.load(gen.directory, schema, config)
             total = sum(needed.values())
@@ -222,6 +231,15 @@ class TabularPipeline(AuditPipeline):
                 ),
                 order=SYNTHETIC_SETS,
             )
+            if pool:  # the attacker's extra false-positive side, screened as the audit's
+                pool_parts, pool_drawn = draw_screened(
+                    pool, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
+                    what="rows", hint="raise max_drop or lower support_novelty",
+                    factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
+                    name="synthetic/pool",
+                )  # fmt: skip
+                rows = pd.concat(pool_parts, ignore_index=True)
+                self.sets.write(rows, np.arange(pool), directory / f"{POOL_SET}.parquet")
             # How far the kept rows are from D_G, for the report: a classifier's held-out AUC.
             fidelity = synthetic_fidelity(
                 real, kept.iloc[: len(real)], schema,
@@ -231,7 +249,8 @@ class TabularPipeline(AuditPipeline):
                 "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
                 "support_checks": len(support.checks),
                 "matched_columns": len(marginals.columns) if marginals is not None else 0,
-                "real_vs_synthetic_auc": round(fidelity, 4), **needed,
+                "real_vs_synthetic_auc": round(fidelity, 4), **needed, "pool": pool,
+                "pool_drawn": pool_drawn,
             }  # fmt: skip
 
         # The whole generator section: every setting of sampling, labelling and filtering.
@@ -241,8 +260,9 @@ class TabularPipeline(AuditPipeline):
             "generation_seed": self.generation_seed,
         }
         return self.runner.run(
-            "synthetic", build, config=sample_config, inputs=[gen, known], version=5
-        )
+            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known],
+            version=5,
+        )  # fmt: skip
 
     def train_stand_in(
         self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int

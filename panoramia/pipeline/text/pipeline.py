@@ -22,7 +22,13 @@ from panoramia.errors import InputError
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import SYNTHETIC_SETS, synthetic_sizes
+from panoramia.pipeline.stages.splits import (
+    POOL_SET,
+    SYNTHETIC_SETS,
+    fpr_pool_size,
+    synthetic_sizes,
+    with_pool,
+)
 from panoramia.pipeline.text.config import TextJobConfig
 from panoramia.pipeline.text.data import (
     CONTROL_POOL,
@@ -261,6 +267,7 @@ class TextPipeline(AuditPipeline):
         from generators.text import TextGenerator
 
         needed = synthetic_sizes(known, self.job.helper.n_chunks)
+        pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
             generator = TextGenerator.load(gen.directory)
@@ -273,11 +280,18 @@ class TextPipeline(AuditPipeline):
                     directory / f"synthetic_{name}.npz"
                 )
                 start += needed[name]
-            (directory / "seeds.json").write_text(json.dumps({"synthetic": seed}))
+            seeds = {"synthetic": seed}
+            if pool:  # the attacker's extra false-positive side, drawn as the audit's
+                seeds["pool"] = child_seed(self.generation_seed, "synthetic/pool")
+                generator.sample(prompts, pool, seed=seeds["pool"]).save(
+                    directory / f"{POOL_SET}.npz"
+                )
+            (directory / "seeds.json").write_text(json.dumps(seeds))
             return {
                 "tokens_per_second": round(float(generator.tokens_per_second or 0.0), 1),
                 "prompts": len(prompts),
                 **needed,
+                "pool": pool,
             }
 
         sample_config = {
@@ -285,7 +299,9 @@ class TextPipeline(AuditPipeline):
             "needed": needed,
             "generation_seed": self.generation_seed,
         }
-        return self.runner.run("synthetic", build, config=sample_config, inputs=[gen, known])
+        return self.runner.run(
+            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known]
+        )
 
     def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
         from panoramia.models.causal_lm import architecture_key, with_context

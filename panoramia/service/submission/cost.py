@@ -306,7 +306,12 @@ def _generator_stages(config: Mapping, modality: str, rows: float) -> list[Stage
         classifier = _conv_macs({"c": {"width": 16}}, "c")
         return [
             StageCost("generator", macs, rows, epochs),
-            StageCost("drawing", macs, _drawn(config, 4 * rows), steps),
+            StageCost(
+                "drawing",
+                macs,
+                _drawn(config, 4 * rows + _number(config, "audit.fpr_negatives", 1000)),
+                steps,
+            ),
             StageCost("labeler", classifier, rows, _number(config, "generator.labeler_epochs")),
             StageCost(
                 "loss matching",
