@@ -165,7 +165,7 @@ def fpr_pool_size(audit: Audit, needed: dict[str, int]) -> int:
     wanted = int(audit.job.audit.fpr_negatives)
     if not wanted:
         return 0
-    return max(0, math.ceil(POOL_MARGIN * wanted - int(needed["audit"]) / 2))
+    return max(0, math.ceil(round(POOL_MARGIN * wanted - int(needed["audit"]) / 2, 6)))
 
 
 def with_pool(sample_config: dict, pool: int) -> dict:

@@ -65,13 +65,17 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     for side in ("attack", "baseline"):
         terms = attacker[side]
         assert terms["auc"] == report[side]["roc"]["auc"]
-        assert terms["tpr_at_fpr"]["0.001"] is None  # 100 non-members cannot resolve 0.1 %
-        assert terms["tpr_at_fpr_interval"]["0.001"] is None
+        # the false-positive side: the audit's ~100 generated non-members (m = 200 slots) and
+        # the pool drawn beside them up to audit.fpr_negatives=200 (x 1.1): 1 % is read, 0.1 %
+        # cannot be
         negatives = report["m"] - report["data"]["game"]["members_in_audit"]
-        at_one_percent = terms["tpr_at_fpr_interval"]["0.01"]  # read where one can be flagged
-        assert (at_one_percent is None) == (0.01 * negatives < 1)
-        if at_one_percent is not None:
-            assert at_one_percent[0] <= terms["tpr_at_fpr"]["0.01"] <= at_one_percent[1]
+        pool = report["data"]["synthetic"]["pool"]
+        assert pool == 220 - 100  # 1.1 x 200, less half the audit's 200 synthetic rows
+        assert terms["fpr_negatives"] == negatives + pool
+        assert terms["tpr_at_fpr"]["0.001"] is None
+        assert terms["tpr_at_fpr_interval"]["0.001"] is None
+        low, high = terms["tpr_at_fpr_interval"]["0.01"]
+        assert low <= terms["tpr_at_fpr"]["0.01"] <= high
         assert terms["auc_interval"][0] <= terms["auc"] <= terms["auc_interval"][1]
         assert 0 <= terms["advantage"] <= 1
         assert 0 <= terms["top_precision"] <= 1
