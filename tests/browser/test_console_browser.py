@@ -167,6 +167,9 @@ def test_a_contributor_uses_the_console(  # type: ignore[no-untyped-def]
         page.get_by_role("link", name="Open the full report").click()
     full = opened.value
     expect(full.locator("h2#attacker")).to_have_text("What an attacker gains")
+    # the page is headed by the model's name and version as she gave them, as the console is
+    expect(full.locator("h1")).to_have_text("Privacy audit of census version 3")
+    expect(full.locator("section[aria-labelledby=exposure]")).to_contain_text("stand")
     shot(full, "6c-full-report", database_url, axe=False)  # served sandboxed: no script runs
     report_id = full.url.split("/reports/")[1].split("/")[0]
     full.close()

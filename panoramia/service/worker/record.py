@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -135,6 +136,23 @@ class ContributorView:
             html=self.text(content.html, escape=True) if content.html is not None else None,
             artifact_location=f"audits/{audit_id}",
         )
+
+
+TITLE = re.compile(r"<title>PANORAMIA audit — [^<]*</title>")
+HEADING = re.compile(r"<h1>Privacy audit of [^<]*</h1>")
+
+
+def titled(content: ReportContent, name: str, version: str) -> ReportContent:
+    """The report's page headed by the model's name and version as the contributor gave them
+    (the run knows only its ``target.name``), as the console names it."""
+    if content.html is None or not name:
+        return content
+    shown = html.escape(f"{name} version {version}" if version else name)
+    page = TITLE.sub(lambda _: f"<title>PANORAMIA audit — {shown}</title>", content.html, 1)
+    page = HEADING.sub(lambda _: f"<h1>Privacy audit of {shown}</h1>", page, 1)
+    return ReportContent(
+        document=content.document, html=page, artifact_location=content.artifact_location
+    )
 
 
 def finished_report(

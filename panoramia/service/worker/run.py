@@ -43,6 +43,7 @@ from panoramia.service.worker.record import (
     expire_inputs,
     finished_report,
     read_progress,
+    titled,
 )
 from panoramia.service.worker.staging import stage_data_files
 from panoramia.service.worker.upload_sources import LocalUploads, RemoteUploads, UploadSource
@@ -174,10 +175,15 @@ def _run_claimed(
         if isinstance(finished, ReportContent):
             timings["stages"] = finished.document.get("timings", {})
             last = read_progress(run_dir / "progress.json")  # newer than the last heartbeat
-            store.finish(
-                audit_id, worker, shown.report(finished, audit_id), timings,
-                last if isinstance(last, dict) else None,
+            model = audit.request.get("model") if isinstance(audit.request, dict) else None
+            model = model if isinstance(model, dict) else {}
+            report = titled(
+                shown.report(finished, audit_id), str(model.get("name") or ""),
+                str(model.get("version") or ""),
             )  # fmt: skip
+            store.finish(
+                audit_id, worker, report, timings, last if isinstance(last, dict) else None
+            )
             outcome = (AuditStatus.SUCCEEDED, "")
         else:
             outcome = (AuditStatus.FAILED, shown.text(finished))
