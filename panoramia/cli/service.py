@@ -252,7 +252,7 @@ def reports_show(
     )
     if isinstance(groups, list):
         tested = [g for g in groups if isinstance(g, dict) and g.get("p") is not None]
-        standing = [f"{g['column']} = {g['value']}" for g in tested if g.get("stands_out")]
+        standing = [f"{g.get('column')} = {g.get('value')}" for g in tested if g.get("stands_out")]
         if tested:
             lines.append(
                 f"Groups standing out beyond chance: {', '.join(standing)} "

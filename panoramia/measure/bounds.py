@@ -109,11 +109,12 @@ def max_precision_allowed(r: object, *, theta: float, alpha: float) -> np.ndarra
 
 
 def p_at_zero(r: object, v: object, n_tests: int) -> float:
-    """The exact p-value of "ε = 0" (guesses right with probability at most ½) for a family
-    of ``n_tests`` tests whose counts are ``r`` (guesses) and ``v`` (right ones), arrays of
-    one test each: min(1, n_tests · min P[Bin(r, ½) ≥ v]) (Bonferroni). It is at most β
-    exactly when some test's θ_lb at level β / n_tests is above 0 (docs/SPEC.md §3.1, level
-    8). A family that made no guess has p = 1."""
+    """The p-value of "ε = 0" (guesses right with probability at most ½) for a family of
+    ``n_tests`` tests, read at the tests whose counts are ``r`` (guesses) and ``v`` (right
+    ones): min(1, n_tests · min P[Bin(r, ½) ≥ v]) (Bonferroni). Given the family's best test
+    (the one its bound comes from), it is at most β exactly when that bound at level
+    β / n_tests is above 0, and at least the family's exact p-value, so a valid one
+    (docs/SPEC.md §3.1, level 8). A family that made no guess has p = 1."""
     from scipy.stats import binom
 
     r_arr, v_arr = _as_counts(r, v)

@@ -49,8 +49,8 @@ class O1Result(RealNonmemberBound):
     confidence: float
     delta: float
     p_value: float = 1.0
-    """The exact p-value of ε = 0 over the grid (:func:`panoramia.measure.bounds.p_at_zero`;
-    with δ > 0 the relaxed test's own, not computed: 1)."""
+    """The p-value of ε = 0 at the best (k₊, k₋), Bonferroni over the grid
+    (:func:`panoramia.measure.bounds.p_at_zero`; δ > 0: not computed, 1)."""
 
     @property
     def ceiling(self) -> float:
@@ -136,7 +136,7 @@ def o1_audit(
         alpha=alpha,
         confidence=confidence,
         delta=delta,
-        p_value=p_at_zero(r, v, r.size) if delta == 0 else 1.0,
+        p_value=p_at_zero([r[index]], [v[index]], r.size) if delta == 0 else 1.0,
     )
 
 
@@ -150,8 +150,8 @@ class RmRnResult(RealNonmemberBound):
     delta: float
     attack: SweepResult
     p_value: float = 1.0
-    """The exact p-value of ε = 0 over its K tests (:func:`panoramia.measure.bounds.p_at_zero`;
-    ``split``: its one tested threshold; δ > 0: not computed, 1)."""
+    """The p-value of ε = 0 at its best threshold, Bonferroni over its K tests
+    (:func:`panoramia.measure.bounds.p_at_zero`; δ > 0: not computed, 1)."""
 
     def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
         return {
@@ -188,12 +188,7 @@ def rmrn(
     n_thresholds = strategy.n_tests(labels.size)
     alpha = (1.0 - confidence) / n_thresholds
     result = sweep(values, labels, strategy=strategy, alpha=alpha, slack=delta, seed=seed)
-    if delta > 0:
-        p_value = 1.0
-    elif strategy.kind == "split":
-        p_value = p_at_zero([result.best.r], [result.best.v], n_thresholds)
-    else:
-        p_value = p_at_zero(result.table.r, result.table.v, n_thresholds)
+    p_value = 1.0 if delta > 0 else p_at_zero([result.best.r], [result.best.v], n_thresholds)
     return RmRnResult(
         eps_lb=result.best.theta_lb,
         n_thresholds=n_thresholds,

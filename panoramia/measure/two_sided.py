@@ -231,7 +231,8 @@ class TwoSidedRmRn(RealNonmemberBound):
     confidence: float
     attack: TwoSidedPoint
     p_value: float = 1.0
-    """The exact p-value of ε = 0 over its pairs (:func:`panoramia.measure.bounds.p_at_zero`)."""
+    """The p-value of ε = 0 at its best pair, Bonferroni over its pairs
+    (:func:`panoramia.measure.bounds.p_at_zero`)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -254,8 +255,5 @@ def rmrn_two_sided(
     n_pairs = pair_count(grid)
     alpha = (1.0 - confidence) / n_pairs
     best = two_sided_best(values, labels, grid=grid, alpha=alpha)
-    _, _, nonmember_r, nonmember_v, member_r, member_v = pair_guesses(
-        grid_counts(values, labels, np.linspace(0.0, 1.0, grid))
-    )
-    p_value = p_at_zero(nonmember_r + member_r, nonmember_v + member_v, n_pairs)
+    p_value = p_at_zero([best.r], [best.v], n_pairs)
     return TwoSidedRmRn(best.theta_lb, n_pairs, alpha, confidence, best, p_value)

@@ -49,16 +49,19 @@ def _side(  # type: ignore[no-untyped-def]
     roc = result.roc.to_dict()
     rates = tuple(float(fpr) for fpr in LOW_FPRS)
     auc = roc_intervals(scores, membership, fprs=(), draws=draws, level=level, seed=seed)
-    if pool is not None and pool.size:
-        scores = np.r_[np.asarray(scores, dtype=float), np.asarray(pool, dtype=float)]
-        membership = np.r_[np.asarray(membership), np.zeros(pool.size, np.int64)]
-    intervals = roc_intervals(scores, membership, fprs=rates, draws=draws, level=level, seed=seed)
+    fp_scores, fp_membership = np.asarray(scores, dtype=float), np.asarray(membership)
+    if pool is not None and pool.size:  # the pool feeds the false positives, nothing else
+        fp_scores = np.r_[fp_scores, np.asarray(pool, dtype=float)]
+        fp_membership = np.r_[fp_membership, np.zeros(pool.size, np.int64)]
+    intervals = roc_intervals(
+        fp_scores, fp_membership, fprs=rates, draws=draws, level=level, seed=seed
+    )
     return {
         "auc": roc["auc"],
         "auc_interval": [number(auc.auc[0]), number(auc.auc[1])],
-        "fpr_negatives": int((np.asarray(membership) == 0).sum()),
+        "fpr_negatives": int((fp_membership == 0).sum()),
         "tpr_at_fpr": {
-            key: number(resolvable_tpr(scores, membership, rate))
+            key: number(resolvable_tpr(fp_scores, fp_membership, rate))
             for key, rate in zip(LOW_FPRS, rates, strict=True)
         },
         "tpr_at_fpr_interval": {
@@ -208,11 +211,12 @@ def member_side_sentence(attack: dict, baseline: dict, eps_member: float, level:
     )
     if attack["tpr_at_fpr"].get(key) is None:
         return (
-            "Finding your records: this audit set holds too few generated non-members to read "
-            f"how many of your records an attacker picks out at 1 false alarm in 100. {odds}"
+            "Finding your records: this audit holds too few generated (synthetic) non-members to "
+            f"read how many of your records an attacker picks out at 1 false alarm in 100. {odds}"
         )
     return (
-        "Finding your records: wrongly flagging 1 in 100 non-members, an attacker with the model "
+        "Finding your records: wrongly flagging 1 in 100 generated (synthetic) non-members, an "
+        "attacker with the model "
         f"picks out {with_model} of your audited records; without the model, {without} "
         f"({level:.0%} intervals). In the game of member calls only (the paper's), the model "
         f"multiplies the odds of a right member call by e^{eps_member:.2f} ≈ "

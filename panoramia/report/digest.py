@@ -100,9 +100,12 @@ def _exposure(document: dict) -> dict | None:
     if not isinstance(groups, list):
         return None
     tested = [g for g in groups if isinstance(g, dict) and number(g.get("p")) is not None]
+    rate = number(section.get("false_alarm_rate")) or 0.05
     return {
         "tested": len(tested),
-        "standing_out": sum(1 for g in tested if g.get("stands_out") is True),
+        "standing_out": sum(
+            1 for g in tested if g.get("stands_out") is True and number(g.get("p")) <= rate
+        ),
     }
 
 

@@ -310,9 +310,10 @@ def _groups_lead(section: dict, groups: list[dict]) -> str:
     rate = percent(float(section.get("false_alarm_rate") or 0.05))
     if not standing:
         return (
-            "No group stands out: in no group does the attack flag your members more than "
-            "the data alone does (the baseline), beyond what chance gives one of the groups "
-            f"shown (false alarms over all groups held to {rate})."
+            "No group stands out: no group is shown to be flagged more by the attack than "
+            "the data alone (the baseline) explains, beyond what chance gives one of the "
+            f"groups shown (false alarms over all groups held to {rate}); small differences "
+            "may go undetected."
         )
     names = ", ".join(f"{g['column']} = {g['value']}" for g in standing[:5])
     more = f" and {len(standing) - 5} more" if len(standing) > 5 else ""
@@ -355,8 +356,8 @@ def exposure_html(document: dict) -> str:
                 verdict = (
                     "not tested"
                     if p_value is None
-                    else (f"yes (p = {p_value:.3f})" if g.get("stands_out")
-                          else f"no (p = {p_value:.2f})")
+                    else (f"yes ({p_text(p_value)})" if g.get("stands_out")
+                          else f"no ({p_text(p_value)})")
                 )  # fmt: skip
             return (
                 f"<tr><th scope=row>{html.escape(g['column'])} = "

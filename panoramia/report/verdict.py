@@ -198,37 +198,90 @@ REFERENCE_WORDS = {
 }
 
 
-def reference_tests(document: dict, game: str) -> list[dict]:
-    """The reference audits that test ε = 0 with real non-members (docs/SPEC.md §3.1, level
-    8): O(1), and RM;RN in the quoted ``game`` (two-sided where it is played); each with its
-    ``p_value``, ``eps_lb`` and ``confidence``. Only those with an exact p-value (documents
-    from schema 1.6, δ = 0)."""
+def _best_counts(name: str, audit: dict) -> tuple[int, int, int] | None:
+    """A reference audit's best test as its document records it: (guesses, right ones, the
+    family's number of tests); None where the counts are missing or malformed."""
+    if name == "o1":
+        r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
+    else:
+        point = audit.get("attack") if isinstance(audit.get("attack"), dict) else {}
+        n = _count(audit.get("n_pairs")) or _count(audit.get("n_thresholds"))
+        if "member_guesses" in point:
+            made = [_count(point.get(k)) for k in ("member_guesses", "nonmember_guesses")]
+            right = [_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
+            if None in made or None in right:
+                return None
+            r, v = sum(made), sum(right)  # type: ignore[arg-type]
+        else:
+            r, v = _count(point.get("r")), _count(point.get("v"))
+    if r is None or v is None or n is None or n < 1 or not 0 <= v <= r:
+        return None
+    return r, v, n
+
+
+def _reference_audits(document: dict) -> dict[str, object]:
     section = document.get("reference_audits")
     section = section if isinstance(section, dict) else {}
     two_sided = document.get("two_sided") if isinstance(document.get("two_sided"), dict) else {}
-    found = {
+    return {
         "o1": section.get("o1"),
-        "rmrn": two_sided.get("rmrn") if game == "two_sided" else section.get("rmrn"),
+        "rmrn_one_sided": section.get("rmrn"),
+        "rmrn_two_sided": two_sided.get("rmrn"),
     }
-    tests = []
-    for name, audit in found.items():
-        if not isinstance(audit, dict):
-            continue
-        p_value, eps = finite_number(audit.get("p_value")), finite_number(audit.get("eps_lb"))
-        delta = finite_number(audit.get("delta")) or 0.0
-        confidence = finite_number(audit.get("confidence")) or finite_number(
-            document.get("confidence")
-        )
-        if p_value is None or eps is None or delta > 0 or not 0 <= p_value <= 1:
-            continue
-        if (p_value <= 1 - (confidence or 0.95)) != (eps > 0):
-            continue  # its p-value does not match its own bound: not used (an upload's)
-        tests.append({"test": name, "p_value": p_value, "eps_lb": eps,
-                      "confidence": confidence or 0.95})  # fmt: skip
-    return tests
 
 
-def decision(null: dict, references: list[dict]) -> dict:
+def _reference_test(document: dict, name: str, audit: object) -> dict | None:
+    """One reference audit's test of ε = 0, its p-value recomputed from the document's own
+    counts (an uploaded document's stored p is never used): min(1, n · P[Bin(r*, ½) ≥ v*])
+    at its best test; None where it cannot be read, its confidence is not the document's,
+    it is relaxed (δ > 0), or its bound does not match that p."""
+    from panoramia.measure.bounds import p_at_zero
+
+    if not isinstance(audit, dict):
+        return None
+    eps = finite_number(audit.get("eps_lb"))
+    confidence = finite_number(audit.get("confidence"))
+    expected = finite_number(document.get("confidence"))
+    delta = audit.get("delta", 0.0)
+    counts = _best_counts("o1" if name == "o1" else "rmrn", audit)
+    if (
+        eps is None
+        or counts is None
+        or confidence is None
+        or expected is None
+        or not 0 < confidence < 1
+        or abs(confidence - expected) > 1e-9
+        or finite_number(delta) != 0.0
+    ):
+        return None
+    r, v, n = counts
+    p_value = p_at_zero([r], [v], n)
+    if (p_value <= 1 - confidence) != (eps > 0):
+        return None  # its bound does not follow from its own counts
+    return {"test": name.split("_")[0], "p_value": p_value, "eps_lb": eps,
+            "confidence": confidence}  # fmt: skip
+
+
+def reference_tests(document: dict, game: str) -> list[dict]:
+    """The reference audits that join the decision (docs/SPEC.md §3.1, level 8): O(1), and
+    RM;RN in the quoted ``game`` (two-sided where it is played); each with its ``p_value``
+    (from its own counts), ``eps_lb`` and ``confidence``."""
+    audits = _reference_audits(document)
+    names = ("o1", "rmrn_two_sided" if game == "two_sided" else "rmrn_one_sided")
+    found = [_reference_test(document, name, audits[name]) for name in names]
+    return [test for test in found if test is not None]
+
+
+def reading_references(document: dict) -> list[dict]:
+    """Every reference audit that reads ε_lb > 0 at its own confidence, whether or not it
+    joins the decision (the one-sided RM;RN beside a two-sided quote too): a run beside one
+    is never "No leak detected" (level 8)."""
+    audits = _reference_audits(document)
+    found = [_reference_test(document, name, audit) for name, audit in audits.items()]
+    return [test for test in found if test is not None and test["eps_lb"] > 0]
+
+
+def decision(null: dict, references: list[dict], reading: list[dict] | None = None) -> dict:
     """The decision of one run (docs/SPEC.md §3.1, level 8): the in-audit null's p alone, or,
     with reference audits, min(1, 2 · min(p, p_ref)), p_ref = min(1, R · min_j p_j);
     ``detected`` at α, ``borderline`` at 2α or where a reference audit reads ε_lb > 0 at its
@@ -236,7 +289,8 @@ def decision(null: dict, references: list[dict]) -> dict:
     rate = null["false_alarm_rate"]
     if not references:
         return {"p_value": null["p_value"], "detected": null["detected"],
-                "borderline": null["borderline"], "references": [],
+                "borderline": null["borderline"] or bool(reading), "references": [],
+                "reading": list(reading or []),
                 "found_by": ["null"] if null["detected"] else []}  # fmt: skip
     p_ref = min(1.0, len(references) * min(r["p_value"] for r in references))
     combined = min(1.0, 2 * min(null["p_value"], p_ref))
@@ -247,12 +301,13 @@ def decision(null: dict, references: list[dict]) -> dict:
             found_by.append("null")
         found_by += [r["test"] for r in references
                      if 2 * len(references) * r["p_value"] <= rate]  # fmt: skip
-    reads = any(r["eps_lb"] > 0 for r in references)
+    reads = any(r["eps_lb"] > 0 for r in [*references, *(reading or [])])
     return {
         "p_value": combined,
         "detected": detected,
         "borderline": combined <= 2 * rate or reads,
         "references": references,
+        "reading": list(reading or []),
         "p_reference": p_ref,
         "found_by": found_by,
     }
@@ -271,13 +326,17 @@ def _level(
         quoted = games.get("two_sided", games["one_sided"])
     else:
         quoted = games.get(null["game"], games["one_sided"])
+    reading = reading_references(document)
     if claim.get("violation"):
         if "skipped" not in null:
-            quoted = quoted | {"decision": decision(null, reference_tests(document, null["game"]))}
+            decided = decision(null, reference_tests(document, null["game"]), reading)
+            quoted = quoted | {"decision": decided}
         return "leak_beyond_claim", quoted
     if "skipped" in null:
-        return ("inconclusive" if quoted["eps_tilde"] > 0 else "no_leak_detected"), quoted
-    decided = decision(null, reference_tests(document, null["game"]))
+        if quoted["eps_tilde"] > 0:
+            return "inconclusive", quoted
+        return ("borderline" if reading else "no_leak_detected"), quoted | {"reading": reading}
+    decided = decision(null, reference_tests(document, null["game"]), reading)
     quoted = quoted | {"decision": decided}
     if decided["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
@@ -396,7 +455,7 @@ def _sentence(
     if held:
         low, high = held["interval"]
         span = 1 - 2 * held["false_alarm_rate"]
-        where += f" ({percent(span)} interval {low:.2f}–{high:.2f})"
+        where += f" (this run's {percent(span)} interval {low:.2f}–{high:.2f})"
         rate = percent(held["false_alarm_rate"])
     within = (
         " It stays within the declared guarantee."
@@ -426,8 +485,9 @@ def _sentence(
         if decided and "null" not in decided["found_by"]:
             return (
                 "This model leaks information about its training data."
-                f"{_found(decided, held)} The game against generated rows alone would not "
-                f"have called it: {where}, p = {held['p_value']:.3f}.{within}"
+                f"{_found(decided, held)} The game against generated rows ({where}, p = "
+                f"{held['p_value']:.3f}) did not reach its share of the combined test (p ≤ "
+                f"{percent(held['false_alarm_rate'] / 2)}).{within}"
             )
         held_to = _found(decided, held) or f" The call is held to a {rate} false-alarm rate."
         return (
@@ -435,7 +495,15 @@ def _sentence(
             f"above the {held['threshold']:.2f} that this audit's null draws exceed only "
             f"{rate} of the time.{held_to}{within}"
         )
-    reading_refs = [r for r in (decided or {}).get("references", []) if r["eps_lb"] > 0]
+    reading_refs = (decided or {}).get("reading") or quoted.get("reading") or []
+    if level == "borderline" and not held and reading_refs:
+        ref = reading_refs[0]
+        return (
+            f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} at "
+            f"its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), while "
+            f"{where} has no null to hold it to. Repeat the audit with mirrored sides (the "
+            "defaults) and more held-out rows before acting on it."
+        )
     if level == "borderline" and held and reading_refs and not decided["detected"]:
         ref = reading_refs[0]
         return (
@@ -444,6 +512,14 @@ def _sentence(
             f"{where} (p = {held['p_value']:.3f}); held together to a {rate} false-alarm rate "
             f"they do not call a leak ({p_text(decided['p_value'])}). Repeat the audit over "
             "more seeds or with more held-out rows before acting on it."
+        )
+    if level == "borderline" and held and decided and decided["references"] and held["detected"]:
+        return (
+            f"Borderline: {where} beats this audit's null at p = {held['p_value']:.3f}, but held "
+            f"together with the held-out rows' tests each gets half the {rate} false-alarm "
+            f"rate (p ≤ {percent(held['false_alarm_rate'] / 2)}), and neither reaches it: the "
+            f"combined p is {decided['p_value']:.3f}. Repeat the audit over more seeds or with "
+            "more held-out rows before acting on it."
         )
     if level == "borderline" and held:
         shown_p = decided["p_value"] if decided else held["p_value"]
@@ -688,8 +764,16 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     contributor or the model's owner can act on."""
     steps: list[str] = []
     exposure = document.get("exposure") if isinstance(document.get("exposure"), dict) else {}
-    groups = [g for g in exposure.get("groups") or [] if isinstance(g, dict)]
-    standing = sum(1 for g in groups if g.get("stands_out") is True)
+    listed = exposure.get("groups") if isinstance(exposure.get("groups"), list) else []
+    rate = finite_number(exposure.get("false_alarm_rate")) or 0.05
+    standing = sum(
+        1
+        for g in listed
+        if isinstance(g, dict)
+        and g.get("stands_out") is True
+        and (finite_number(g.get("p")) or 1.0) <= rate
+    )
+    decided = quoted.get("decision") if isinstance(quoted.get("decision"), dict) else {}
     retrain = (
         "Ask the model's owner to retrain with DP-SGD: `panoramia calibrate --epochs E "
         "--batch-size B --dataset-size N --target-advantage 0.1` gives the noise σ that keeps "
@@ -726,8 +810,13 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     elif level == "no_leak_detected":
         steps.append(
             "Nothing in this run calls for action, but it does not show the model is private: "
-            "repeat after each retraining, and give held-out rows (rows the model never saw) "
-            "so the O(1) and RM;RN audits run too."
+            "repeat after each retraining"
+            + (
+                "."
+                if decided.get("references")
+                else ", and give held-out rows (rows the model never saw) so the O(1) and "
+                "RM;RN audits run too."
+            )
         )
     elif "reach" in quoted:
         steps.append(
@@ -737,6 +826,11 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     else:
         steps.append(
             "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm rate."
+        )
+    if standing and level not in DETECTED:
+        steps.append(
+            f"{standing} group{'s stand' if standing > 1 else ' stands'} out beyond chance "
+            "although the run calls no leak: repeat the audit to see whether it holds."
         )
     if quoted.get("saturated") and level not in ("clear_leak", "leak_beyond_claim"):
         steps.append(

@@ -138,3 +138,21 @@ def test_the_group_test_holds_its_family_wise_rate_on_exchangeable_sides() -> No
                                       fpr=0.01, draws=99, seed=index)  # fmt: skip
         standing += any(g.stands_out for g in found)
     assert standing <= 4
+
+
+def test_the_pool_feeds_only_the_false_positive_side() -> None:
+    """Extra generated non-members resolve TPR at 0.1 % FPR and change nothing else."""
+    coins, attack = _game(7, m=1200)  # ~600 non-members: 0.1 % cannot be read
+    rng = np.random.default_rng(8)
+    baseline = rng.uniform(0, 1, coins.size)
+    result = measure(coins, baseline_scores=baseline, attack_scores=attack, seed=0)
+    alone = attacker_section(result, coins, attack, baseline, draws=99)
+    pool = (rng.uniform(0, 0.8, 1500), rng.uniform(0, 1, 1500))  # generated: no member boost
+    pooled = attacker_section(result, coins, attack, baseline, draws=99, pool=pool)
+    assert alone["attack"]["tpr_at_fpr"]["0.001"] is None
+    assert pooled["attack"]["tpr_at_fpr"]["0.001"] is not None
+    assert pooled["attack"]["fpr_negatives"] == alone["attack"]["fpr_negatives"] + 1500
+    for side in ("attack", "baseline"):
+        for key in ("auc", "auc_interval", "advantage", "top_precision"):
+            assert pooled[side][key] == alone[side][key], (side, key)
+    assert pooled["sentence"] == alone["sentence"]

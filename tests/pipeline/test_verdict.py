@@ -259,8 +259,11 @@ def test_a_run_that_could_not_have_called_a_leak_is_inconclusive_not_quiet() -> 
     assert seeing["level"] == "no_leak_detected"
 
 
-def _references(o1_p: float, o1_eps: float, rmrn_p: float = 1.0) -> dict:
-    return {"o1": {"eps_lb": o1_eps, "p_value": o1_p, "delta": 0.0, "confidence": 0.95},
+def _references(right: int, eps: float, *, guesses: int = 100, grid: int = 1) -> dict:
+    """An O(1) section whose best guesses are ``right`` of ``guesses`` (its p-value comes
+    from these counts: grid · P[Bin(guesses, ½) ≥ right])."""
+    return {"o1": {"eps_lb": eps, "r": guesses, "v": right, "n_grid": grid, "delta": 0.0,
+                   "confidence": 0.95, "p_value": 1e-12},  # a stored p is never read
             "rmrn": None}  # fmt: skip
 
 
@@ -269,27 +272,27 @@ def test_the_reference_audits_join_the_decision_at_one_false_alarm_rate() -> Non
     that reads ε_lb > 0 at its own confidence never sits beside "No leak detected"."""
     quiet_null = _null(0.05, 400, threshold=0.3)  # p = 0.401
     found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
-                              reference_audits=_references(0.004, 0.3)))  # fmt: skip
+                              reference_audits=_references(62, 0.3)))  # fmt: skip
     assert found["level"] == "leak_detected"
     assert found["detected"]
     assert found["decision"]["found_by"] == ["o1"]
-    assert found["decision"]["p_value"] == pytest.approx(0.008)
-    assert "the O(1) audit on your held-out rows (p = 0.004)" in found["sentence"]
-    assert "would not have called it" in found["sentence"]
+    assert found["decision"]["p_value"] == pytest.approx(2 * 0.0104894, rel=1e-4)
+    assert "the O(1) audit on your held-out rows (p = 0.010)" in found["sentence"]
+    assert "did not reach its share of the combined test (p ≤ 2.5%)" in found["sentence"]
     reads = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
-                              reference_audits=_references(0.04, 0.05)))  # fmt: skip
+                              reference_audits=_references(59, 0.05)))  # fmt: skip
     assert reads["level"] == "borderline"
     assert not reads["detected"]
     assert reads["sentence"].startswith("Borderline: the O(1) audit on your held-out rows reads")
     nothing = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
-                                reference_audits=_references(0.9, 0.0)))  # fmt: skip
+                                reference_audits=_references(50, 0.0)))  # fmt: skip
     assert nothing["level"] == "no_leak_detected"
-    assert "Nor did the O(1) audit on your held-out rows (p = 0.900)" in nothing["sentence"]
+    assert "Nor did the O(1) audit on your held-out rows (p = 0.540)" in nothing["sentence"]
     assert "not a guarantee" in nothing["sentence"]
     assert "at most" not in nothing["sentence"]
     # the null alone at p = 0.04 is no longer enough beside a silent reference (2 · 0.04 > α)
     halved = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2),
-                               reference_audits=_references(0.9, 0.0)))  # fmt: skip
+                               reference_audits=_references(50, 0.0)))  # fmt: skip
     assert halved["level"] == "borderline"
     alone = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2)))
     assert alone["level"] == "leak_detected"
@@ -330,8 +333,32 @@ def test_a_powerless_game_stays_inconclusive_beside_silent_reference_audits() ->
     """Level 7 holds with reference audits too: they only lift a run to borderline where
     one of them reads a leak (level 8)."""
     document = _document((0.5, 0.6), (3.0, 3.0), null=_null(0.0, 999, threshold=0.3),
-                         m=100, reference_audits=_references(1.0, 0.0))  # fmt: skip
+                         m=100, reference_audits=_references(50, 0.0))  # fmt: skip
     document["two_sided"]["alpha_per_test"] = 0.05 / 10_100
     assert verdict(document)["level"] == "inconclusive"
-    document["reference_audits"] = _references(0.03, 0.1)
+    document["reference_audits"] = _references(60, 0.1)
     assert verdict(document)["level"] == "borderline"
+
+
+def test_a_reference_audit_is_read_from_its_own_counts_never_its_stored_p() -> None:
+    """An uploaded document cannot forge a detection: a stored p, a bound its counts do not
+    give, another confidence or a relaxed test are not used."""
+    quiet_null = _null(0.05, 400, threshold=0.3)
+    forged = _references(50, 0.01)  # ε_lb > 0 that 50 of 100 cannot give
+    assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                             reference_audits=forged))["level"] == "no_leak_detected"  # fmt: skip
+    for change in ({"confidence": 2.0}, {"confidence": 0.9}, {"delta": "x"}, {"delta": 0.1},
+                   {"n_grid": "7"}, {"v": 101}):  # fmt: skip
+        odd = _references(62, 0.3)
+        odd["o1"] |= change
+        found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null, reference_audits=odd))
+        assert found["level"] == "no_leak_detected", change
+
+
+def test_a_one_sided_rmrn_reading_a_leak_beside_a_two_sided_quote_is_borderline() -> None:
+    references = {"o1": None, "rmrn": {"eps_lb": 0.2, "n_thresholds": 1, "confidence": 0.95,
+                                       "delta": 0.0, "attack": {"r": 100, "v": 62}}}  # fmt: skip
+    found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3),
+                              reference_audits=references))  # fmt: skip
+    assert found["level"] == "borderline"
+    assert found["decision"]["tests"] == ["null"]  # it reads a leak, but joins no decision
