@@ -485,7 +485,9 @@ def _sentence(
         if decided and "null" not in decided["found_by"]:
             return (
                 "This model leaks information about its training data."
-                f"{_found(decided, held)} The game against generated rows ({where}, p = "
+                f"{_found(decided, held)} In {game}, against generated rows, ε̃ = {eps:.2f} "
+                f"(this run's {percent(1 - 2 * held['false_alarm_rate'])} interval "
+                f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}, p = "
                 f"{held['p_value']:.3f}) did not reach its share of the combined test (p ≤ "
                 f"{percent(held['false_alarm_rate'] / 2)}).{within}"
             )
