@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.measure.null import paired_members
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,7 @@ def groups_against_chance(
     enter the family (the others get p None); ``fpr``: the share of generated non-members each
     side's threshold flags. Deterministic in ``seed``."""
     labels = np.asarray(membership).astype(bool)
-    attack = np.atleast_2d(np.asarray(attack_members, dtype=np.float64))
-    baseline = np.atleast_2d(np.asarray(baseline_members, dtype=np.float64))
-    if attack.shape != baseline.shape or attack.shape[1] != labels.size:
-        raise InputError(
-            f"group test: attack scores {attack.shape} and baseline scores {baseline.shape} "
-            f"must both be (k, {labels.size})"
-        )
+    attack, baseline = paired_members(attack_members, baseline_members, labels.size, "group test")
     if len(tested) != len(groups):
         raise InputError("group test: one 'tested' flag per group")
     k, m = attack.shape

@@ -116,6 +116,21 @@ def check_null_settings(draws: int, false_alarm_rate: float) -> None:
         )
 
 
+def paired_members(
+    attack_members: object, baseline_members: object, m: int, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' ensemble scores as float arrays (k, m); :class:`InputError` naming
+    ``what`` where their shapes differ or do not hold ``m`` slots."""
+    attack = np.atleast_2d(np.asarray(attack_members, dtype=np.float64))
+    baseline = np.atleast_2d(np.asarray(baseline_members, dtype=np.float64))
+    if attack.shape != baseline.shape or attack.shape[1] != m:
+        raise InputError(
+            f"{what}: attack scores {attack.shape} and baseline scores {baseline.shape} "
+            f"must both be (k, {m})"
+        )
+    return attack, baseline
+
+
 def mirrored(attack_side: str, baseline_side: str) -> bool:
     """Whether the baseline's side mirrors the attack's (H₀ makes them exchangeable)."""
     return MIRRORED_SIDES.get(attack_side) == baseline_side
@@ -170,13 +185,7 @@ def null_test(
     members in seed order (the j-th of each side share seed j); ``membership``: (m,) 0/1.
     ``split_seed`` is the ``split:F`` partition's. Deterministic in ``seed``."""
     labels = np.asarray(membership).astype(np.int64)
-    attack = np.atleast_2d(np.asarray(attack_members, dtype=np.float64))
-    baseline = np.atleast_2d(np.asarray(baseline_members, dtype=np.float64))
-    if attack.shape != baseline.shape or attack.shape[1] != labels.size:
-        raise InputError(
-            f"null test: attack scores {attack.shape} and baseline scores {baseline.shape} "
-            f"must both be (k, {labels.size})"
-        )
+    attack, baseline = paired_members(attack_members, baseline_members, labels.size, "null test")
     check_null_settings(draws, false_alarm_rate)
     strategy = ThresholdStrategy.parse(thresholds)
     beta = 1.0 - confidence
