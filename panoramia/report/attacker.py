@@ -107,7 +107,9 @@ def attacker_section(
         "flagged": count,
         "attack": attack,
         "baseline": baseline,
-        "member_side": member_side_sentence(attack, baseline, measurement.eps_tilde, level),
+        "member_side": member_side_sentence(
+            attack, baseline, measurement.eps_tilde, level, int(membership.sum())
+        ),
     }
     if two_sided and "eps_tilde" in two_sided:
         guesses = {side: _guesses(two_sided[side]) for side in ("attack", "baseline")}
@@ -194,7 +196,9 @@ def _rate_with_interval(value: float | None, interval: list | None) -> str:
     return f"{value:.1%}"
 
 
-def member_side_sentence(attack: dict, baseline: dict, eps_member: float, level: float) -> str:
+def member_side_sentence(
+    attack: dict, baseline: dict, eps_member: float, level: float, members: int
+) -> str:
     """What a contributor asks first — can someone find *my* rows — from the member-side
     figures: TPR at 1 % FPR with and without the model (``level`` intervals) and the paper's
     member-only ε̃ as odds."""
@@ -217,7 +221,8 @@ def member_side_sentence(attack: dict, baseline: dict, eps_member: float, level:
     return (
         "Finding your records: wrongly flagging 1 in 100 generated (synthetic) non-members, an "
         "attacker with the model "
-        f"picks out {with_model} of your audited records; without the model, {without} "
+        f"picks out {with_model} of your {members:,} audited records; without the model, "
+        f"{without} "
         f"({level:.0%} intervals). In the game of member calls only (the paper's), the model "
         f"multiplies the odds of a right member call by e^{eps_member:.2f} ≈ "
         f"{math.exp(min(eps_member, 20.0)):.2f}×."

@@ -148,9 +148,12 @@ def _attacker(document: dict) -> dict | None:
         pass
     level = number(section.get("interval_level"))
     eps_member = number(document.get("eps_tilde"))
+    members = number(_section(_section(document, "data"), "game").get("members_in_audit"))
     member_side = (
-        member_side_sentence(sides["attack"], sides["baseline"], eps_member, level)
-        if level is not None and eps_member is not None
+        member_side_sentence(
+            sides["attack"], sides["baseline"], eps_member, level, int(members or 0)
+        )
+        if level is not None and eps_member is not None and members
         else ""
     )
     return sides | {

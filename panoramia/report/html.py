@@ -245,12 +245,13 @@ def attacker_html(document: dict) -> str:
     section = document.get("attacker")
     if not section:
         return ""
+    member_side = section.get("member_side")
     found = document.get("verdict") or {}
     quote = (found.get("quote") or {}).get("value")
     stated = "odds" in str(found.get("sentence")) or "counts" in str(found.get("sentence"))
-    odds = (
+    odds = (  # a report without the member-side sentence (its odds): the quote as odds
         f"<p>{html.escape(odds_reading(quote))}</p>"
-        if isinstance(quote, float | int) and not stated
+        if isinstance(quote, float | int) and not stated and not member_side
         else ""
     )
     attack, baseline = section["attack"], section["baseline"]
@@ -280,7 +281,6 @@ def attacker_html(document: dict) -> str:
         f"{cell(baseline, key, fpr, pct)}</tr>"
         for name, key, fpr, pct in rows
     )
-    member_side = section.get("member_side")
     lead = f"<p class=sentence>{html.escape(member_side)}</p>" if member_side else ""
     note = (
         f"<p class=hint>In brackets: this run's {level:.0%} interval (the audit's records "
@@ -299,7 +299,7 @@ def attacker_html(document: dict) -> str:
     )
 
 
-def _groups_lead(section: dict, groups: list[dict]) -> str:
+def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
     """The exposure section's first line: which groups stand out, or that none does."""
     if not section.get("tested"):
         return (
@@ -308,6 +308,12 @@ def _groups_lead(section: dict, groups: list[dict]) -> str:
         )
     standing = [g for g in groups if g.get("stands_out")]
     rate = percent(float(section.get("false_alarm_rate") or 0.05))
+    found = document.get("verdict") if isinstance(document.get("verdict"), dict) else {}
+    if found.get("level") == "inconclusive" and not standing:
+        return (
+            "This run could not have called a leak (see the verdict), so it cannot show a "
+            "group standing out either; the shares below are what it read."
+        )
     if not standing:
         return (
             "No group stands out: no group is shown to be flagged more by the attack than "
@@ -335,7 +341,8 @@ def exposure_html(document: dict) -> str:
     groups = section.get("groups") or []
     if groups:
         rate = section.get("fpr")
-        parts.append(f"<p class=sentence>{html.escape(_groups_lead(section, groups))}</p>")
+        lead = _groups_lead(section, groups, document)
+        parts.append(f"<p class=sentence>{html.escape(lead)}</p>")
         parts.append(
             f"<p>Share of each group's audited members flagged when {rate:.0%} of the "
             "generated non-members are wrongly flagged, with the model and without it (the "
@@ -414,9 +421,9 @@ def exposure_html(document: dict) -> str:
 
 READING = (
     "ε̃ is what the model adds, beyond the data alone, to how surely an attacker tells its "
-    "training records from others (in nats: log-odds; e^ε̃ is the odds' factor). The two-sided "
-    'game lets the attacker call records members or non-members. <a href="#words">Words on '
-    "this page</a>."
+    "training records from others (in nats: log-odds; e^ε̃ is the odds' factor, except where "
+    "the figure is saturated and counts error-free calls). The two-sided game lets the "
+    'attacker call records members or non-members. <a href="#words">Words on this page</a>.'
 )
 """One line under the quoted figure: how to read it, and where the words are explained."""
 

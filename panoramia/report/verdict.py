@@ -196,6 +196,10 @@ REFERENCE_WORDS = {
     "o1": "the O(1) audit on your held-out rows",
     "rmrn": "the RM;RN audit (an attack trained on your held-out rows)",
 }
+REFERENCE_MEANING = {
+    "o1": "the model's own losses on your rows against rows it never saw (your held-out rows)",
+    "rmrn": "an attack trained on your rows against rows the model never saw (your held-out rows)",
+}
 
 
 def _best_counts(name: str, audit: dict) -> tuple[int, int, int] | None:
@@ -419,7 +423,7 @@ def _counts_reading(document: dict, quoted: dict, calls: dict[str, int] | None) 
         )
     return (
         f" The figure is saturated, so read it as counts, not odds: {text}. The count is "
-        "limited by this audit set's size."
+        "a count of error-free calls: more of them, not a higher precision, would raise it."
     )
 
 
@@ -440,6 +444,18 @@ def _found(decided: dict | None, held: dict) -> str:
         f" Found by {listed}; the decision over all {len(decided['references']) + 1} tests is "
         f"held to one {percent(held['false_alarm_rate'])} false-alarm rate "
         f"({p_text(decided['p_value'])})."
+    )
+
+
+def _reference_meaning(decided: dict) -> str:
+    """What the reference audits that called the leak compared, in words, with their bound."""
+    found = [r for r in decided["references"] if r["test"] in decided["found_by"]]
+    return "".join(
+        f" {REFERENCE_WORDS[r['test']][0].upper()}{REFERENCE_WORDS[r['test']][1:]} compares "
+        f"{REFERENCE_MEANING[r['test']]}: ε_lb = {r['eps_lb']:.2f}, so an attacker's calls on "
+        f"your rows are right with odds at least e^{r['eps_lb']:.2f} ≈ "
+        f"{math.exp(min(r['eps_lb'], 20.0)):.2f}× as often as wrong."
+        for r in found
     )
 
 
@@ -485,7 +501,8 @@ def _sentence(
         if decided and "null" not in decided["found_by"]:
             return (
                 "This model leaks information about its training data."
-                f"{_found(decided, held)} In {game}, against generated rows, ε̃ = {eps:.2f} "
+                f"{_found(decided, held)}{_reference_meaning(decided)} In {game}, against "
+                f"generated rows, ε̃ = {eps:.2f} "
                 f"(this run's {percent(1 - 2 * held['false_alarm_rate'])} interval "
                 f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}, p = "
                 f"{held['p_value']:.3f}) did not reach its share of the combined test (p ≤ "
@@ -777,14 +794,16 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     )
     decided = quoted.get("decision") if isinstance(quoted.get("decision"), dict) else {}
     retrain = (
-        "Ask the model's owner to retrain with DP-SGD: `panoramia calibrate --epochs E "
-        "--batch-size B --dataset-size N --target-advantage 0.1` gives the noise σ that keeps "
-        "every membership attack's advantage under 0.1; fewer epochs, early stopping or "
-        "stronger regularisation also shrink what the losses give away."
+        "For the model's owner: retrain with DP-SGD — `panoramia calibrate --epochs E "
+        "--batch-size B --dataset-size N --target-advantage 0.1` (E epochs, B examples a "
+        "batch, N training examples) gives the noise σ that keeps every membership attack's "
+        "advantage under 0.1; fewer epochs, early stopping or stronger regularisation also "
+        "shrink what the losses give away."
     )
     remove = (
-        "If your rows should not be in this model, ask its owner to retrain without them; "
-        "delete your uploads here when you are done (`panoramia data delete NAME`)."
+        "For you: if your rows should not be in this model, ask its owner to retrain without "
+        "them; delete your uploaded files here when you are done (`panoramia data delete` "
+        "with the upload's name)."
     )
     if level == "leak_beyond_claim":
         steps += [
