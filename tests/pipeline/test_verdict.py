@@ -355,10 +355,12 @@ def test_a_reference_audit_is_read_from_its_own_counts_never_its_stored_p() -> N
         assert found["level"] == "no_leak_detected", change
 
 
-def test_a_one_sided_rmrn_reading_a_leak_beside_a_two_sided_quote_is_borderline() -> None:
+def test_rmrn_never_joins_the_decision_nor_makes_a_run_borderline() -> None:
+    """RM;RN's distinguisher sees the examples: on text it told held-out documents from the
+    members on never-trained controls (RESULTS §19), so only O(1) joins the decision."""
     references = {"o1": None, "rmrn": {"eps_lb": 0.2, "n_thresholds": 1, "confidence": 0.95,
-                                       "delta": 0.0, "attack": {"r": 100, "v": 62}}}  # fmt: skip
+                                       "delta": 0.0, "attack": {"r": 100, "v": 80}}}  # fmt: skip
     found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3),
                               reference_audits=references))  # fmt: skip
-    assert found["level"] == "borderline"
-    assert found["decision"]["tests"] == ["null"]  # it reads a leak, but joins no decision
+    assert found["level"] == "no_leak_detected"
+    assert found["decision"]["tests"] == ["null"]

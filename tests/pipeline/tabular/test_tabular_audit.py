@@ -110,7 +110,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert null["ensemble"] == 3
     assert null["detected"] == (null["observed"] > null["threshold"])
     decision = found["decision"]  # the null and the held-out rows' tests, at one α (§3.1, 8)
-    assert decision["tests"] == ["null", "o1", "rmrn"]
+    assert decision["tests"] == ["null", "o1"]  # RM;RN reads content: not in the decision
     assert found["detected"] == (decision["p_value"] <= 0.05)
     assert set(found["quote"]["calls"]) == {"member", "nonmember"}
     assert found["next_steps"]
