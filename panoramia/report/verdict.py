@@ -192,97 +192,42 @@ def game_reach(document: dict, quoted: dict) -> float | None:
     return finite_number(reach.get("eps_tilde_max"))
 
 
-REFERENCE_WORDS = {
-    "o1": "the O(1) audit on your held-out rows",
-    "rmrn": "the RM;RN audit (an attack trained on your held-out rows)",
-}
+REFERENCE_WORDS = {"o1": "the O(1) audit on your held-out rows"}
 REFERENCE_MEANING = {
     "o1": "the model's own losses on your rows against rows it never saw (your held-out rows)",
-    "rmrn": "an attack trained on your rows against rows the model never saw (your held-out rows)",
 }
 
 
-def _best_counts(name: str, audit: dict) -> tuple[int, int, int] | None:
-    """A reference audit's best test as its document records it: (guesses, right ones, the
-    family's number of tests); None where the counts are missing or malformed."""
-    if name == "o1":
-        r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
-    else:
-        point = audit.get("attack") if isinstance(audit.get("attack"), dict) else {}
-        n = _count(audit.get("n_pairs")) or _count(audit.get("n_thresholds"))
-        if "member_guesses" in point:
-            made = [_count(point.get(k)) for k in ("member_guesses", "nonmember_guesses")]
-            right = [_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
-            if None in made or None in right:
-                return None
-            r, v = sum(made), sum(right)  # type: ignore[arg-type]
-        else:
-            r, v = _count(point.get("r")), _count(point.get("v"))
-    if r is None or v is None or n is None or n < 1 or not 0 <= v <= r:
-        return None
-    return r, v, n
-
-
-def _reference_audits(document: dict) -> dict[str, object]:
-    section = document.get("reference_audits")
-    section = section if isinstance(section, dict) else {}
-    two_sided = document.get("two_sided") if isinstance(document.get("two_sided"), dict) else {}
-    return {
-        "o1": section.get("o1"),
-        "rmrn_one_sided": section.get("rmrn"),
-        "rmrn_two_sided": two_sided.get("rmrn"),
-    }
-
-
-def _reference_test(document: dict, name: str, audit: object) -> dict | None:
-    """One reference audit's test of ε = 0, its p-value recomputed from the document's own
-    counts (an uploaded document's stored p is never used): min(1, n · P[Bin(r*, ½) ≥ v*])
-    at its best test; None where it cannot be read, its confidence is not the document's,
-    it is relaxed (δ > 0), or its bound does not match that p."""
+def o1_test(document: dict) -> dict | None:
+    """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
+    2026-11-27 03:15: the one reference audit that joins the decision; RM;RN does not, as its
+    trained distinguisher also sees the examples, and a held-out split whose rows differ from
+    the members' — text's, by document — let it call all 3 text controls of the judgement).
+    Its p-value is recomputed from the document's own counts, never its stored p:
+    min(1, n_grid · P[Bin(r, ½) ≥ v]) at its best (k₊, k₋). None where it cannot be read, its
+    confidence is not the document's, it is relaxed (δ > 0), or its bound does not follow
+    from that p. Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
     from panoramia.measure.bounds import p_at_zero
 
+    section = document.get("reference_audits")
+    audit = section.get("o1") if isinstance(section, dict) else None
     if not isinstance(audit, dict):
         return None
+    r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
     eps = finite_number(audit.get("eps_lb"))
     confidence = finite_number(audit.get("confidence"))
     expected = finite_number(document.get("confidence"))
-    delta = audit.get("delta", 0.0)
-    counts = _best_counts("o1" if name == "o1" else "rmrn", audit)
     if (
-        eps is None
-        or counts is None
-        or confidence is None
-        or expected is None
-        or not 0 < confidence < 1
-        or abs(confidence - expected) > 1e-9
-        or finite_number(delta) != 0.0
-    ):
+        r is None or v is None or n is None or n < 1 or not 0 <= v <= r
+        or eps is None or confidence is None or expected is None
+        or not 0 < confidence < 1 or abs(confidence - expected) > 1e-9
+        or finite_number(audit.get("delta", 0.0)) != 0.0
+    ):  # fmt: skip
         return None
-    r, v, n = counts
     p_value = p_at_zero([r], [v], n)
     if (p_value <= 1 - confidence) != (eps > 0):
         return None  # its bound does not follow from its own counts
-    return {"test": name.split("_")[0], "p_value": p_value, "eps_lb": eps,
-            "confidence": confidence}  # fmt: skip
-
-
-def reference_tests(document: dict, game: str) -> list[dict]:
-    """The reference audits that join the decision (docs/SPEC.md §3.1, level 8, as amended
-    2026-11-27 03:15): O(1) alone, with its ``p_value`` (from its own counts), ``eps_lb``
-    and ``confidence``. RM;RN does not join: its trained distinguisher also sees the
-    examples, so a held-out split whose rows differ from the members' (text's, by
-    document) lets it tell them apart on a model that never saw either; it called all 3
-    text controls of the judgement."""
-    del game  # RM;RN stays out of the decision (SPEC §3.1 level 8, amended): see below
-    found = _reference_test(document, "o1", _reference_audits(document)["o1"])
-    return [found] if found is not None else []
-
-
-def reading_references(document: dict) -> list[dict]:
-    """O(1) where it reads ε_lb > 0 at its own confidence: a run beside it is never "No leak
-    detected" (level 8). RM;RN is left out for the reason :func:`reference_tests` gives."""
-    found = _reference_test(document, "o1", _reference_audits(document)["o1"])
-    return [found] if found is not None and found["eps_lb"] > 0 else []
+    return {"test": "o1", "p_value": p_value, "eps_lb": eps, "confidence": confidence}
 
 
 def decision(null: dict, references: list[dict], reading: list[dict] | None = None) -> dict:
@@ -330,17 +275,18 @@ def _level(
         quoted = games.get("two_sided", games["one_sided"])
     else:
         quoted = games.get(null["game"], games["one_sided"])
-    reading = reading_references(document)
+    o1 = o1_test(document)
+    references = [o1] if o1 is not None else []
+    reading = [test for test in references if test["eps_lb"] > 0]
     if claim.get("violation"):
         if "skipped" not in null:
-            decided = decision(null, reference_tests(document, null["game"]), reading)
-            quoted = quoted | {"decision": decided}
+            quoted = quoted | {"decision": decision(null, references, reading)}
         return "leak_beyond_claim", quoted
     if "skipped" in null:
         if quoted["eps_tilde"] > 0:
             return "inconclusive", quoted
         return ("borderline" if reading else "no_leak_detected"), quoted | {"reading": reading}
-    decided = decision(null, reference_tests(document, null["game"]), reading)
+    decided = decision(null, references, reading)
     quoted = quoted | {"decision": decided}
     if decided["detected"]:
         return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
