@@ -26,6 +26,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from generators.ema import update_ema
+from generators.seeding import chunked_noise
 
 GROUPS = 8
 """GroupNorm groups: the width must be a multiple of it."""
@@ -132,8 +133,15 @@ class ConditionalDDPM(L.LightningModule):
         self.learning_rate = learning_rate
         self.ema_decay = ema_decay
 
+    def configure_model(self) -> None:
+        from panoramia.models.training import channels_last_on_cuda
+
+        channels_last_on_cuda(self, self)  # the network and its average alike
+
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
         images, labels = batch
+        if images.is_cuda:
+            images = images.contiguous(memory_format=torch.channels_last)
         dropped = torch.rand(labels.shape, device=labels.device) < self.label_dropout
         labels = labels.masked_fill(dropped, self.n_classes)
         steps = torch.randint(0, self.alpha_bar.numel(), labels.shape, device=labels.device)
@@ -173,13 +181,16 @@ def ddim_sample(
 
     ``guidance`` 1 is the plain conditional model; above 1, classifier-free guidance
     ε̂ = ε̂(∅) + guidance·(ε̂(y) − ε̂(∅)) (twice the cost). The starting noise is drawn on the CPU
-    from ``generator``, so a seed gives the same images on any device.
+    from ``generator``, ``NOISE_CHUNK`` images at a time, so a seed gives the same images on any
+    device and for any number of labels per call that is a multiple of ``NOISE_CHUNK``.
     """
     device = next(network.parameters()).device
     alpha_bar = cosine_alpha_bar(diffusion_steps).to(device)
     labels = labels.to(device)
     unconditional = torch.full_like(labels, network.classes.num_embeddings - 1)
-    x = torch.randn((len(labels), *shape), generator=generator).to(device)
+    x = chunked_noise(len(labels), shape, generator).to(device)
+    if device.type == "cuda" and len(shape) == 3:
+        x = x.contiguous(memory_format=torch.channels_last)
     schedule = torch.linspace(diffusion_steps - 1, 0, sampling_steps).round().long().tolist()
     for position, step in enumerate(schedule):
         steps = torch.full_like(labels, step)

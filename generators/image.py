@@ -29,16 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
+from generators.seeding import chunked_noise
 from panoramia.audit_settings import ImageGeneratorModel, check_image_generator, values
 from panoramia.data.images import ImageSet
-from panoramia.devices import inference_device
+from panoramia.devices import forward_passes, inference_device, prepare
 from panoramia.errors import InputError
 from panoramia.models.device_settings import DeviceSettings
 
 WEIGHTS = "generator.safetensors"
 SETTINGS = "generator.json"
 MODELS = values(ImageGeneratorModel)
-SAMPLE_BATCH = 256
+SAMPLE_BATCH = {"cpu": 256, "cuda": 2048}
+"""Images per sampling call, by device type (multiples of ``generators.seeding.NOISE_CHUNK``:
+the same images for a seed on either); a GPU takes larger batches to stay busy."""
 MAX_BLACK_LEVEL = 32
 BLACK_TOLERANCE = 0.015
 
@@ -137,8 +140,9 @@ class ImageGenerator:
             learning_rate=config.learning_rate, ema_decay=config.ema_decay,
         )  # fmt: skip
 
-    def fit(self, members: ImageSet, *, seed: int) -> ImageGenerator:
-        """Train on ``members`` (D_G); the EMA weights are kept for sampling."""
+    def fit(self, members: ImageSet, *, seed: int, callbacks: list | None = None) -> ImageGenerator:
+        """Train on ``members`` (D_G); the EMA weights are kept for sampling. ``callbacks``
+        join the trainer's (a benchmark's step timer)."""
         import lightning as L
         import torch
         from torch.utils.data import DataLoader, TensorDataset
@@ -173,7 +177,7 @@ class ImageGenerator:
                 "by hand, which data-parallel training does not support); the DDPM trains on "
                 "several"
             )
-        make_trainer(training, validate=False).fit(model, loader)
+        make_trainer(training, validate=False, callbacks=callbacks).fit(model, loader)
         self.network = model.ema.cpu().eval()
         return self
 
@@ -187,12 +191,13 @@ class ImageGenerator:
         labels = rng.choice(self.class_prior.size, size=n, p=self.class_prior).astype(np.int64)
         generator = torch.Generator().manual_seed(seed)
         device = inference_device(self.config.accelerator, self.config.devices)
-        network = self.network.to(device)
-        parts = []
-        for start in range(0, n, SAMPLE_BATCH):
-            classes = torch.from_numpy(labels[start : start + SAMPLE_BATCH])
-            batch = self._sample_batch(network, classes, generator).cpu()
-            parts.append(((batch.float() + 1.0) * 127.5).round().clamp(0, 255).byte())
+        network = prepare(self.network, device)
+        parts, per_call = [], SAMPLE_BATCH.get(device.type, SAMPLE_BATCH["cpu"])
+        with forward_passes(device):  # bf16 autocast on a GPU; the images end as uint8
+            for start in range(0, n, per_call):
+                classes = torch.from_numpy(labels[start : start + per_call])
+                batch = self._sample_batch(network, classes, generator).float().cpu()
+                parts.append(((batch + 1.0) * 127.5).round().clamp(0, 255).byte())
         self.network = network.cpu()
         images = (
             torch.cat(parts).permute(0, 2, 3, 1).numpy()
@@ -204,22 +209,20 @@ class ImageGenerator:
 
     def _sample_batch(self, network, classes, generator):
         """Images in [−1, 1], shape (len(classes), C, H, W), on the network's device."""
-        import torch
 
         device = next(network.parameters()).device
-        with torch.no_grad():
-            if self.config.model == "dcgan":
-                noise = torch.randn(len(classes), self.config.latent, generator=generator)
-                return network(noise.to(device), classes.to(device))
-            from generators.ddpm import ddim_sample
+        if self.config.model == "dcgan":
+            noise = chunked_noise(len(classes), (self.config.latent,), generator)
+            return network(noise.to(device), classes.to(device))
+        from generators.ddpm import ddim_sample
 
-            height, width, channels = self.shape  # type: ignore[misc]
-            return ddim_sample(
-                network, classes, (channels, height, width),
-                diffusion_steps=self.config.diffusion_steps,
-                sampling_steps=self.config.sampling_steps, guidance=self.config.guidance,
-                generator=generator,
-            )  # fmt: skip
+        height, width, channels = self.shape  # type: ignore[misc]
+        return ddim_sample(
+            network, classes, (channels, height, width),
+            diffusion_steps=self.config.diffusion_steps,
+            sampling_steps=self.config.sampling_steps, guidance=self.config.guidance,
+            generator=generator,
+        )  # fmt: skip
 
     def save(self, directory: Path) -> None:
         from safetensors.torch import save_file

@@ -26,3 +26,19 @@ def global_seed(seed: int) -> Iterator[None]:
         random.setstate(python_state)
         np.random.set_state(numpy_state)  # noqa: NPY002
         torch.random.set_rng_state(torch_state)
+
+
+NOISE_CHUNK = 256
+"""Samples whose starting noise an image generator draws in one call: the draws' order fixes
+the images, so a seed gives the same images whatever number a device samples at once (any
+multiple of this)."""
+
+
+def chunked_noise(n: int, shape: tuple[int, ...], generator: object) -> object:
+    """float32 (n, *shape) standard normal noise from the CPU ``generator``, drawn
+    ``NOISE_CHUNK`` rows at a time (the same rows for any split of n into multiples of it)."""
+    import torch
+
+    sizes = [min(NOISE_CHUNK, n - start) for start in range(0, n, NOISE_CHUNK)]
+    parts = [torch.randn((size, *shape), generator=generator) for size in sizes]
+    return torch.cat(parts) if parts else torch.zeros((0, *shape))

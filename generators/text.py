@@ -105,13 +105,15 @@ class TextGenerator:
         """n continuations (L tokens each) of the prompts; document = the prompt's, position −1."""
         import torch
 
+        from panoramia.devices import forward_passes
+
         assert self.model is not None
         length = prompts.length
         which = (np.arange(n) // self.config.samples_per_prompt) % len(prompts)
         device = next(self.model.parameters()).device
         torch.manual_seed(seed)
         outputs, started = [], time.perf_counter()
-        with torch.no_grad():
+        with forward_passes(device):  # bf16 autocast on a GPU; tokens are drawn from float32
             for start in range(0, n, self.config.generation_batch):
                 batch = torch.from_numpy(
                     prompts.tokens[which[start : start + self.config.generation_batch]]

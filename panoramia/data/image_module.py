@@ -122,4 +122,6 @@ class ImageDataModule(L.LightningDataModule):
         images, labels = batch
         if self.trainer is not None and self.trainer.training and self.augment != "none":
             images = augment_batch(images, self.augment, self._augment_generator)
+        if images.is_cuda:  # the layout the network's weights have there (channels_last_on_cuda)
+            images = images.contiguous(memory_format=torch.channels_last)
         return images, labels

@@ -139,8 +139,10 @@ def fit_causal_lm(
     *,
     seed: int,
     validation: np.ndarray | None = None,
+    callbacks: list | None = None,
 ) -> tuple[PreTrainedModel, dict[str, float]]:
-    """Train on int token ids (N, T); with ``validation`` the best epoch's weights are kept."""
+    """Train on int token ids (N, T); with ``validation`` the best epoch's weights are kept.
+    ``callbacks`` join the trainer's (a benchmark's step timer)."""
     import lightning as L
     import torch
     from torch.utils.data import DataLoader, TensorDataset
@@ -165,7 +167,7 @@ def fit_causal_lm(
     training = TrainingConfig(
         epochs=config.epochs, seed=seed, **config.trainer_settings()
     )  # fmt: skip
-    trainer = make_trainer(training, validate=validation is not None)
+    trainer = make_trainer(training, validate=validation is not None, callbacks=callbacks)
     trainer.fit(module, train_loader, val_loader)  # the best epoch's weights end in model
     metrics = {k: round(float(v), 5) for k, v in trainer.callback_metrics.items()}
     return model.cpu().float().eval(), metrics

@@ -62,12 +62,13 @@ def train_image_directory(
     n_classes: int,
     validation: ImageSet | None = None,
     holdout: ImageSet | None = None,
+    callbacks: list | None = None,
 ) -> dict[str, float]:
     """Train ``config``'s network on ``train`` and save it as an image target directory.
 
     With ``validation``, the epoch with the lowest validation loss is kept. Returns training
     metrics: final losses, and accuracy / mean loss on the training set and on ``holdout``
-    (images the model never saw) when given.
+    (images the model never saw) when given. ``callbacks`` join the trainer's.
     """
     import torch
     from safetensors.torch import save_file
@@ -91,7 +92,9 @@ def train_image_directory(
     )  # fmt: skip
     torch.manual_seed(seed)  # initial weights follow the seed too
     model = import_model_class(ARCHITECTURES[config.arch])(**kwargs)  # image_nets: trusted
-    model, metrics = fit_classifier_on(model, data, training, validate=validation is not None)
+    model, metrics = fit_classifier_on(
+        model, data, training, validate=validation is not None, callbacks=callbacks
+    )
     directory.mkdir(parents=True, exist_ok=True)
     save_file(
         {k: v.contiguous() for k, v in model.state_dict().items()}, directory / "model.safetensors"

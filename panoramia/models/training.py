@@ -42,6 +42,10 @@ class TrainingConfig:
     """``adam``, or ``sgd`` (momentum 0.9, Nesterov, cosine learning rate over the epochs)."""
     select_best_on_validation: bool = False
     """Keep the weights of the epoch with the lowest validation loss (helper models)."""
+    deterministic: bool = True
+    """Deterministic kernels (Lightning's ``deterministic``): the same seed gives the same
+    weights on the same device. False lets cuDNN pick its fastest (non-deterministic)
+    convolution algorithms on a GPU."""
 
 
 class BestEpochModule(L.LightningModule):
@@ -83,6 +87,15 @@ class BestEpochModule(L.LightningModule):
             self.trainer.callback_metrics["best_val_loss"] = torch.tensor(self.best_val_loss)
 
 
+def channels_last_on_cuda(module: L.LightningModule, network: nn.Module) -> None:
+    """Convolution weights in channels-last memory when ``module`` trains on CUDA (the layout
+    the GPU's tensor cores read without transposes); call it from ``configure_model``, which
+    runs before the strategy moves the module to its device (``.to`` keeps the layout) and
+    before data-parallel wrapping. A no-op on the CPU and for networks without 4-D weights."""
+    if module.trainer.strategy.root_device.type == "cuda":
+        network.to(memory_format=torch.channels_last)
+
+
 class ClassifierModule(BestEpochModule):
     """Cross-entropy classification of (features, label) batches."""
 
@@ -99,6 +112,9 @@ class ClassifierModule(BestEpochModule):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.optimizer = optimizer
+
+    def configure_model(self) -> None:
+        channels_last_on_cuda(self, self.model)
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
         features, labels = batch
@@ -232,7 +248,7 @@ def make_trainer(
         devices=config.devices,
         strategy=parallel_strategy(config),
         precision=default_precision(config.precision),
-        deterministic=True,
+        deterministic=config.deterministic,
         logger=False,
         enable_checkpointing=False,
         enable_model_summary=False,
@@ -274,10 +290,16 @@ def fit_classifier(
 
 
 def fit_classifier_on(
-    model: nn.Module, datamodule: L.LightningDataModule, config: TrainingConfig, *, validate: bool
+    model: nn.Module,
+    datamodule: L.LightningDataModule,
+    config: TrainingConfig,
+    *,
+    validate: bool,
+    callbacks: list[L.Callback] | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
-    """Train ``model`` on a DataModule's batches (image data with augmentation)."""
-    return _fit(model, config, validate, datamodule=datamodule)
+    """Train ``model`` on a DataModule's batches (image data with augmentation); ``callbacks``
+    join the trainer's (a benchmark's step timer)."""
+    return _fit(model, config, validate, datamodule=datamodule, callbacks=callbacks)
 
 
 def _fit(
@@ -287,13 +309,14 @@ def _fit(
     train_loader: DataLoader | None = None,
     val_loader: DataLoader | None = None,
     datamodule: L.LightningDataModule | None = None,
+    callbacks: list[L.Callback] | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ClassifierModule(
         model, config.learning_rate, config.weight_decay, config.optimizer,
         keep_best=config.select_best_on_validation,
     )  # fmt: skip
-    trainer = make_trainer(config, validate=validate)
+    trainer = make_trainer(config, validate=validate, callbacks=callbacks)
     if datamodule is not None:
         trainer.fit(module, datamodule=datamodule)
     else:

@@ -271,3 +271,19 @@ def test_distinguisher_uses_a_second_models_losses() -> None:
     auc_f = roc_auc_score(membership, f_only.score(images, side[:, 0]))
     assert auc_both > 0.9
     assert auc_both > auc_f + 0.1
+
+
+def test_a_seed_gives_the_same_images_whatever_number_a_device_samples_at_once(
+    generator: ImageGenerator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU samples 2,048 images per call and the CPU 256; the noise is drawn 256 at a time
+    from the seed's CPU generator, so both give the same images (the CPU's here, twice)."""
+    import generators.image as module
+
+    drawn = {}
+    for per_call in (256, 512):
+        monkeypatch.setattr(module, "SAMPLE_BATCH", {"cpu": per_call, "cuda": per_call})
+        drawn[per_call] = generator.sample(600, seed=3)
+    np.testing.assert_array_equal(drawn[256].images, drawn[512].images)
+    np.testing.assert_array_equal(drawn[256].labels, drawn[512].labels)
+    assert len({image.tobytes() for image in drawn[256].images[:20]}) == 20  # not one image
