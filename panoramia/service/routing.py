@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import Depends
 
+from panoramia.service.check_pool import CheckPool
 from panoramia.service.settings import ServiceSettings
 from panoramia.store.repository import Principal, ReportStore
 
@@ -24,7 +25,8 @@ class Queue(Protocol):
 @dataclass(frozen=True)
 class RouteNeeds:
     """The service's settings, its store and queue, the bearer-token dependencies of a
-    contributor's and of a worker's routes, and the per-contributor rate limit."""
+    contributor's and of a worker's routes, the per-contributor rate limit, and the pool
+    uploads' checks wait and run in."""
 
     settings: ServiceSettings
     store: ReportStore
@@ -32,6 +34,7 @@ class RouteNeeds:
     caller: Callable[..., Any]
     worker_caller: Callable[..., Any]
     rate_limit: Callable[[Callable[..., Any]], Callable[..., Any]]
+    checks: CheckPool
 
     def contributor(self) -> Any:
         """The annotation of a route's signed-in contributor."""

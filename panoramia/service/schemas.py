@@ -333,7 +333,7 @@ class UploadView(BaseModel):
     filename: str
     size: int
     received: int
-    state: Literal["receiving", "ready"]
+    state: Literal["receiving", "checking", "ready", "deleting"]
     sha256: str
     summary: dict
     created_at: datetime

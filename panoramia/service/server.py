@@ -2,7 +2,9 @@
 
 On start, the database is upgraded to the newest schema, running audits whose worker stopped
 sending heartbeats are re-queued (or failed after ``max_attempts``), and every queued audit is
-(re)dispatched. A reaper thread repeats the orphan recovery while the server runs. On SIGTERM
+(re)dispatched. A reaper thread repeats the orphan recovery while the server runs, and takes
+over the uploads' checks and deletions a dead server process left (once their rows have been
+still for a minute). On SIGTERM
 or SIGINT, uvicorn stops taking requests and the app's shutdown closes the queue: the local
 pool's running audits are stopped and re-queued at once (the next start resumes them from the
 artifact cache).
@@ -59,8 +61,17 @@ class Reaper(threading.Thread):
             try:
                 recover(self.store, self.queue, self.settings)
                 expire_stalled_uploads(self.store, self.settings)
+                recover_uploads(self.store, self.settings)
             except Exception:
                 log.exception("orphan recovery failed; retrying")
+
+
+def recover_uploads(store: ReportStore, settings: ServiceSettings) -> tuple[int, int]:
+    """Checks and deletions of uploads that a dead server process left (see
+    :func:`panoramia.service.uploads.intake.recover_uploads`)."""
+    from panoramia.service.uploads.intake import recover_uploads as recover_left_uploads
+
+    return recover_left_uploads(store, settings)
 
 
 def expire_stalled_uploads(store: ReportStore, settings: ServiceSettings) -> int:

@@ -60,6 +60,9 @@ class ServiceSettings:
     """Request bodies over 1 MiB handed to the app at once (``PANORAMIA_MAX_PARSING_UPLOADS``);
     the others wait, spooled to ``spool_dir``. The server's memory for uploads is about this
     many times a few body sizes, whatever the number of concurrent uploads."""
+    check_slots: int = 2
+    """Upload checks run at once in one server process (``PANORAMIA_CHECK_SLOTS``); the
+    others wait in turn per contributor (:mod:`panoramia.service.check_pool`)."""
     max_file_bytes: int = 2 * 2**30
     """Bytes one uploaded file may have, and may expand to once decompressed or unpacked
     (``PANORAMIA_MAX_FILE_MB``); it counts in the owner's storage quota."""
@@ -167,6 +170,7 @@ class ServiceSettings:
             max_upload_bytes=int(_number("PANORAMIA_MAX_UPLOAD_MB", 20, minimum=0.001) * 2**20),
             max_storage_bytes=int(_number("PANORAMIA_MAX_STORAGE_MB", 1024, minimum=0.001) * 2**20),
             max_parsing_uploads=int(_number("PANORAMIA_MAX_PARSING_UPLOADS", 2, minimum=1)),
+            check_slots=int(_number("PANORAMIA_CHECK_SLOTS", 2, minimum=1)),
             max_file_bytes=int(_number("PANORAMIA_MAX_FILE_MB", 2048, minimum=0.001) * 2**20),
             service_url=os.environ.get("PANORAMIA_SERVICE_URL") or None,
             worker_token=os.environ.get("PANORAMIA_WORKER_TOKEN") or None,

@@ -6,7 +6,10 @@ themselves are the service's (:mod:`panoramia.service.uploads.files`).
 
 States move only forward, each step one conditional update (two requests racing on one
 upload: one wins, the other is told so): ``receiving`` → ``checking`` (the last byte is
-in; one check at a time) → ``ready``; any but ``checking`` → ``deleting`` (gone at the end).
+in; one check at a time) → ``ready``; any → ``deleting`` (gone at the end; a check under
+way ends first). A check and a deletion touch their row while they work; one left behind
+by a process that died is taken over once its row stops moving (:meth:`UploadRows.
+claim_orphan`).
 """
 
 from __future__ import annotations
@@ -138,16 +141,78 @@ class UploadRows:
         return bool(moved.rowcount)
 
     @retried
-    def ready(self, upload_id: str, files: dict[str, str], summary: dict) -> Upload | None:
-        """The checked upload, now ``ready``; None when it is no longer being checked."""
+    def ready(
+        self, upload_id: str, files: dict[str, str], summary: dict, *, quota: int, others: int
+    ) -> Upload | None:
+        """The checked upload, now ``ready``; None when it is no longer being checked.
+        :class:`StorageFull` when what it keeps (``summary["unpacked_bytes"]``) would take
+        its owner past ``quota`` bytes, counting ``others`` (her bytes besides uploads) and
+        what her other uploads keep or have promised, read under her row's lock: two checks
+        ending at once cannot both fit in the room one leaves."""
         with self.store.writes.begin() as session:
             upload = session.get(Upload, upload_id)
             if upload is None or upload.state != CHECKING:
                 return None
+            session.scalar(
+                select(Contributor.id)
+                .where(Contributor.id == upload.contributor_id)
+                .with_for_update()
+            )
+            theirs = session.scalars(
+                select(Upload).where(
+                    Upload.contributor_id == upload.contributor_id, Upload.id != upload_id
+                )
+            )
+            kept = others + sum(
+                kept_bytes(other) + (other.size - other.received if other.state == RECEIVING else 0)
+                for other in theirs
+            )
+            landing = int(summary.get("unpacked_bytes", upload.size))
+            if kept + landing > quota:
+                raise StorageFull(quota, kept, landing)
             upload.state, upload.files, upload.summary = READY, files, summary
             upload.received = upload.size
             upload.completed_at = utcnow()
         return upload
+
+    @retried
+    def touch(self, upload_id: str, states: tuple[str, ...]) -> None:
+        """Mark the upload as still being worked on (a check's or a deletion's heartbeat)."""
+        with self.store.writes.begin() as session:
+            session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state.in_(states))
+                .values(touched_at=utcnow())
+            )
+
+    @retried
+    def touch_until(self, upload_id: str, state: str, until: datetime) -> None:
+        """Hold the upload in ``state`` until ``until`` (no orphan claim before then)."""
+        with self.store.writes.begin() as session:
+            session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state == state)
+                .values(touched_at=until)
+            )
+
+    @retried
+    def claim_orphan(self, upload_id: str, state: str, before: datetime, until: datetime) -> bool:
+        """Take over an upload left in ``state`` (``checking`` or ``deleting``) whose worker
+        last touched it before ``before`` (its process died): one claimant wins, and it
+        holds the upload until ``until`` (no other takes it meanwhile)."""
+        with self.store.writes.begin() as session:
+            moved = session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state == state, Upload.touched_at < before)
+                .values(touched_at=until)
+            )
+        return bool(moved.rowcount)
+
+    def left_in(self, state: str, before: datetime) -> list[Upload]:
+        """Uploads in ``state`` that nothing touched since ``before``."""
+        query = select(Upload).where(Upload.state == state, Upload.touched_at < before)
+        with self.store.sessions() as session:
+            return list(session.scalars(query))
 
     @retried
     def remove(self, upload_id: str) -> None:

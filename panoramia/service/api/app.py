@@ -1,4 +1,6 @@
-"""The HTTP API (FastAPI). OpenAPI at ``/openapi.json``, interactive docs at ``/docs``.
+"""The HTTP API (FastAPI). OpenAPI at ``/openapi.json``. FastAPI's interactive ``/docs`` and
+``/redoc`` are off: they load a public CDN's script into the service's own origin (and show a
+blank page where the service runs air-gapped); any OpenAPI viewer reads the JSON.
 
 Every ``/v1`` route needs ``Authorization: Bearer <token>``. A contributor sees only what it
 submitted or uploaded, and only its own models (two contributors' ``census/2`` are two models);
@@ -16,9 +18,11 @@ from slowapi.util import get_remote_address
 from panoramia.service.api.audits import audits_router
 from panoramia.service.api.auth import bearer_callers
 from panoramia.service.api.errors import add_error_answers
+from panoramia.service.api.headers import SafeHeaders
 from panoramia.service.api.reports import HTML_POLICY, reports_router
 from panoramia.service.api.request_limits import SpooledBody, make_limiter
 from panoramia.service.api.service_routes import service_router
+from panoramia.service.check_pool import CheckPool
 from panoramia.service.console.pages import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.settings import ServiceSettings
@@ -42,6 +46,8 @@ def create_app(
         version="1",
         description="Submit PANORAMIA audits and query per-model leakage reports.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     settings.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     app.add_middleware(
@@ -53,10 +59,12 @@ def create_app(
     )
     limiter = make_limiter(settings)
     app.state.limiter = limiter
+    app.add_middleware(SafeHeaders)
     add_error_answers(app)
     caller, worker_caller = bearer_callers(store)
+    checks = CheckPool(settings.check_slots)
     needs = RouteNeeds(
-        settings, store, queue, caller, worker_caller, limiter.limit(settings.rate_limit)
+        settings, store, queue, caller, worker_caller, limiter.limit(settings.rate_limit), checks
     )
     for router in (service_router, audits_router, reports_router, uploads_router):
         app.include_router(router(needs))
@@ -67,6 +75,8 @@ def create_app(
             store,
             report_policy=HTML_POLICY,
             rate_limit=limiter.limit(settings.rate_limit, key_func=get_remote_address),
+            limit_by=lambda key: limiter.limit(settings.rate_limit, key_func=key),
+            checks=checks,
         )
     )
     return app

@@ -28,6 +28,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from panoramia.report.digest import number, report_digest
 from panoramia.report.verdict import WORDS
+from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
@@ -275,9 +276,13 @@ def console_router(
     *,
     report_policy: str,
     rate_limit: Callable[[Callable], Callable],
+    limit_by: Callable[[Callable[[Request], str]], Callable[[Callable], Callable]],
+    checks: CheckPool,
 ) -> APIRouter:
     """The console's routes; ``report_policy`` is the CSP of stored report pages (the API's),
-    ``rate_limit`` the limiter's decorator for the sign-in form."""
+    ``rate_limit`` the limiter's decorator for the sign-in form, ``limit_by(key)`` the
+    API's rate limit counted by ``key(request)`` (her forms), ``checks`` the pool uploads'
+    checks run in."""
     router = APIRouter(prefix="/console", include_in_schema=False)
     templates = _templates()
     key = sessions.session_key(settings.home)
@@ -467,9 +472,15 @@ def console_router(
     def form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
         return _same_origin(request) and sessions.csrf_matches(csrf, sent)
 
+    def signed_in_key(request: Request) -> str:
+        """Her forms' rate-limit bucket: the API's for her token, else the address's."""
+        found = sessions.read_session(key, request.cookies.get(sessions.SESSION_COOKIE))
+        return "token:" + found[0] if found else "address:" + (request.client or ("-",))[0]
+
     add_upload_pages(
-        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine
-    )
+        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine,
+        rate_limit=limit_by(signed_in_key), checks=checks,
+    )  # fmt: skip
 
     @router.get("/static/console.css")
     def stylesheet() -> Response:

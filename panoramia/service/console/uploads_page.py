@@ -10,10 +10,16 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import UploadFile
 
+from panoramia.service.check_pool import CheckPool
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.checks import UploadRejected
-from panoramia.service.uploads.erase import UploadInUse, erase_upload
+from panoramia.service.uploads.erase import (
+    DeletionDeferred,
+    UploadGone,
+    UploadInUse,
+    erase_upload,
+)
 from panoramia.service.uploads.intake import NotReceiving, take_whole_file
 from panoramia.store.repository import ReportStore, StorageFull
 from panoramia.store.uploads import NameTaken, UploadRows
@@ -27,10 +33,14 @@ def add_upload_pages(
     page: Callable[..., Response],
     session: Any,
     form_is_genuine: Callable[[Request, str, str | None], bool],
+    rate_limit: Callable[[Callable], Callable],
+    checks: CheckPool,
 ) -> None:
     """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (POST) to
     ``router``; ``session`` is the signed-in dependency, ``form_is_genuine(request, csrf,
-    sent)`` checks a form's origin and CSRF token."""
+    sent)`` checks a form's origin and CSRF token, ``rate_limit`` counts her forms in the
+    API's bucket (the same limit whichever door she uses), and uploads are checked in
+    ``checks`` as the API's are."""
     import re
 
     rows = UploadRows(store)
@@ -51,6 +61,7 @@ def add_upload_pages(
         return listing(request, principal, csrf, done=shown)
 
     @router.post("/uploads")
+    @rate_limit
     async def upload_form(request: Request, signed: session) -> Response:  # type: ignore[valid-type]
         principal, csrf = signed
         try:
@@ -63,6 +74,9 @@ def add_upload_pages(
         name, kind, file = form.get("name"), form.get("kind"), form.get("file")
         if not isinstance(file, UploadFile) or not file.filename:
             return listing(request, principal, csrf, 422, problem="choose a file to upload")
+        if not _utf8_name(file):
+            return listing(request, principal, csrf, 422,
+                           problem="the file's name is not UTF-8 text: rename it")  # fmt: skip
         kind = kind if kind in ("data", "model") else "data"
         name = name.strip() if isinstance(name, str) and name.strip() else file.filename
         name = name.rsplit(".", 2)[0] if name == file.filename else name
@@ -70,9 +84,9 @@ def add_upload_pages(
             problem = "a name of letters, digits, '.', '_' and '-' (at most 100)"
             return listing(request, principal, csrf, 422, problem=problem)
         try:
-            await run_in_threadpool(
-                take_whole_file, settings, store, principal.contributor_id, name=name,
-                kind=kind, filename=file.filename, source=file.file,
+            await take_whole_file(
+                settings, store, checks, principal.contributor_id, name=name, kind=kind,
+                filename=file.filename, source=file.file,
             )  # fmt: skip
         except UploadRejected as error:
             return listing(request, principal, csrf, 422, problem=f"{error} (nothing was kept)")
@@ -88,6 +102,7 @@ def add_upload_pages(
         return RedirectResponse(f"/console/uploads?done={name}", 303)
 
     @router.post("/uploads/{upload_id}/delete")
+    @rate_limit
     async def delete_form(request: Request, signed: session, upload_id: str) -> Response:  # type: ignore[valid-type]
         principal, csrf = signed
         form = await request.form(max_files=0, max_fields=5)
@@ -101,9 +116,24 @@ def add_upload_pages(
             return listing(request, principal, csrf, 404, problem="no such upload of yours")
         try:
             erased = await run_in_threadpool(erase_upload, store, settings, found)
+        except DeletionDeferred as error:
+            return listing(request, principal, csrf, 202, deleting=found.name, problem=None,
+                           when=str(error))  # fmt: skip
         except UploadInUse as error:
             return listing(request, principal, csrf, 409, problem=str(error))
+        except UploadGone:
+            return listing(request, principal, csrf, 404, problem="no such upload of yours")
         return listing(
             request, principal, csrf, deleted=found.name, stages=erased.stages,
             redacted=erased.reports_redacted,
         )  # fmt: skip
+
+
+def _utf8_name(file: UploadFile) -> bool:
+    """Whether the part's ``Content-Disposition`` (which the multipart parser decodes as
+    Latin-1 where it is not UTF-8) was UTF-8 as sent."""
+    try:
+        file.headers.get("content-disposition", "").encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return False
+    return True

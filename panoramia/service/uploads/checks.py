@@ -15,8 +15,10 @@
   :func:`panoramia.data.files.check_npz_arrays`).
 - A **tar** archive (``.tar``, ``.tar.gz``, ``.tgz``: a text or image folder, or a model
   folder): only plain files and folders, each name relative, without ``..``, ``\\`` or
-  ``${``, at most :data:`MAX_ENTRIES` entries, :data:`MAX_DEPTH` levels and ``max_bytes``
-  once unpacked; unpacked here, entry by entry, into a folder nothing else writes to.
+  ``${``, at most :data:`MAX_ENTRIES` entries, :data:`MAX_FOLDERS` folders,
+  :data:`MAX_DEPTH` levels and ``max_bytes`` once unpacked (each entry counting
+  :data:`ENTRY_BYTES`), all read from its headers before anything is written; then unpacked
+  here, entry by entry, into a folder nothing else writes to.
 - A **model** folder: a ``target.json`` of a known format whose files lie inside it; an
   ``http`` model (a URL the server would call) and, unless the operator trusts TorchScript,
   a TorchScript program are refused.
@@ -47,6 +49,10 @@ MODEL_SUFFIXES = ARCHIVE_SUFFIXES
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (the staging copy's cap)."""
 MAX_DEPTH = 32
+MAX_FOLDERS = 10_000
+"""Folders an archive may create (named, or implied by its files' paths)."""
+ENTRY_BYTES = 4096
+"""What each entry costs on disk besides its contents, as the size cap and the quota count it."""
 CSV_CHUNK_BYTES = 32 * 2**20
 """About how many bytes of rows the CSV check reads at once."""
 MAX_COLUMNS = 10_000
@@ -58,6 +64,8 @@ MODEL_FORMATS = (
 """Formats an uploaded model may have (``http`` only for models the operator places)."""
 MANIFEST_FILES = ("file", "weights", "encoder")
 """Manifest fields that name a file of the model folder."""
+HUGGING_FACE_FORMATS = ("hf-image-classification", "hf-causal-lm")
+"""Formats whose ``directory`` field names the model's folder inside the upload."""
 
 
 class UploadRejected(InputError):
@@ -94,12 +102,12 @@ def check_filename(filename: str, kind: str) -> str:
         not filename
         or len(filename) > 200
         or filename in (".", "..")
-        or any(c in filename for c in "/\\\0")
+        or any(c in filename for c in "/\\\0\ufffd")
         or "${" in filename
         or not filename.isprintable()
     ):
         raise UploadRejected(
-            f"filename {filename!r}: a plain file name, without '/', '\\' or '${{'"
+            f"filename {filename!r}: a plain, printable file name, without '/', '\\' or '${{'"
         )
     suffix = suffix_of(filename)
     allowed = MODEL_SUFFIXES if kind == "model" else DATA_SUFFIXES
@@ -270,19 +278,48 @@ def _entry_name(name: str, shown: str) -> PurePosixPath:
     return path
 
 
-def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tuple[int, int]:
-    """Unpack the tar ``archive`` into the new folder ``into``: plain files and folders only,
-    names checked (:func:`_entry_name`), at most :data:`MAX_ENTRIES` entries and
-    ``max_bytes`` in all, each file created new (``O_EXCL``: a repeated name is refused).
-    Returns (files, bytes)."""
-    into.mkdir(mode=0o700)
-    files = size = entries = 0
+def survey_tar(archive: Path, *, max_bytes: int, shown: str) -> None:
+    """Read the tar's headers only (nothing written) and refuse it, naming the cap, when it
+    holds more than :data:`MAX_ENTRIES` entries or :data:`MAX_FOLDERS` folders (named or
+    implied by a file's path), a name deeper than :data:`MAX_DEPTH`, or files past
+    ``max_bytes`` counting :data:`ENTRY_BYTES` for each entry."""
+    entries, total, folders = 0, 0, set()
     try:
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:
                 entries += 1
                 if entries > MAX_ENTRIES:
                     raise UploadRejected(f"{shown}: more than {MAX_ENTRIES} entries")
+                relative = _entry_name(member.name, shown)
+                parts = relative.parts if relative.parts != (".",) else ()
+                owners = parts if member.isdir() else parts[:-1]
+                folders.update(owners[: depth + 1] for depth in range(len(owners)))
+                if len(folders) > MAX_FOLDERS:
+                    raise UploadRejected(f"{shown}: more than {MAX_FOLDERS} folders")
+                total += ENTRY_BYTES + (member.size if member.isfile() else 0)
+                if total > max_bytes:
+                    raise UploadRejected(
+                        f"{shown}: expands past {max_bytes} bytes (each entry counts "
+                        f"{ENTRY_BYTES} bytes besides its contents)"
+                    )
+    except UploadRejected:
+        raise
+    except (tarfile.TarError, OSError, EOFError, ValueError) as error:
+        kind = type(error).__name__
+        raise UploadRejected(f"{shown}: not a readable tar archive ({kind})") from None
+
+
+def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tuple[int, int]:
+    """Unpack the tar ``archive`` into the new folder ``into``: plain files and folders only,
+    names checked (:func:`_entry_name`), at most :data:`MAX_ENTRIES` entries and
+    ``max_bytes`` in all, each file created new (``O_EXCL``: a repeated name is refused).
+    Returns (files, bytes)."""
+    survey_tar(archive, max_bytes=max_bytes, shown=shown)
+    into.mkdir(mode=0o700)
+    files = size = 0
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
                 relative = _entry_name(member.name, shown)
                 if not (member.isfile() or member.isdir()):
                     raise UploadRejected(
@@ -334,7 +371,7 @@ def model_root(folder: Path) -> Path:
 def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> str:
     """The format of the model in the unpacked ``folder``; UploadRejected when its manifest
     is missing, of an unknown or refused format, or names a file it does not hold."""
-    from panoramia.targets.manifest import manifest_file, read_manifest
+    from panoramia.targets.manifest import inside_model_directory, manifest_file, read_manifest
 
     root = model_root(folder)
     if not (root / "target.json").is_file():
@@ -358,6 +395,12 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
         for name in MANIFEST_FILES:
             if manifest.get(name) is not None:
                 manifest_file(root, manifest, name)
+        if kind in HUGGING_FACE_FORMATS:  # the folder the audit opens, by the audit's rule
+            inner = inside_model_directory(root, manifest.get("directory", "."), "directory")
+            if not (inner / "config.json").is_file():
+                raise UploadRejected(
+                    f"{shown}: its target.json's directory holds no Hugging Face config.json"
+                )
     except UploadRejected:
         raise
     except InputError as error:

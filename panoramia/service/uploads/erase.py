@@ -34,7 +34,7 @@ from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore, utcnow
 from panoramia.store.tables import Upload
-from panoramia.store.uploads import DELETING, READY, RECEIVING, UploadRows
+from panoramia.store.uploads import CHECKING, DELETING, READY, RECEIVING, UploadRows
 
 ACTIVE = ("queued", "running")
 DONE = "_done.json"
@@ -43,7 +43,13 @@ the service reaches the audit job only through the registry, so it is named here
 
 
 class UploadInUse(Exception):
-    """An audit that names the upload is queued or running."""
+    """An audit that names the upload is queued or running, or another request is deleting
+    it now."""
+
+
+class DeletionDeferred(Exception):
+    """The upload is being checked: it is now marked for deletion, which the check's end
+    carries out (seconds to minutes)."""
 
 
 @dataclass
@@ -56,16 +62,26 @@ class Erased:
     reports_redacted: int = 0
 
 
-def erase_upload(store: ReportStore, settings: ServiceSettings, upload: Upload) -> Erased:
-    """Remove ``upload`` and everything derived from it (see the module docstring)."""
+def erase_upload(
+    store: ReportStore, settings: ServiceSettings, upload: Upload, *, claimed: bool = False
+) -> Erased:
+    """Remove ``upload`` and everything derived from it (see the module docstring).
+
+    One request deletes it: the move to ``deleting`` is the lock, and a second request at
+    the same time is told :class:`UploadInUse`; a deletion a dead process left is taken over
+    once its row has been still for ``stale_after_s``. An upload under check is marked ``deleting``
+    and :class:`DeletionDeferred` raised: the check's end removes it. ``claimed``: the caller
+    already holds the row in ``deleting`` (the check's end, the recovery)."""
     rows = UploadRows(store)
-    if not rows.move(upload.id, (RECEIVING, READY, DELETING), DELETING):
-        raise UploadInUse("it is being checked; delete it once its check ends (seconds)")
-    audits = rows.audits_naming(upload.contributor_id, upload.id)  # none can start naming it
-    busy = [audit.id for audit in audits if audit.status in ACTIVE]
-    if busy:
-        rows.move(upload.id, (DELETING,), upload.state)
-        raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
+    if not claimed:
+        _claim(rows, upload, settings.stale_after_s)
+        audits = rows.audits_naming(upload.contributor_id, upload.id)  # none can start now
+        busy = [audit.id for audit in audits if audit.status in ACTIVE]
+        if busy:
+            rows.move(upload.id, (DELETING,), upload.state)
+            raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
+    else:
+        audits = rows.audits_naming(upload.contributor_id, upload.id)
     erased = Erased(upload.id)
     UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id).remove()
     for audit in audits:
@@ -84,6 +100,35 @@ def erase_upload(store: ReportStore, settings: ServiceSettings, upload: Upload) 
     erased.reports_redacted = store.redact_reports([audit.id for audit in audits], note)
     rows.remove(upload.id)
     return erased
+
+
+def _claim(rows: UploadRows, upload: Upload, stale_after_s: float) -> None:
+    """Hold ``upload`` in ``deleting`` for this request, or say why not."""
+    from datetime import timedelta
+
+    now = utcnow()
+    held = now + timedelta(seconds=DELETION_HOLD_S)  # no one takes it over meanwhile
+    if rows.move(upload.id, (RECEIVING, READY), DELETING):
+        rows.touch_until(upload.id, DELETING, held)
+        return
+    if rows.move(upload.id, (CHECKING,), DELETING):
+        raise DeletionDeferred(
+            "it is being checked: it is deleted as soon as its check ends (seconds to minutes)"
+        )
+    left = now - timedelta(seconds=stale_after_s)
+    if rows.claim_orphan(upload.id, DELETING, left, held):
+        return  # a deletion a dead process left: finished here
+    if rows.get(upload.id) is None:
+        raise UploadGone("it is gone (deleted meanwhile)")
+    raise UploadInUse("another request is deleting it now")
+
+
+DELETION_HOLD_S = 600.0
+"""Seconds a deletion holds its row before a dead process's deletion may be taken over."""
+
+
+class UploadGone(Exception):
+    """The upload was deleted meanwhile."""
 
 
 def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool) -> int:

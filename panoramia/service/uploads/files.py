@@ -15,15 +15,14 @@ Nothing here follows a link: the folders are the service's own, created here.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ import anyio
 
 from panoramia.hashing import file_sha256
 from panoramia.service.uploads.checks import (
+    ENTRY_BYTES,
     UploadRejected,
     check_upload,
     is_archive,
@@ -161,8 +161,9 @@ CHECK_MEMORY_BYTES = 2 * 2**30
 (a tar's long-name header, a CSV of a few very wide rows) fails its check, not the service."""
 CHECK_CPU_S = 900
 """Processor seconds a check may take (``RLIMIT_CPU``); the wall clock allows twice that."""
-CHECKS_AT_ONCE = threading.BoundedSemaphore(2)
-"""Checks running at once in this server process (the others wait their turn)."""
+CHECK_NICENESS = 10
+"""How much lower a check's process is scheduled than the server (``nice``): a check takes
+the processor the server's requests leave."""
 
 
 @dataclass(frozen=True)
@@ -178,31 +179,37 @@ class Expected:
     trust_torchscript: bool
 
 
-def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str], dict]:
+def _limited() -> None:  # in the check's process, before it runs Python
+    resource.setrlimit(resource.RLIMIT_DATA, (CHECK_MEMORY_BYTES, CHECK_MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+    os.nice(CHECK_NICENESS)
+
+
+async def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str], dict]:
     """Check the fully received upload in a process of its own, with a memory and a
-    processor ceiling (:func:`check_here` there); returns each kept file's SHA-256 by its
-    path inside the upload, and the check's findings. UploadRejected (one line) otherwise;
-    the caller removes the upload."""
+    processor ceiling and a lower priority (:func:`check_here` there), awaited without
+    holding a thread; returns each kept file's SHA-256 by its path inside the upload, and
+    the check's findings. UploadRejected (one line) otherwise; the caller removes the
+    upload. Cancelled, the process is killed."""
     filename = expected.filename
     request = {"root": str(folder.root)} | asdict(expected)
-
-    def limited() -> None:  # in the child, before it runs Python
-        resource.setrlimit(resource.RLIMIT_DATA, (CHECK_MEMORY_BYTES, CHECK_MEMORY_BYTES))
-        resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
-
-    command = [sys.executable, "-m", "panoramia.service.uploads.check_child", json.dumps(request)]
-    with CHECKS_AT_ONCE:
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=2 * CHECK_CPU_S,
-                preexec_fn=limited, env=_child_environment(), check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise UploadRejected(f"{filename}: its check took too long") from None
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "panoramia.service.uploads.check_child", json.dumps(request),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL, preexec_fn=_limited, env=_child_environment(),
+    )  # fmt: skip
     try:
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        killed = done.returncode < 0
+        stdout, _ = await asyncio.wait_for(process.communicate(), timeout=2 * CHECK_CPU_S)
+    except TimeoutError:
+        raise UploadRejected(f"{filename}: its check took too long") from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    try:
+        answer = json.loads(stdout.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        killed = (process.returncode or 0) < 0
         why = "more time or memory than a check may take" if killed else "an unreadable file"
         raise UploadRejected(f"{filename}: could not be checked ({why})") from None
     if "rejected" in answer:
@@ -240,13 +247,31 @@ def check_here(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str]
     )  # fmt: skip
     if checked.unpacked is None:
         kept = folder.data_path(filename)
-        size = folder.incoming.stat().st_size
         os.rename(folder.incoming, kept)
-        return {kept.name: sha256.lower()}, checked.summary | {"unpacked_bytes": size}
+        return {kept.name: sha256.lower()}, checked.summary | {
+            "unpacked_bytes": landed_bytes(folder.content)
+        }
     folder.incoming.unlink()
     files = {
         str(path.relative_to(checked.unpacked)): file_sha256(path)
         for path in sorted(checked.unpacked.rglob("*"))
         if path.is_file()
     }
-    return files, checked.summary
+    return files, checked.summary | {"unpacked_bytes": landed_bytes(folder.content)}
+
+
+def landed_bytes(folder: Path) -> int:
+    """What ``folder`` takes on disk, as the quota counts it: each regular file's allocated
+    blocks (or its size, when larger) and :data:`ENTRY_BYTES` per file and folder, the
+    folder itself included. Links are not followed (the service creates none)."""
+    total, stack = ENTRY_BYTES, [folder]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                info = entry.stat(follow_symlinks=False)
+                total += ENTRY_BYTES
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                else:
+                    total += max(info.st_size, info.st_blocks * 512)
+    return total

@@ -14,10 +14,13 @@ step taking the SHA-256 up front:
    interrupted upload resumes from there, without sending the first part again.
 
 When the last byte arrives the SHA-256 is checked and the file is validated
-(:mod:`panoramia.service.uploads.checks`); a failure answers 422 with one line and keeps
-nothing. ``GET /v1/uploads`` lists hers; ``DELETE /v1/uploads/{id or name}`` removes it and
-everything derived from it (:mod:`panoramia.service.uploads.erase`). Another contributor's
-upload answers 404, as an unknown one does.
+(:mod:`panoramia.service.uploads.checks`), in her turn among the checks waiting
+(:mod:`panoramia.service.check_pool`); a failure answers 422 with one line and keeps
+nothing. ``GET /v1/uploads`` lists hers in any state (receiving, checking, ready, deleting);
+``DELETE /v1/uploads/{id or name}`` removes it and everything derived from it
+(:mod:`panoramia.service.uploads.erase`): 200 when done, 202 when it is being checked (the
+check's end deletes it), 409 while an audit uses it or another request is deleting it.
+Another contributor's upload answers 404, as an unknown one does.
 """
 
 import os
@@ -28,7 +31,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from panoramia.errors import InputError
 from panoramia.service.contributor_files import open_beneath
@@ -40,7 +43,12 @@ from panoramia.service.uploads.checks import (
     check_filename,
     suffix_of,
 )
-from panoramia.service.uploads.erase import UploadInUse, erase_upload
+from panoramia.service.uploads.erase import (
+    DeletionDeferred,
+    UploadGone,
+    UploadInUse,
+    erase_upload,
+)
 from panoramia.service.uploads.files import ChunkRefused, UploadFolder, append_chunk
 from panoramia.service.uploads.intake import NotReceiving, complete_upload
 from panoramia.store.repository import Principal, as_utc
@@ -139,7 +147,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
         if held < upload.size:
             return upload_view(upload)
         try:
-            ready = await run_in_threadpool(complete_upload, settings, store, upload)
+            ready = await complete_upload(settings, store, upload, needs.checks)
         except UploadRejected as error:
             raise _rejected(f"{error} (nothing was kept)", "file") from None
         except NotReceiving as error:
@@ -165,16 +173,23 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     def get_upload(id_or_name: IdOrName, principal: Caller) -> UploadView:
         return upload_view(owned(principal, id_or_name))
 
-    @router.delete("/v1/uploads/{id_or_name}")
+    @router.delete("/v1/uploads/{id_or_name}", response_model=None)
     @rate_limit
-    def delete_upload(request: Request, id_or_name: IdOrName, principal: Caller) -> dict:
+    def delete_upload(
+        request: Request, id_or_name: IdOrName, principal: Caller
+    ) -> dict | JSONResponse:
         """Delete the upload and everything derived from it: its staged copies, the stages
         trained or drawn from it, and its records in your reports (their figures stay)."""
         upload = owned(principal, id_or_name)
         try:
             erased = erase_upload(store, settings, upload)
+        except DeletionDeferred as error:
+            return JSONResponse({"deleting": upload.id, "name": upload.name,
+                                 "when": str(error)}, 202)  # fmt: skip
         except UploadInUse as error:
             raise HTTPException(409, str(error)) from None
+        except UploadGone:
+            raise HTTPException(404, NOT_FOUND) from None
         return {
             "deleted": upload.id,
             "name": upload.name,

@@ -1,0 +1,344 @@
+"""The upload path under faults and floods, against a live service on SQLite and PostgreSQL:
+every state readable, deletions once and during a check, quotas on what lands, checks in turn
+per contributor, the console under the API's limits, the service's own headers, and a server
+killed during a check (the restart checks it again)."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from panoramia.service.uploads.checks import ENTRY_BYTES
+from tests.service.test_uploads import CSV, _file, _tar, announce, send, stored_files, upload
+from tests.service_support import (
+    LiveService,
+    free_port,
+    healthy,
+    queued_only_service,
+    redis_database,
+    wait_for,
+)
+
+BIN = Path(sys.executable).parent
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    with queued_only_service(
+        tmp_path / "home", database_url, redis_database(2), rate_limit="1000/minute",
+        max_file_bytes=8 * 2**20, max_storage_bytes=3 * 2**20, heartbeat_s=0.2,
+    ) as running:  # fmt: skip
+        yield running
+
+
+def slow_csv(rows: int = 400_000) -> bytes:
+    """A gzip CSV whose check takes a second or more (pandas reads every row)."""
+    body = "".join(f"{i % 97},{i % 13},label{i % 2}\n" for i in range(rows))
+    return gzip.compress(("a,b,y\n" + body).encode(), 6)
+
+
+def test_every_state_is_readable_and_listed(service: LiveService) -> None:
+    from panoramia.store.uploads import CHECKING, DELETING, RECEIVING, UploadRows
+
+    rows = UploadRows(service.store)
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, CSV).json()
+        for state in (CHECKING, DELETING, RECEIVING):
+            assert rows.move(created["id"], (RECEIVING, CHECKING, DELETING), state)
+            for path in ("/v1/uploads", f"/v1/uploads/{created['id']}", "/v1/uploads/members"):
+                answer = alice.get(path)
+                assert answer.status_code == 200, (state, path, answer.text)
+                found = answer.json()
+                assert (found[0] if isinstance(found, list) else found)["state"] == state
+
+
+def test_a_deletion_during_a_real_check_is_carried_out_when_it_ends(
+    service: LiveService,
+) -> None:
+    content = slow_csv()
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, content, filename="members.csv.gz").json()
+        last: list[httpx.Response] = []
+        sender = threading.Thread(
+            target=lambda: last.append(send(alice, created["id"], 0, content))
+        )
+        sender.start()
+        wait_for(lambda: alice.get(f"/v1/uploads/{created['id']}").json()["state"] == "checking",
+                 timeout=30, every=0.02)  # fmt: skip
+        asked = alice.delete(f"/v1/uploads/{created['id']}")
+        assert asked.status_code == 202, asked.text
+        assert "being checked" in asked.json()["when"]
+        assert alice.delete(f"/v1/uploads/{created['id']}").status_code == 409  # once
+        sender.join(timeout=120)
+        assert last[0].status_code == 409, last[0].text
+        assert "deleted while it was checked" in last[0].text
+        assert alice.get(f"/v1/uploads/{created['id']}").status_code == 404
+        assert alice.get("/v1/uploads").json() == []
+    assert stored_files(service) == []
+
+
+def test_concurrent_deletions_of_one_upload_answer_200_once(service: LiveService) -> None:
+    with service.client(service.token("alice")) as alice:
+        upload_id = upload(alice, CSV).json()["id"]
+
+        def delete(_: int) -> int:
+            with service.client(service.token("alice")) as client:
+                return client.delete(f"/v1/uploads/{upload_id}").status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            codes = sorted(pool.map(delete, range(4)))
+    assert codes.count(200) == 1, codes
+    assert set(codes) <= {200, 404, 409}, codes
+    assert stored_files(service) == []
+
+
+def test_two_archives_completed_at_once_cannot_both_pass_the_quota(
+    service: LiveService,
+) -> None:
+    """3 MiB quota, two archives that unpack to 2 MB each: their last chunks at the same
+    moment, one is kept and the other refused (507), whatever the order."""
+    archive = gzip.compress(_tar([_file("notes.txt", b"word " * 400_000)]), 9)
+    with service.client(service.token("alice")) as alice:
+        ids = [
+            announce(alice, archive, name=f"notes-{i}", filename="notes.tar.gz").json()["id"]
+            for i in range(2)
+        ]
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda i: send(alice, i, 0, archive), ids))
+        codes = sorted(answer.status_code for answer in answers)
+        assert codes == [200, 507], [a.text for a in answers]
+        assert len(alice.get("/v1/uploads").json()) == 1
+
+
+def test_empty_entries_are_not_free(service: LiveService) -> None:
+    """Each entry of an archive counts ENTRY_BYTES besides its bytes, in the size an upload
+    may expand to (here 8 MiB) and in the quota: 600 empty files are 2.5 MB kept, and 2,100
+    (a 10 KB archive) are refused from their headers, before any is written."""
+    entries = [_file(f"e/{i}.txt", b"") for i in range(600)] + [_file("x.txt")]
+    landed = 601 * ENTRY_BYTES
+    many = [_file(f"e/{i}.txt", b"") for i in range(2100)]
+    with service.client(service.token("mallory")) as mallory:
+        archive = gzip.compress(_tar(entries))
+        kept = upload(mallory, archive, name="empties", filename="empties.tar.gz")
+        assert kept.status_code == 200, kept.text
+        assert kept.json()["summary"]["unpacked_bytes"] >= landed
+        assert mallory.get("/v1/usage").json()["file_bytes"] >= landed
+        refused = upload(mallory, gzip.compress(_tar(many)), name="many",
+                         filename="many.tar.gz")  # fmt: skip
+        assert refused.status_code == 422, refused.text
+        assert "each entry counts" in refused.text
+        assert [u["name"] for u in mallory.get("/v1/uploads").json()] == ["empties"]
+
+
+def test_hostile_names_and_manifests_are_refused_with_one_line(service: LiveService) -> None:
+    manifest = {"format": "hf-causal-lm", "modality": "text"}
+    with service.client(service.token("mallory")) as mallory:
+        nul = upload(mallory, b"a\x00b,y\n1,0\n2,1\n", name="nul")
+        assert nul.status_code == 422, nul.text
+        assert "NUL" in nul.text
+        for directory in ("/", "../../../..", "missing"):
+            body = json.dumps(manifest | {"directory": directory}).encode()
+            archive = gzip.compress(_tar([_file("target.json", body),
+                                          _file("config.json", b"{}")]))  # fmt: skip
+            refused = upload(mallory, archive, name="hf", kind="model", filename="hf.tar.gz")
+            assert refused.status_code == 422, (directory, refused.text)
+            assert "directory" in refused.text, refused.text
+        for name in ("a\tb.csv", "bell\x07.csv", "bad\ufffd.csv"):
+            assert announce(mallory, CSV, filename=name).status_code == 422, name
+        assert mallory.get("/v1/uploads").json() == []
+    assert stored_files(service) == []
+
+
+def test_a_flood_of_one_contributors_checks_waits_behind_her_own(service: LiveService) -> None:
+    """Mallory completes 12 slow checks at once; Alice's small upload then waits for at most
+    one of Mallory's per slot, not for all of them, and /healthz answers throughout."""
+    content = slow_csv(300_000)
+    with service.client(service.token("mallory")) as mallory:
+        ids = [announce(mallory, content, name=f"m{i}", filename="m.csv.gz").json()["id"]
+               for i in range(12)]  # fmt: skip
+    flood_ended: list[float] = []
+
+    def complete(upload_id: str) -> None:
+        with service.client(service.token("mallory"), timeout=300) as client:
+            assert send(client, upload_id, 0, content).status_code == 200
+        flood_ended.append(time.monotonic())
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=complete, args=(i,)) for i in ids]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    with service.client(service.token("alice")) as alice, service.client(None) as anyone:
+        health = time.monotonic()
+        assert anyone.get("/healthz").status_code == 200
+        health = time.monotonic() - health
+        asked = time.monotonic()
+        assert upload(alice, CSV).json()["state"] == "ready"
+        alice_done = time.monotonic()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert len(flood_ended) == 12
+    assert health < 2.0
+    assert alice_done - asked < (max(flood_ended) - started) / 2, (
+        alice_done - asked, max(flood_ended) - started)  # fmt: skip
+    assert alice_done < max(flood_ended)
+
+
+def test_the_service_serves_no_third_party_script_and_frames_nothing(
+    service: LiveService,
+) -> None:
+    with service.client(None) as anyone:
+        for path in ("/docs", "/redoc"):
+            assert anyone.get(path).status_code == 404, path
+        spec = anyone.get("/openapi.json")
+        assert spec.status_code == 200
+        for answer in (spec, anyone.get("/healthz"), anyone.get("/v1/uploads")):
+            assert answer.headers["x-frame-options"] == "DENY"
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+
+
+@pytest.fixture
+def limited(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    with queued_only_service(
+        tmp_path / "home", database_url, redis_database(3), rate_limit="3/minute",
+    ) as running:  # fmt: skip
+        yield running
+
+
+@contextlib.contextmanager
+def _console(service: LiveService, token: str) -> Iterator[tuple[httpx.Client, str]]:
+    """A signed-in console client and its forms' CSRF token."""
+    client = service.client(None, follow_redirects=False, timeout=60)
+    page = client.get("/console/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
+    signed = client.post("/console/login", content=f"csrf={csrf}&token={token}", headers=FORM)
+    assert signed.status_code == 303, signed.text
+    form = client.get("/console/uploads").text
+    try:
+        yield client, re.search(r'name="csrf" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+    finally:
+        client.close()
+
+
+def test_the_consoles_forms_are_held_to_the_apis_rate_limit(limited: LiveService) -> None:
+    with _console(limited, limited.token("alice")) as (client, csrf):
+        codes = []
+        for i in range(4):
+            files = {"file": (f"f{i}.csv", CSV, "text/csv")}
+            sent = client.post("/console/uploads", data={"csrf": csrf, "name": f"f{i}"},
+                               files=files)  # fmt: skip
+            codes.append(sent.status_code)
+        assert codes[:3] == [303, 303, 303], codes
+        assert codes[3] == 429, codes
+        listing = client.get("/console/uploads")  # reading her page is not limited
+        assert listing.status_code == 200
+        removal = re.search(r'action="(/console/uploads/[^"]+/delete)"', listing.text)
+        assert removal is not None
+        for _ in range(3):
+            client.post(removal.group(1), data={"csrf": csrf})
+        assert client.post(removal.group(1), data={"csrf": csrf}).status_code == 429
+
+
+def test_a_console_file_name_that_is_not_utf8_is_refused(service: LiveService) -> None:
+    with _console(service, service.token("alice")) as (client, csrf):
+        sent = _post_bad_name(client, csrf)
+        assert sent.status_code == 422, sent.text
+        assert "not UTF-8" in sent.text
+    assert stored_files(service) == []
+
+
+def _post_bad_name(client: httpx.Client, csrf: str) -> httpx.Response:
+    boundary = "xyz"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="'
+        ).encode()
+        + b"bad\xff\xfe.csv"
+        + (b'"\r\nContent-Type: text/csv\r\n\r\n')
+        + CSV
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    kind = {"content-type": f"multipart/form-data; boundary={boundary}"}
+    return client.post("/console/uploads", content=body, headers=kind)
+
+
+def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _kill(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
+    tmp_path: Path, database_url: str
+) -> None:
+    """SIGKILL of the server (and the check's process with it) while an upload is checked;
+    the restarted server takes the orphaned check over once its row has been still for
+    PANORAMIA_STALE_AFTER_S, and the upload ends ready. A deletion asked of an upload left
+    ``deleting`` is finished the same way."""
+    env = os.environ | {
+        "PANORAMIA_HOME": str(tmp_path / "home"),
+        "PANORAMIA_DATABASE_URL": database_url,
+        "PANORAMIA_HEARTBEAT_S": "0.5",
+        "PANORAMIA_STALE_AFTER_S": "3",
+        "PANORAMIA_MAX_FILE_MB": "64",
+    }
+    subprocess.run([BIN / "panoramia", "db", "upgrade"], env=env, check=True)
+    create = [BIN / "panoramia", "tokens", "create", "--contributor", "alice"]
+    token = subprocess.run(create, env=env, check=True, capture_output=True, text=True)
+    port = free_port()
+    serve = [str(BIN / "panoramia"), "serve", "--port", str(port)]
+    server = _start(serve, env, tmp_path / "serve.log")
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
+                          headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
+    content = slow_csv(1_500_000)
+    try:
+        wait_for(lambda: healthy(client), timeout=60)
+        created = announce(client, content, filename="members.csv.gz").json()
+        sender = threading.Thread(
+            target=lambda: _ignore_errors(lambda: send(client, created["id"], 0, content))
+        )
+        sender.start()
+        wait_for(lambda: client.get(f"/v1/uploads/{created['id']}").json()["state"]
+                 == "checking", timeout=60, every=0.05)  # fmt: skip
+        _kill(server)
+        sender.join(timeout=30)
+        server = _start(serve, env, tmp_path / "serve.log")
+        wait_for(lambda: healthy(client), timeout=60)
+        view = wait_for(
+            lambda: (v := client.get(f"/v1/uploads/{created['id']}").json())["state"] == "ready"
+            and v, timeout=120, every=0.25,
+        )  # fmt: skip
+        assert view["summary"]["rows"] == 1_500_000
+    finally:
+        _kill(server)
+        client.close()
+    log = (tmp_path / "serve.log").read_text()
+    assert "a check left unfinished ran again" in log
+
+
+def _ignore_errors(call) -> None:  # type: ignore[no-untyped-def]
+    with contextlib.suppress(httpx.HTTPError):  # the server was killed under it
+        call()
