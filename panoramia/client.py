@@ -33,6 +33,11 @@ def _reason(response: httpx.Response) -> str:
     return str(detail)
 
 
+LAST_CHUNK_WAIT_S = 1900.0
+"""Seconds the answer to an upload's last chunk may take: it comes once the upload is checked
+(a check may take 900 s of processor, and wait its turn behind the sender's own)."""
+
+
 class ServiceClient:
     """Talks to ``url`` with ``token`` (``Authorization: Bearer``)."""
 
@@ -40,6 +45,7 @@ class ServiceClient:
         if not token:
             raise ServiceError("--token: no token (set PANORAMIA_TOKEN or pass --token)")
         self.url = url.rstrip("/")
+        self.timeout = timeout
         self.http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
@@ -147,9 +153,13 @@ class ServiceClient:
                 chunk = source.read(chunk_bytes)
                 headers = {"Upload-Offset": str(held),
                            "Content-Type": "application/offset+octet-stream"}  # fmt: skip
+                last = held + len(chunk) >= size  # its answer waits for the check
                 view = self.request(
-                    "PATCH", f"/v1/uploads/{upload_id}", content=chunk, headers=headers
-                ).json()
+                    "PATCH", f"/v1/uploads/{upload_id}", content=chunk, headers=headers,
+                    **({"timeout": httpx.Timeout(self.timeout, read=LAST_CHUNK_WAIT_S)}
+                       if last else {}),
+                )  # fmt: skip
+                view = view.json()
                 held += len(chunk)
                 progress(held, size)
         return view or self.request("GET", f"/v1/uploads/{upload_id}").json()

@@ -127,6 +127,9 @@ def _list(kind: str, as_json: bool, url: str, token: str | None) -> None:
 
 def _delete(name: str, url: str, token: str | None) -> None:
     gone = _client(url, token).delete_upload(name)
+    if "deleting" in gone:  # 202: it was being checked; the check's end deletes it
+        typer.echo(f"{gone['name']} ({gone['deleting']}): {gone['when']}")
+        return
     typer.echo(
         f"deleted {gone['name']} ({gone['deleted']}) and what was made from it: "
         f"{_count(gone['run_directories_removed'], 'run folder')}, "

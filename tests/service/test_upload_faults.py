@@ -342,3 +342,17 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
 def _ignore_errors(call) -> None:  # type: ignore[no-untyped-def]
     with contextlib.suppress(httpx.HTTPError):  # the server was killed under it
         call()
+
+
+def test_the_cli_says_when_a_deletion_waits_for_the_check(service: LiveService) -> None:
+    from panoramia.store.uploads import CHECKING, RECEIVING, UploadRows
+
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, CSV).json()
+        assert send(alice, created["id"], 0, CSV[:5]).status_code == 200
+    assert UploadRows(service.store).move(created["id"], (RECEIVING,), CHECKING)
+    env = os.environ | {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
+    said = subprocess.run([str(BIN / "panoramia"), "data", "delete", "members"], env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert said.stdout.startswith(f"members ({created['id']}): it is being checked")
+    assert said.stderr == ""
