@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections.abc import Iterator
@@ -356,3 +357,28 @@ def test_the_cli_says_when_a_deletion_waits_for_the_check(service: LiveService) 
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert said.stdout.startswith(f"members ({created['id']}): it is being checked")
     assert said.stderr == ""
+
+
+def test_an_archives_headers_are_held_to_its_caps_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The red team's 99,990 empty folders, scaled down: past MAX_FOLDERS folders (named or
+    implied by a file's path) or MAX_DEPTH levels, refused naming the cap, nothing made."""
+    from panoramia.service.uploads import checks
+
+    monkeypatch.setattr(checks, "MAX_FOLDERS", 50)
+    folders = []
+    for i in range(51):
+        info = tarfile.TarInfo(f"d{i}")
+        info.type = tarfile.DIRTYPE
+        folders.append((info, None))
+    implied = [_file(f"a{i}/b/c.txt") for i in range(26)]  # 52 folders, none named
+    deep = [_file("/".join(["d"] * 40) + "/x.txt")]
+    for entries, said in ((folders, "more than 50 folders"), (implied, "more than 50 folders"),
+                          (deep, "deep")):  # fmt: skip
+        archive = tmp_path / "a.tar"
+        archive.write_bytes(_tar(entries))
+        into = tmp_path / "into"
+        with pytest.raises(checks.UploadRejected, match=said):
+            checks.unpack_tar(archive, into, max_bytes=2**30, shown="a.tar")
+        assert not into.exists()

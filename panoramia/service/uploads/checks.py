@@ -117,13 +117,22 @@ def check_filename(filename: str, kind: str) -> str:
 
 
 def check_upload(
-    path: Path, filename: str, kind: str, *, max_bytes: int, into: Path, trust_torchscript: bool
+    path: Path,
+    filename: str,
+    kind: str,
+    *,
+    max_bytes: int,
+    into: Path,
+    trust_torchscript: bool,
+    room_bytes: int | None = None,
 ) -> Checked:
     """Check the received file ``path`` (see the module docstring); an archive is unpacked
-    into the new folder ``into``. UploadRejected (one line naming ``filename``) otherwise."""
+    into the new folder ``into``, if it fits in ``max_bytes`` and ``room_bytes`` (what its
+    owner's quota leaves). UploadRejected (one line naming ``filename``) otherwise."""
     suffix = check_filename(filename, kind)
     if suffix in ARCHIVE_SUFFIXES:
-        count, size = unpack_tar(path, into, max_bytes=max_bytes, shown=filename)
+        cap = max_bytes if room_bytes is None else min(max_bytes, room_bytes)
+        count, size = unpack_tar(path, into, max_bytes=cap, shown=filename)
         checked = Checked({"files": count, "unpacked_bytes": size}, into)
         if kind == "model":
             checked.summary["format"] = check_model_folder(
@@ -270,9 +279,10 @@ def _entry_name(name: str, shown: str) -> PurePosixPath:
         or "\\" in name
         or "${" in name
         or "\0" in name
-        or len(path.parts) > MAX_DEPTH
     ):
         raise UploadRejected(f"{shown}: entry {name[:200]!r} would land outside its folder")
+    if len(path.parts) > MAX_DEPTH:
+        raise UploadRejected(f"{shown}: an entry deeper than {MAX_DEPTH} levels")
     if not name.isprintable() or any(c in name for c in "'\"`"):
         raise UploadRejected(f"{shown}: entry names may not hold quotes or control characters")
     return path
@@ -299,8 +309,9 @@ def survey_tar(archive: Path, *, max_bytes: int, shown: str) -> None:
                 total += ENTRY_BYTES + (member.size if member.isfile() else 0)
                 if total > max_bytes:
                     raise UploadRejected(
-                        f"{shown}: expands past {max_bytes} bytes (each entry counts "
-                        f"{ENTRY_BYTES} bytes besides its contents)"
+                        f"{shown}: expands past {max_bytes} bytes, the most it may take (the "
+                        f"file limit or your storage left; each entry counts {ENTRY_BYTES} "
+                        "bytes besides its contents)"
                     )
     except UploadRejected:
         raise

@@ -169,14 +169,16 @@ the processor the server's requests leave."""
 @dataclass(frozen=True)
 class Expected:
     """What a received upload is checked against: its file name (the format), ``data`` or
-    ``model``, the declared SHA-256, the bytes it may expand to, and whether a TorchScript
-    model may be kept."""
+    ``model``, the declared SHA-256, the bytes it may expand to, whether a TorchScript model
+    may be kept, and the room its owner's quota leaves for an unpacked archive."""
 
     filename: str
     kind: str
     sha256: str
     max_bytes: int
     trust_torchscript: bool
+    room_bytes: int | None = None
+    """What an archive may unpack to within its owner's quota (None: no quota)."""
 
 
 def _limited() -> None:  # in the check's process, before it runs Python
@@ -244,6 +246,7 @@ def check_here(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str]
     checked = check_upload(
         folder.incoming, filename, expected.kind, max_bytes=expected.max_bytes,
         into=folder.content / FOLDER, trust_torchscript=expected.trust_torchscript,
+        room_bytes=expected.room_bytes,
     )  # fmt: skip
     if checked.unpacked is None:
         kept = folder.data_path(filename)

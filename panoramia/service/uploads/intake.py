@@ -77,11 +77,12 @@ async def _check_and_keep(
     settings: ServiceSettings, store: ReportStore, upload: Upload, rows: UploadRows
 ) -> Upload:
     folder = UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
-    expected = Expected(
-        upload.filename, upload.kind, upload.sha256, settings.max_file_bytes,
-        settings.trust_torchscript,
-    )  # fmt: skip
     try:
+        room = await to_thread.run_sync(_room, settings, store, upload)
+        expected = Expected(
+            upload.filename, upload.kind, upload.sha256, settings.max_file_bytes,
+            settings.trust_torchscript, room,
+        )  # fmt: skip
         files, summary = await finish(folder, expected)
         if _holds_nul(summary) or _holds_nul(files):
             raise UploadRejected(f"{upload.filename}: a name in it holds a NUL character")
@@ -98,6 +99,13 @@ async def _check_and_keep(
         await to_thread.run_sync(erase_after_check, store, settings, upload)
         raise NotReceiving("this upload was deleted while it was checked")
     return ready
+
+
+def _room(settings: ServiceSettings, store: ReportStore, upload: Upload) -> int:
+    """Bytes ``upload`` may land on disk within its owner's quota (its own received bytes
+    given back): an archive that would unpack past it is refused from its headers."""
+    kept = usage(store, settings, upload.contributor_id)
+    return max(0, kept.quota_bytes - (kept.total - int(upload.received or upload.size)))
 
 
 def _keep(
