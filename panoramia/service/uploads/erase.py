@@ -26,6 +26,7 @@ Files go first and the row last: a deletion cut short is finished by deleting ag
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,8 @@ from panoramia.store.tables import Upload
 from panoramia.store.uploads import CHECKING, DELETING, READY, RECEIVING, UploadRows
 
 ACTIVE = ("queued", "running")
+SHA256 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+"""A SHA-256 in a stage's recorded config."""
 DONE = "_done.json"
 """The record a finished stage of the artifact store holds (``panoramia.pipeline.store.DONE``;
 the service reaches the audit job only through the registry, so it is named here too)."""
@@ -142,11 +145,11 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
             records[(done.parent.parent.name, done.parent.name)] = json.loads(done.read_text())
         except (OSError, ValueError):
             records[(done.parent.parent.name, done.parent.name)] = {}
-    configs = {place: json.dumps(record.get("config"), default=str).lower()
-               for place, record in records.items()}  # fmt: skip
-    tainted = {
-        place for place, text in configs.items() if any(digest in text for digest in digests)
+    named = {  # each record's SHA-256s, read once: the cost follows what is stored
+        place: set(SHA256.findall(json.dumps(record.get("config"), default=str).lower()))
+        for place, record in records.items()
     }
+    tainted = {place for place, found in named.items() if found & digests}
     growing = True
     while growing:  # a stage built on a removed stage goes too
         keys = {key for _, key in tainted}
