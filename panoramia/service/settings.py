@@ -61,8 +61,9 @@ class ServiceSettings:
     the others wait, spooled to ``spool_dir``. The server's memory for uploads is about this
     many times a few body sizes, whatever the number of concurrent uploads."""
     check_slots: int = 2
-    """Upload checks run at once in one server process (``PANORAMIA_CHECK_SLOTS``); the
-    others wait in turn per contributor (:mod:`panoramia.service.check_pool`)."""
+    """Upload checks run at once in one server process (``PANORAMIA_CHECK_SLOTS``), one
+    contributor's in all but one of them; the others wait in turn per contributor
+    (:mod:`panoramia.service.check_pool`)."""
     max_file_bytes: int = 2 * 2**30
     """Bytes one uploaded file may have, and may expand to once decompressed or unpacked
     (``PANORAMIA_MAX_FILE_MB``); it counts in the owner's storage quota."""
