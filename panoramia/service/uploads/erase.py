@@ -116,7 +116,7 @@ def _claim(rows: UploadRows, upload: Upload, stale_after_s: float) -> None:
         return
     if rows.move(upload.id, (CHECKING,), DELETING):
         raise DeletionDeferred(
-            "it is being checked: it is deleted as soon as its check ends (seconds to minutes)"
+            "it is being checked; it is deleted as soon as its check ends (seconds to minutes)"
         )
     left = now - timedelta(seconds=stale_after_s)
     if rows.claim_orphan(upload.id, DELETING, left, held):
