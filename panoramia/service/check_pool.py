@@ -97,7 +97,8 @@ class CheckPool:
                 self._turns.append(owner)
             else:
                 del self._waiting[owner]
-            if granted.done():  # cancelled while it waited
+            if granted.done():  # cancelled while it waited: look at every owner again
+                looked = 0
                 continue
             self.running += 1
             self.held[owner] += 1

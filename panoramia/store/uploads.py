@@ -31,6 +31,14 @@ class NameTaken(Exception):
     """The contributor already has an upload of this name."""
 
 
+class NotChecking(Exception):
+    """The upload is no longer being checked: ``state`` is where it is (None: gone)."""
+
+    def __init__(self, state: str | None):
+        super().__init__(f"the upload is {state or 'gone'}")
+        self.state = state
+
+
 @dataclass(frozen=True)
 class NewUpload:
     """What a sender declares before the first byte: the name an audit will use, ``data`` or
@@ -143,21 +151,24 @@ class UploadRows:
     @retried
     def ready(
         self, upload_id: str, files: dict[str, str], summary: dict, *, quota: int, others: int
-    ) -> Upload | None:
-        """The checked upload, now ``ready``; None when it is no longer being checked.
-        :class:`StorageFull` when what it keeps (``summary["unpacked_bytes"]``) would take
-        its owner past ``quota`` bytes, counting ``others`` (her bytes besides uploads) and
-        what her other uploads keep or have promised, read under her row's lock: two checks
-        ending at once cannot both fit in the room one leaves."""
+    ) -> Upload:
+        """The checked upload, now ``ready``. :class:`NotChecking` (with the state it is in,
+        or None when gone) when it is no longer being checked: her deletion, or another
+        check, came first. :class:`StorageFull` when what it keeps
+        (``summary["unpacked_bytes"]``) would take its owner past ``quota`` bytes, counting
+        ``others`` (her bytes besides uploads) and what her other uploads keep or have
+        promised, read under her row's lock: two checks ending at once cannot both fit in
+        the room one leaves. The upload's row is locked too, so a deletion moving it at the
+        same moment waits, and is not overwritten."""
         with self.store.writes.begin() as session:
-            upload = session.get(Upload, upload_id)
+            owner = session.scalar(select(Upload.contributor_id).where(Upload.id == upload_id))
+            if owner is not None:
+                session.scalar(
+                    select(Contributor.id).where(Contributor.id == owner).with_for_update()
+                )
+            upload = session.get(Upload, upload_id, with_for_update=True, populate_existing=True)
             if upload is None or upload.state != CHECKING:
-                return None
-            session.scalar(
-                select(Contributor.id)
-                .where(Contributor.id == upload.contributor_id)
-                .with_for_update()
-            )
+                raise NotChecking(None if upload is None else upload.state)
             theirs = session.scalars(
                 select(Upload).where(
                     Upload.contributor_id == upload.contributor_id, Upload.id != upload_id
@@ -174,6 +185,21 @@ class UploadRows:
             upload.received = upload.size
             upload.completed_at = utcnow()
         return upload
+
+    def state_of(self, upload_id: str) -> str | None:
+        """The upload's state now, or None when it is gone."""
+        with self.store.sessions() as session:
+            return session.scalar(select(Upload.state).where(Upload.id == upload_id))
+
+    @retried
+    def move_from(self, upload_id: str, before: tuple[str, ...], after: str) -> str | None:
+        """Move the upload from the first of ``before`` it is in to ``after``; that state, or
+        None when it was in none of them (one conditional update per state: the answer says
+        which one moved)."""
+        for state in before:
+            if self.move(upload_id, (state,), after):
+                return state
+        return None
 
     @retried
     def touch(self, upload_id: str, states: tuple[str, ...]) -> None:

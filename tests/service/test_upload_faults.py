@@ -108,11 +108,23 @@ def test_concurrent_deletions_of_one_upload_answer_200_once(service: LiveService
     assert stored_files(service) == []
 
 
+@pytest.fixture
+def three_slots(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    """Three check slots: one contributor's two checks run side by side."""
+    with queued_only_service(
+        tmp_path / "home", database_url, redis_database(2), rate_limit="1000/minute",
+        max_file_bytes=8 * 2**20, max_storage_bytes=3 * 2**20, check_slots=3,
+    ) as running:  # fmt: skip
+        yield running
+
+
 def test_two_archives_completed_at_once_cannot_both_pass_the_quota(
-    service: LiveService,
+    three_slots: LiveService,
 ) -> None:
-    """3 MiB quota, two archives that unpack to 2 MB each: their last chunks at the same
-    moment, one is kept and the other refused (507), whatever the order."""
+    """3 MiB quota, two archives that unpack to 2 MB each, checked side by side (each sees
+    room for itself when it starts): one is kept and the other refused (507) under her
+    row's lock, whatever the order."""
+    service = three_slots
     archive = gzip.compress(_tar([_file("notes.txt", b"word " * 400_000)]), 9)
     with service.client(service.token("alice")) as alice:
         ids = [
@@ -324,8 +336,10 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
         sender.start()
         wait_for(lambda: client.get(f"/v1/uploads/{created['id']}").json()["state"]
                  == "checking", timeout=60, every=0.05)  # fmt: skip
-        _kill(server)
+        os.kill(server.pid, signal.SIGKILL)  # the server alone: its check must die with it
+        server.wait()
         sender.join(timeout=30)
+        assert wait_for(lambda: not _checks_of(created["id"]), timeout=10)
         server = _start(serve, env, tmp_path / "serve.log")
         wait_for(lambda: healthy(client), timeout=60)
         view = wait_for(
@@ -338,6 +352,19 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
         client.close()
     log = (tmp_path / "serve.log").read_text()
     assert "a check left unfinished ran again" in log
+
+
+def _checks_of(upload_id: str) -> list[str]:
+    """The command lines of running check processes of this upload."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = status.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "check_child" in line and upload_id in line:
+            found.append(line)
+    return found
 
 
 def _ignore_errors(call) -> None:  # type: ignore[no-untyped-def]

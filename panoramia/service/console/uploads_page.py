@@ -38,9 +38,9 @@ def add_upload_pages(
 ) -> None:
     """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (POST) to
     ``router``; ``session`` is the signed-in dependency, ``form_is_genuine(request, csrf,
-    sent)`` checks a form's origin and CSRF token, ``rate_limit`` counts her forms in the
-    API's bucket (the same limit whichever door she uses), and uploads are checked in
-    ``checks`` as the API's are."""
+    sent)`` checks a form's origin and CSRF token, ``rate_limit`` holds each form to the
+    API's rate limit per contributor (counted by her token, each route on its own as the
+    API's are), and uploads are checked in ``checks`` as the API's are."""
     import re
 
     rows = UploadRows(store)
@@ -97,6 +97,9 @@ def add_upload_pages(
                            problem=f"you already have an upload named {name!r}")  # fmt: skip
         except StorageFull as error:
             return listing(request, principal, csrf, 507, problem=str(error))
+        except OSError as error:  # the service's disk or processes, as the API answers it
+            problem = f"{file.filename}: cannot be stored ({type(error).__name__}; nothing kept)"
+            return listing(request, principal, csrf, 422, problem=problem)
         finally:
             await file.close()
         return RedirectResponse(f"/console/uploads?done={name}", 303)

@@ -303,10 +303,12 @@ def survey_tar(archive: Path, *, max_bytes: int, shown: str) -> None:
                 relative = _entry_name(member.name, shown)
                 parts = relative.parts if relative.parts != (".",) else ()
                 owners = parts if member.isdir() else parts[:-1]
+                before = len(folders)
                 folders.update(owners[: depth + 1] for depth in range(len(owners)))
                 if len(folders) > MAX_FOLDERS:
                     raise UploadRejected(f"{shown}: more than {MAX_FOLDERS} folders")
-                total += ENTRY_BYTES + (member.size if member.isfile() else 0)
+                blocks = -(-member.size // ENTRY_BYTES) * ENTRY_BYTES if member.isfile() else 0
+                total += ENTRY_BYTES * (len(folders) - before + (not member.isdir())) + blocks
                 if total > max_bytes:
                     raise UploadRejected(
                         f"{shown}: expands past {max_bytes} bytes, the most it may take (the "

@@ -77,11 +77,11 @@ def erase_upload(
     already holds the row in ``deleting`` (the check's end, the recovery)."""
     rows = UploadRows(store)
     if not claimed:
-        _claim(rows, upload, settings.stale_after_s)
+        was = _claim(rows, upload, settings.stale_after_s)
         audits = rows.audits_naming(upload.contributor_id, upload.id)  # none can start now
         busy = [audit.id for audit in audits if audit.status in ACTIVE]
         if busy:
-            rows.move(upload.id, (DELETING,), upload.state)
+            rows.move(upload.id, (DELETING,), was)  # back where it was, not where it was read
             raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
     else:
         audits = rows.audits_naming(upload.contributor_id, upload.id)
@@ -105,22 +105,24 @@ def erase_upload(
     return erased
 
 
-def _claim(rows: UploadRows, upload: Upload, stale_after_s: float) -> None:
-    """Hold ``upload`` in ``deleting`` for this request, or say why not."""
+def _claim(rows: UploadRows, upload: Upload, stale_after_s: float) -> str:
+    """Hold ``upload`` in ``deleting`` for this request and return the state it was in, or
+    say why not."""
     from datetime import timedelta
 
     now = utcnow()
     held = now + timedelta(seconds=DELETION_HOLD_S)  # no one takes it over meanwhile
-    if rows.move(upload.id, (RECEIVING, READY), DELETING):
+    was = rows.move_from(upload.id, (READY, RECEIVING), DELETING)
+    if was is not None:
         rows.touch_until(upload.id, DELETING, held)
-        return
+        return was
     if rows.move(upload.id, (CHECKING,), DELETING):
         raise DeletionDeferred(
             "it is being checked; it is deleted as soon as its check ends (seconds to minutes)"
         )
     left = now - timedelta(seconds=stale_after_s)
     if rows.claim_orphan(upload.id, DELETING, left, held):
-        return  # a deletion a dead process left: finished here
+        return DELETING  # a deletion a dead process left: finished here
     if rows.get(upload.id) is None:
         raise UploadGone("it is gone (deleted meanwhile)")
     raise UploadInUse("another request is deleting it now")

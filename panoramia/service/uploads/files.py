@@ -182,9 +182,26 @@ class Expected:
 
 
 def _limited() -> None:  # in the check's process, before it runs Python
-    resource.setrlimit(resource.RLIMIT_DATA, (CHECK_MEMORY_BYTES, CHECK_MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+    for which, limit in ((resource.RLIMIT_DATA, CHECK_MEMORY_BYTES),
+                         (resource.RLIMIT_CPU, CHECK_CPU_S)):  # fmt: skip
+        _, hard = resource.getrlimit(which)  # never above the host's own ceiling
+        ceiling = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(which, (ceiling, ceiling))
     os.nice(CHECK_NICENESS)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: the check's process is killed when the server that started it dies (a killed
+    server's check cannot run on beside the one its restart starts again)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the recovery's row claim still keeps a second check off
 
 
 async def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, str], dict]:

@@ -28,10 +28,18 @@ from panoramia.service.check_pool import CheckPool
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import UploadRejected, check_filename
-from panoramia.service.uploads.files import CHECK_CPU_S, Expected, UploadFolder, finish
-from panoramia.store.repository import ReportStore, StorageFull, utcnow
+from panoramia.service.uploads.erase import DELETION_HOLD_S, erase_upload
+from panoramia.service.uploads.files import Expected, UploadFolder, finish
+from panoramia.store.repository import ReportStore, utcnow
 from panoramia.store.tables import Upload
-from panoramia.store.uploads import CHECKING, DELETING, RECEIVING, NewUpload, UploadRows
+from panoramia.store.uploads import (
+    CHECKING,
+    DELETING,
+    RECEIVING,
+    NewUpload,
+    NotChecking,
+    UploadRows,
+)
 
 log = logging.getLogger("panoramia.uploads")
 
@@ -48,7 +56,10 @@ async def heartbeat(rows: UploadRows, upload_id: str, every: float) -> AsyncIter
     async def beat() -> None:
         while True:
             await asyncio.sleep(every)
-            await to_thread.run_sync(rows.touch, upload_id, (CHECKING, DELETING))
+            try:
+                await to_thread.run_sync(rows.touch, upload_id, (CHECKING, DELETING))
+            except Exception:  # a busy database: the next beat tries again
+                log.exception("upload %s: its heartbeat failed once", upload_id)
 
     task = asyncio.create_task(beat())
     try:
@@ -86,19 +97,32 @@ async def _check_and_keep(
         files, summary = await finish(folder, expected)
         if _holds_nul(summary) or _holds_nul(files):
             raise UploadRejected(f"{upload.filename}: a name in it holds a NUL character")
-        ready = await to_thread.run_sync(_keep, settings, store, upload, files, summary)
+        return await to_thread.run_sync(_keep, settings, store, upload, files, summary)
     except asyncio.CancelledError:
         raise
+    except NotChecking as moved:  # her deletion, or another check, came first
+        await to_thread.run_sync(_after_moved, store, settings, upload, moved.state)
+        raise NotReceiving(
+            "this upload was deleted while it was checked"
+            if moved.state in (DELETING, None)
+            else f"this upload is {moved.state} (another check ended first)"
+        ) from None
     except BaseException:
         if await to_thread.run_sync(rows.move, upload.id, (CHECKING,), DELETING):
             await to_thread.run_sync(_drop, rows, folder, upload.id)
-        else:  # she deleted it while it was checked
-            await to_thread.run_sync(erase_after_check, store, settings, upload)
+        else:
+            state = await to_thread.run_sync(rows.state_of, upload.id)
+            await to_thread.run_sync(_after_moved, store, settings, upload, state)
         raise
-    if ready is None:  # she deleted it while it was checked: its deletion ends here
-        await to_thread.run_sync(erase_after_check, store, settings, upload)
-        raise NotReceiving("this upload was deleted while it was checked")
-    return ready
+
+
+def _after_moved(
+    store: ReportStore, settings: ServiceSettings, upload: Upload, state: str | None
+) -> None:
+    """A check found its upload moved on: a deletion asked meanwhile ends here; an upload
+    another check made ready is left as it is."""
+    if state == DELETING:
+        erase_after_check(store, settings, upload)
 
 
 def _room(settings: ServiceSettings, store: ReportStore, upload: Upload) -> int:
@@ -110,7 +134,7 @@ def _room(settings: ServiceSettings, store: ReportStore, upload: Upload) -> int:
 
 def _keep(
     settings: ServiceSettings, store: ReportStore, upload: Upload, files: dict, summary: dict
-) -> Upload | None:
+) -> Upload:
     kept = usage(store, settings, upload.contributor_id)
     rows = UploadRows(store)
     others = kept.total - rows.bytes_kept(upload.contributor_id)
@@ -136,40 +160,51 @@ def _holds_nul(value: object) -> bool:
 
 def erase_after_check(store: ReportStore, settings: ServiceSettings, upload: Upload) -> None:
     """Finish her deletion of ``upload``, asked while it was checked (now ``deleting``)."""
-    from panoramia.service.uploads.erase import erase_upload
-
     erase_upload(store, settings, upload, claimed=True)
 
 
 def recover_uploads(store: ReportStore, settings: ServiceSettings) -> tuple[int, int]:
     """Uploads a dead process left ``checking`` or ``deleting`` (untouched for
-    ``stale_after_s``): each check runs again here (one at a time), and each deletion is
-    finished. Returns (checks re-run, deletions finished)."""
+    ``stale_after_s``): each check runs again here (one at a time, its row touched as a
+    live check's is), and each deletion is finished. Returns (checks re-run, deletions
+    finished)."""
     rows = UploadRows(store)
-    before = utcnow() - timedelta(seconds=settings.stale_after_s)
-    until = utcnow() + timedelta(seconds=2 * CHECK_CPU_S + settings.stale_after_s)
+    stale = timedelta(seconds=settings.stale_after_s)
     checked = deleted = 0
-    for upload in rows.left_in(DELETING, before):
-        if rows.claim_orphan(upload.id, DELETING, before, until):
+    for upload in rows.left_in(DELETING, utcnow() - stale):
+        held = utcnow() + timedelta(seconds=DELETION_HOLD_S)
+        if rows.claim_orphan(upload.id, DELETING, utcnow() - stale, held):
             erase_after_check(store, settings, upload)
             log.warning("upload %s: a deletion left unfinished was finished", upload.id)
             deleted += 1
-    for upload in rows.left_in(CHECKING, before):
-        if not rows.claim_orphan(upload.id, CHECKING, before, until):
+    for upload in rows.left_in(CHECKING, utcnow() - stale):
+        held = utcnow() + 3 * stale  # the heartbeat below keeps it from here
+        if not rows.claim_orphan(upload.id, CHECKING, utcnow() - stale, held):
             continue
         folder = UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
-        if not _restore_incoming(folder, upload):
+        try:
+            restored = _restore_incoming(folder, upload)
+        except OSError:
+            restored = False
+        if not restored:
             log.warning("upload %s: its check died after its bytes moved; removed", upload.id)
             if rows.move(upload.id, (CHECKING,), DELETING):
                 _drop(rows, folder, upload.id)
             continue
         try:
-            asyncio.run(_check_and_keep(settings, store, upload, rows))
+            asyncio.run(_recheck(settings, store, upload, rows))
             log.warning("upload %s: a check left unfinished ran again: ready", upload.id)
-        except (UploadRejected, StorageFull, NotReceiving, OSError) as error:
+        except Exception as error:  # its refusal is the answer; the next orphan goes on
             log.warning("upload %s: a check left unfinished ran again: %s", upload.id, error)
         checked += 1
     return checked, deleted
+
+
+async def _recheck(
+    settings: ServiceSettings, store: ReportStore, upload: Upload, rows: UploadRows
+) -> Upload:
+    async with heartbeat(rows, upload.id, settings.heartbeat_s):
+        return await _check_and_keep(settings, store, upload, rows)
 
 
 def _restore_incoming(folder: UploadFolder, upload: Upload) -> bool:
