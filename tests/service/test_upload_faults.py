@@ -23,7 +23,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from panoramia.service.uploads.checks import ENTRY_BYTES
 from tests.service.test_uploads import CSV, _file, _tar, announce, send, stored_files, upload
 from tests.service_support import (
     LiveService,
@@ -139,23 +138,27 @@ def test_two_archives_completed_at_once_cannot_both_pass_the_quota(
 
 
 def test_empty_entries_are_not_free(service: LiveService) -> None:
-    """Each entry of an archive counts ENTRY_BYTES besides its bytes, in the size an upload
-    may expand to (here 8 MiB) and in the quota: 600 empty files are 2.5 MB kept, and 2,100
-    (a 10 KB archive) are refused from their headers, before any is written."""
+    """Empty files land nowhere (not on disk, not in the upload's record of files), but each
+    entry counts ENTRY_BYTES in what an archive may expand to (here 8 MiB): 600 empty files
+    beside one real are kept as one file, and 2,100 (a 10 KB archive) are refused from their
+    headers, before any is written."""
     entries = [_file(f"e/{i}.txt", b"") for i in range(600)] + [_file("x.txt")]
-    landed = 601 * ENTRY_BYTES
     many = [_file(f"e/{i}.txt", b"") for i in range(2100)]
     with service.client(service.token("mallory")) as mallory:
-        archive = gzip.compress(_tar(entries))
-        kept = upload(mallory, archive, name="empties", filename="empties.tar.gz")
+        kept = upload(mallory, gzip.compress(_tar(entries)), name="empties",
+                      filename="empties.tar.gz")  # fmt: skip
         assert kept.status_code == 200, kept.text
-        assert kept.json()["summary"]["unpacked_bytes"] >= landed
-        assert mallory.get("/v1/usage").json()["file_bytes"] >= landed
+        summary = kept.json()["summary"]
+        assert (summary["files"], summary["empty_files_dropped"]) == (1, 600)
         refused = upload(mallory, gzip.compress(_tar(many)), name="many",
                          filename="many.tar.gz")  # fmt: skip
         assert refused.status_code == 422, refused.text
         assert "each entry counts" in refused.text
         assert [u["name"] for u in mallory.get("/v1/uploads").json()] == ["empties"]
+    from panoramia.store.uploads import UploadRows
+
+    assert list(UploadRows(service.store).get(kept.json()["id"]).files) == ["x.txt"]
+    assert [p.name for p in stored_files(service)] == ["x.txt"]
 
 
 def test_hostile_names_and_manifests_are_refused_with_one_line(service: LiveService) -> None:

@@ -132,8 +132,10 @@ def check_upload(
     suffix = check_filename(filename, kind)
     if suffix in ARCHIVE_SUFFIXES:
         cap = max_bytes if room_bytes is None else min(max_bytes, room_bytes)
-        count, size = unpack_tar(path, into, max_bytes=cap, shown=filename)
+        count, size, dropped = unpack_tar(path, into, max_bytes=cap, shown=filename)
         checked = Checked({"files": count, "unpacked_bytes": size}, into)
+        if dropped:
+            checked.summary["empty_files_dropped"] = dropped
         if kind == "model":
             checked.summary["format"] = check_model_folder(
                 into, shown=filename, trust_torchscript=trust_torchscript
@@ -322,14 +324,16 @@ def survey_tar(archive: Path, *, max_bytes: int, shown: str) -> None:
         raise UploadRejected(f"{shown}: not a readable tar archive ({kind})") from None
 
 
-def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tuple[int, int]:
+def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tuple[int, int, int]:
     """Unpack the tar ``archive`` into the new folder ``into``: plain files and folders only,
     names checked (:func:`_entry_name`), at most :data:`MAX_ENTRIES` entries and
     ``max_bytes`` in all, each file created new (``O_EXCL``: a repeated name is refused).
-    Returns (files, bytes)."""
+    Empty files are not written (nothing of them lands on disk or in the upload's record of
+    files; the survey still counts their entries). Returns (files, bytes, empty files
+    dropped)."""
     survey_tar(archive, max_bytes=max_bytes, shown=shown)
     into.mkdir(mode=0o700)
-    files = size = 0
+    files = size = empties = 0
     try:
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:
@@ -341,6 +345,9 @@ def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tupl
                 target = into.joinpath(*relative.parts) if relative.parts != (".",) else into
                 if member.isdir():
                     target.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    continue
+                if member.size == 0:
+                    empties += 1
                     continue
                 size += member.size
                 if size > max_bytes:
@@ -366,8 +373,8 @@ def unpack_tar(archive: Path, into: Path, *, max_bytes: int, shown: str) -> tupl
         kind = type(error).__name__
         raise UploadRejected(f"{shown}: not a readable tar archive ({kind})") from None
     if files == 0:
-        raise UploadRejected(f"{shown}: an archive without files")
-    return files, size
+        raise UploadRejected(f"{shown}: an archive without files (empty ones are dropped)")
+    return files, size, empties
 
 
 def model_root(folder: Path) -> Path:
