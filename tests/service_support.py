@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -224,3 +227,35 @@ def wait_for(predicate, *, timeout: float, every: float = 0.25):  # type: ignore
             return value
         time.sleep(every)
     raise AssertionError(f"condition not met within {timeout} s")
+
+
+BIN = Path(sys.executable).parent
+"""Where the installed console scripts (``panoramia``, ``panoramia-audit``) are."""
+
+
+def start_detached(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """``command`` in a session of its own (so that its whole group can be killed), its
+    output appended to ``log``."""
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL to the process's whole group, then reap it."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def served_by_hand(env: dict, contributor: str = "alice") -> tuple[list[str], httpx.Client]:
+    """For a ``panoramia serve`` the test starts, stops and restarts itself: the database
+    upgraded, ``contributor``'s token created, and (the serve command on a free port, a
+    client of it with that token)."""
+    subprocess.run([BIN / "panoramia", "db", "upgrade"], env=env, check=True)
+    create = [BIN / "panoramia", "tokens", "create", "--contributor", contributor]
+    token = subprocess.run(create, env=env, check=True, capture_output=True, text=True)
+    port = free_port()
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
+                          headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
+    return [str(BIN / "panoramia"), "serve", "--port", str(port)], client

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 
@@ -21,12 +18,14 @@ from tests.conftest import TINY_AUDIT, TINY_IMAGE_AUDIT
 from tests.service_support import (
     REDIS_URL,
     audit_processes,
-    free_port,
     healthy,
+    kill_group,
     live_service,
     poll,
     redis_database,
+    served_by_hand,
     settings_for,
+    start_detached,
     wait_ended,
     wait_for,
 )
@@ -133,13 +132,6 @@ def test_a_failing_audit_reports_its_error(tmp_path: Path) -> None:
     assert str(tmp_path) not in done["error"]
 
 
-def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
 @pytest.fixture
 def service_env(tmp_path: Path) -> dict:
     return os.environ | {
@@ -150,33 +142,22 @@ def service_env(tmp_path: Path) -> dict:
     }
 
 
-def _kill(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def test_server_killed_mid_audit_then_restarted_resumes_it(service_env: dict, tmp_path) -> None:
     """SIGKILL of the server (its local worker pool and the audit with it); a restart re-queues
     the orphan, whose second attempt reuses the finished stages and succeeds."""
-    subprocess.run([BIN / "panoramia", "db", "upgrade"], env=service_env, check=True)
-    create = [BIN / "panoramia", "tokens", "create", "--contributor", "alice"]
-    token = subprocess.run(create, env=service_env, check=True, capture_output=True, text=True)
-    port = free_port()
-    serve = [str(BIN / "panoramia"), "serve", "--port", str(port)]
-    server = _start(serve, service_env, tmp_path / "serve.log")
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                          headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
+    serve, client = served_by_hand(service_env)
+    server = start_detached(serve, service_env, tmp_path / "serve.log")
     try:
         wait_for(lambda: healthy(client), timeout=60)
         audit_id = client.post("/v1/audits", json=BODY).json()["id"]
         wait_for(lambda: poll(client, audit_id)["progress"].get("done", 0) >= 4, timeout=120)
-        _kill(server)
+        kill_group(server)
         wait_for(lambda: not audit_processes(audit_id), timeout=10)
-        server = _start(serve, service_env, tmp_path / "serve.log")
+        server = start_detached(serve, service_env, tmp_path / "serve.log")
         wait_for(lambda: healthy(client), timeout=60)
         done = wait_ended(client, audit_id, timeout=240)
     finally:
-        _kill(server)
+        kill_group(server)
         client.close()
     assert done["status"] == "succeeded", done["error"]
     assert done["attempts"] == 2
@@ -197,21 +178,21 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
         redis_url=broker, heartbeat_s=0.5, stale_after_s=3,
     )  # fmt: skip
     worker = [str(BIN / "panoramia"), "worker", "--loglevel", "WARNING"]
-    first = _start(worker, env, tmp_path / "worker1.log")
+    first = start_detached(worker, env, tmp_path / "worker1.log")
     second = None
     try:
         with live_service(settings) as service, service.client(service.token("a")) as alice:
             audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
             wait_for(lambda: poll(alice, audit_id)["progress"].get("done", 0) >= 4, timeout=180)
             assert poll(alice, audit_id)["status"] == "running"
-            _kill(first)
+            kill_group(first)
             wait_for(lambda: not audit_processes(audit_id), timeout=10)
-            second = _start(worker, env, tmp_path / "worker2.log")
+            second = start_detached(worker, env, tmp_path / "worker2.log")
             done = wait_ended(alice, audit_id, timeout=240)
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:
-                _kill(process)
+                kill_group(process)
         redis.Redis.from_url(broker).flushdb()
     assert done["status"] == "succeeded", done["error"]
     assert done["attempts"] == 2

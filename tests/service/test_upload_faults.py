@@ -26,10 +26,12 @@ import pytest
 from tests.service.test_uploads import CSV, _file, _tar, announce, send, stored_files, upload
 from tests.service_support import (
     LiveService,
-    free_port,
     healthy,
+    kill_group,
     queued_only_service,
     redis_database,
+    served_by_hand,
+    start_detached,
     wait_for,
 )
 
@@ -295,18 +297,6 @@ def _post_bad_name(client: httpx.Client, csrf: str) -> httpx.Response:
     return client.post("/console/uploads", content=body, headers=kind)
 
 
-def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-def _kill(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
     tmp_path: Path, database_url: str
 ) -> None:
@@ -321,14 +311,8 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
         "PANORAMIA_STALE_AFTER_S": "3",
         "PANORAMIA_MAX_FILE_MB": "64",
     }
-    subprocess.run([BIN / "panoramia", "db", "upgrade"], env=env, check=True)
-    create = [BIN / "panoramia", "tokens", "create", "--contributor", "alice"]
-    token = subprocess.run(create, env=env, check=True, capture_output=True, text=True)
-    port = free_port()
-    serve = [str(BIN / "panoramia"), "serve", "--port", str(port)]
-    server = _start(serve, env, tmp_path / "serve.log")
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                          headers={"Authorization": f"Bearer {token.stdout.strip()}"})  # fmt: skip
+    serve, client = served_by_hand(env)
+    server = start_detached(serve, env, tmp_path / "serve.log")
     content = slow_csv(1_500_000)
     try:
         wait_for(lambda: healthy(client), timeout=60)
@@ -343,7 +327,7 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
         server.wait()
         sender.join(timeout=30)
         assert wait_for(lambda: not _checks_of(created["id"]), timeout=10)
-        server = _start(serve, env, tmp_path / "serve.log")
+        server = start_detached(serve, env, tmp_path / "serve.log")
         wait_for(lambda: healthy(client), timeout=60)
         view = wait_for(
             lambda: (v := client.get(f"/v1/uploads/{created['id']}").json())["state"] == "ready"
@@ -351,7 +335,7 @@ def test_a_server_killed_during_a_check_checks_it_again_after_a_restart(
         )  # fmt: skip
         assert view["summary"]["rows"] == 1_500_000
     finally:
-        _kill(server)
+        kill_group(server)
         client.close()
     log = (tmp_path / "serve.log").read_text()
     assert "a check left unfinished ran again" in log
