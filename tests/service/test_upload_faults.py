@@ -39,12 +39,19 @@ BIN = Path(sys.executable).parent
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 
 
-@pytest.fixture
-def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+@contextlib.contextmanager
+def small_service(tmp_path: Path, database_url: str, **changes: object) -> Iterator[LiveService]:
+    """A live service with an 8 MiB file limit and a 3 MiB quota (audits stay queued)."""
     with queued_only_service(
         tmp_path / "home", database_url, redis_database(2), rate_limit="1000/minute",
-        max_file_bytes=8 * 2**20, max_storage_bytes=3 * 2**20, heartbeat_s=0.2,
+        max_file_bytes=8 * 2**20, max_storage_bytes=3 * 2**20, heartbeat_s=0.2, **changes,
     ) as running:  # fmt: skip
+        yield running
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    with small_service(tmp_path, database_url) as running:
         yield running
 
 
@@ -112,10 +119,7 @@ def test_concurrent_deletions_of_one_upload_answer_200_once(service: LiveService
 @pytest.fixture
 def three_slots(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
     """Three check slots: one contributor's two checks run side by side."""
-    with queued_only_service(
-        tmp_path / "home", database_url, redis_database(2), rate_limit="1000/minute",
-        max_file_bytes=8 * 2**20, max_storage_bytes=3 * 2**20, check_slots=3,
-    ) as running:  # fmt: skip
+    with small_service(tmp_path, database_url, check_slots=3) as running:
         yield running
 
 
