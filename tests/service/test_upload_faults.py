@@ -400,3 +400,27 @@ def test_an_archives_headers_are_held_to_its_caps_before_anything_is_written(
         with pytest.raises(checks.UploadRejected, match=said):
             checks.unpack_tar(archive, into, max_bytes=2**30, shown="a.tar")
         assert not into.exists()
+
+
+def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveService) -> None:
+    """Her upload's columns were read on arrival: a label or feature it lacks is a 422 naming
+    the field and the columns, not an audit that fails in the worker."""
+    with service.client(service.token("alice")) as alice:
+        assert upload(alice, CSV).json()["state"] == "ready"
+
+        def submit(**data: object) -> httpx.Response:
+            table = {"source": "csv", "members": "members", "label": "y"} | data
+            body = {"model": {"name": "probe"}, "target": {"config": "mlp_generalised"},
+                    "data": table}  # fmt: skip
+            return alice.post("/v1/audits", json=body)
+
+        wrong = submit(label="Y")
+        assert wrong.status_code == 422, wrong.text
+        problem = wrong.json()["detail"][0]
+        assert problem["loc"][-2:] == ["data", "label"], problem
+        assert "no column 'Y' in upload 'members' (did you mean 'y'?); it has: x, colour, y" in (
+            problem["msg"])  # fmt: skip
+        feature = submit(continuous=["x", "nope"])
+        assert feature.status_code == 422
+        assert feature.json()["detail"][0]["loc"][-2:] == ["data", "continuous"]
+        assert submit().status_code == 202

@@ -13,10 +13,11 @@ from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.submission.cost import check_budget, estimate_cost
 from panoramia.service.submission.usage import usage
-from panoramia.service.uploads.naming import portable_overrides, upload_resolver
+from panoramia.service.uploads.naming import check_columns, portable_overrides, upload_resolver
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import StorageFull, as_utc
 from panoramia.store.tables import Audit
+from panoramia.store.uploads import UploadRows
 
 NOT_FOUND = "not found"
 
@@ -71,6 +72,8 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
             allow_torchscript=settings.trust_torchscript,
             uploads=upload_resolver(settings, store, principal.contributor_id, named),
         )
+        found = UploadRows(store)
+        check_columns(body.data, {role: found.get(upload_id) for role, upload_id in named.items()})
         composed = check_composes(overrides, settings.limits)
         estimate = estimate_cost(composed)
         if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard

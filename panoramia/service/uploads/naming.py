@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from panoramia.service.schemas import DataRef
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.submission.command import UploadNotReady, UploadResolver
+from panoramia.service.submission.command import RequestProblem, UploadNotReady, UploadResolver
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore
+from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, UploadRows
 
 
@@ -69,3 +71,30 @@ def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:
             line = f"{key}='{PREFIX}{upload_id}'"
         kept.append(line)
     return kept
+
+
+def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:
+    """A table audit's ``label``, ``categorical`` and ``continuous`` are columns of every data
+    upload it names (their columns were read on arrival): RequestProblem naming the field and
+    the upload's columns otherwise, at the door instead of in the worker."""
+    if data.source != "csv":
+        return
+    for role in ("members", "nonmembers"):
+        upload = uploads.get(role)
+        columns = (upload.summary or {}).get("columns") if upload is not None else None
+        if upload is None or not columns:
+            continue
+        names = [str(column[0]) for column in columns]
+        wanted = [("label", data.label)] + [
+            (field, name) for field in ("categorical", "continuous")
+            for name in getattr(data, field)
+        ]  # fmt: skip
+        for field, name in wanted:
+            if name is not None and name not in names:
+                shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
+                close = [n for n in names if n.lower() == str(name).lower()]
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise RequestProblem(
+                    ("data", field),
+                    f"no column {name!r} in upload {upload.name!r}{hint}; it has: {shown}",
+                )
