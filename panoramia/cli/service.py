@@ -232,6 +232,12 @@ def reports_show(
     if as_json:
         print_json(report)
         return
+    typer.echo("\n".join(report_lines(report)))
+
+
+def report_lines(report: dict) -> list[str]:
+    """A stored report as ``reports show`` prints it: the model, the verdict and its sentence,
+    what an attacker gains, the groups, what to do next, then the paper's figures."""
     from panoramia.report.html import quote_text
 
     found = (report.get("document") or {}).get("verdict")
@@ -267,7 +273,7 @@ def reports_show(
         f"{report['c_plus_eps_lb']:.3f}, ε̃ = {report['eps_tilde']:.3f}",
         document.get("interpretation", ""),
     ]
-    typer.echo("\n".join(line for line in lines if line))
+    return [line for line in lines if line]
 
 
 @reports.command("upload")
@@ -369,6 +375,8 @@ def audits_submit(
         )
         if audit["status"] != "succeeded":
             raise typer.Exit(1)
+        if audit.get("report_id"):  # the answer itself, not only where to find it
+            typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
 
 
 def _stages_done(audit: dict) -> str:
@@ -391,9 +399,19 @@ def audits_status(
     audit_id: Annotated[str, typer.Argument(help="The audit's id.")],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    as_json: AsJson = False,
 ) -> None:
-    """An audit's status, progress and report id."""
-    print_json(_client(url, token).audit(audit_id))
+    """An audit's status, progress and report id (the whole record with --json)."""
+    audit = _client(url, token).audit(audit_id)
+    if as_json:
+        print_json(audit)
+        return
+    lines = [f"audit {audit['id']}: {_progress_line(audit)}"]
+    if audit.get("report_id"):
+        lines.append(f"report {audit['report_id']}: panoramia reports show {audit['report_id']}")
+    if audit.get("error"):
+        lines.append(f"error: {audit['error']}")
+    typer.echo("\n".join(lines))
 
 
 @audits.command("cancel")

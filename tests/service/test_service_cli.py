@@ -60,7 +60,7 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
                         "mlp_generalised", "-o", "seed=4", env=env)  # fmt: skip
         assert submitted.exit_code == 0, submitted.output
         audit_id = submitted.output.strip()
-        status = json.loads(run("audits", "status", audit_id, env=env).output)
+        status = json.loads(run("audits", "status", audit_id, "--json", env=env).output)
         assert status["request"]["overrides"] == ["seed=4"]
         cancelled = json.loads(run("audits", "cancel", audit_id, env=env).output)
         assert cancelled["status"] in ("cancelled", "running")
@@ -70,7 +70,8 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
         image = run("audits", "submit", "--model", "mnist-cnn", "--target-config", "cnn_overfit",
                     "--source", "mnist", env=env)  # fmt: skip
         assert image.exit_code == 0, image.output
-        image_status = json.loads(run("audits", "status", image.output.strip(), env=env).output)
+        image_status = json.loads(run("audits", "status", image.output.strip(), "--json",
+                                       env=env).output)  # fmt: skip
         assert image_status["request"]["data"]["source"] == "mnist"
         run("audits", "cancel", image.output.strip(), env=env)
         mismatched = run("audits", "submit", "--model", "mnist-cnn", "--target-config",
@@ -100,9 +101,17 @@ def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> Non
         done = run("audits", "submit", "--model", "census", "--target-config",
                    "mlp_generalised", *overrides, "--wait", env=env)  # fmt: skip
         assert done.exit_code == 0, done.output
-        last = done.output.strip().splitlines()[-1]
-        assert last.startswith("succeeded stages=20/20 report="), last
+        status = [line for line in done.output.splitlines() if " report=" in line]
+        assert len(status) == 1, done.output
+        assert status[0].startswith("succeeded stages=20/20 report="), done.output
         assert "running stages=" in done.output  # the stages as they went by
+        after = done.output.split(status[0], 1)[1]  # then the answer itself: the report
+        assert "census version 1 (tabular)" in after
+        assert "paper's one-sided game: c_lb = " in after
+        audit_id = done.output.strip().splitlines()[0]
+        readable = run("audits", "status", audit_id, env=env).output
+        assert readable.startswith(f"audit {audit_id}: succeeded stages=20/20")
+        assert "panoramia reports show " in readable
 
 
 def test_audits_submit_audits_ones_own_csv_files(tmp_path: Path) -> None:
@@ -126,7 +135,7 @@ def test_audits_submit_audits_ones_own_csv_files(tmp_path: Path) -> None:
                    "--categorical", "race", "--continuous", "age", "--continuous",
                    "hours-per-week", *overrides, "--wait", env=env)  # fmt: skip
         assert done.exit_code == 0, done.output
-        report_id = done.output.strip().splitlines()[-1].split("report=")[1].split()[0]
+        report_id = done.output.split("report=")[1].split()[0]
         with service.client(service.tokens["alice"]) as alice:
             document = alice.get(f"/v1/reports/{report_id}").json()["document"]
         assert document["data"]["source"] == "csv"
