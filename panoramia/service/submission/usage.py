@@ -66,13 +66,20 @@ def file_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: in
     passes :data:`MAX_ENTRIES` counts as her whole quota (she is told to delete some)."""
     from panoramia.store.uploads import UploadRows
 
+    return walked_bytes(store, settings, contributor_id) + UploadRows(store).bytes_kept(
+        contributor_id
+    )
+
+
+def walked_bytes(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> int:
+    """Bytes of her run directories and stage store (not her uploads), walked on disk."""
     folders = [settings.artifacts_dir / str(contributor_id)]
     folders += [settings.audits_dir / audit_id for audit_id in store.audit_ids(contributor_id)]
     budget = [MAX_ENTRIES]
     walked = sum(folder_bytes(folder, budget) for folder in folders)
     if budget[0] <= 0:
         walked = max(walked, settings.max_storage_bytes)
-    return walked + UploadRows(store).bytes_kept(contributor_id)
+    return walked
 
 
 def usage(store: ReportStore, settings: ServiceSettings, contributor_id: int) -> Usage:

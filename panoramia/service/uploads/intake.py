@@ -26,7 +26,7 @@ from anyio import to_thread
 
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.submission.usage import usage
+from panoramia.service.submission.usage import usage, walked_bytes
 from panoramia.service.uploads.checks import UploadRejected, check_filename
 from panoramia.service.uploads.erase import DELETION_HOLD_S, erase_upload
 from panoramia.service.uploads.files import Expected, UploadFolder, finish
@@ -135,10 +135,12 @@ def _room(settings: ServiceSettings, store: ReportStore, upload: Upload) -> int:
 def _keep(
     settings: ServiceSettings, store: ReportStore, upload: Upload, files: dict, summary: dict
 ) -> Upload:
-    kept = usage(store, settings, upload.contributor_id)
-    rows = UploadRows(store)
-    others = kept.total - rows.bytes_kept(upload.contributor_id)
-    return rows.ready(upload.id, files, summary, quota=kept.quota_bytes, others=others)
+    others = store.stored_bytes(upload.contributor_id) + walked_bytes(
+        store, settings, upload.contributor_id
+    )  # her uploads are counted by ready() itself, under her row's lock
+    return UploadRows(store).ready(
+        upload.id, files, summary, quota=settings.max_storage_bytes, others=others
+    )
 
 
 def _drop(rows: UploadRows, folder: UploadFolder, upload_id: str) -> None:
