@@ -1,0 +1,158 @@
+"""One verdict from repeated runs of the same audit (docs/SPEC.md §3.2, pre-registered
+2026-11-27): the repeats of a borderline, pooled instead of read one by one.
+
+Repeats share the model, the data and (at one ``generation_seed``) the generator; they differ
+in ``seed`` (the splits, the distinguishers). Their p-values are therefore dependent, in a way
+nobody can write down, so the pooled p is one that holds under *any* dependence: twice the
+mean of the runs' decision p-values, min(1, 2 · mean p_i) (Rüschendorf 1982; Meng 1994;
+Vovk and Wang 2020, "Combining p-values via averaging"). A run whose decision cannot be read
+(no in-audit null, a skipped null, an unreadable document) enters with p = 1.
+
+The pooled figure is the mean of the runs' quoted ε̃ (nats) of the game most of them quote,
+with its Student-t interval over those runs: a description of the runs' spread, not a test
+(ε̃ is a maximum, biased upward on a model that leaks nothing; the test is the pooled p).
+
+Inputs are *run readings*: a report's ``verdict`` section, as :func:`panoramia.report.verdict.
+verdict` writes it, or the console's digest of one (:mod:`panoramia.report.digest`); see
+:func:`run_reading`. Nothing here trusts a stored p: callers read verdicts anew from figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from panoramia.measure.aggregate import aggregate
+from panoramia.report.verdict import DETECTED, finite_number, p_text, percent
+
+MAX_REPEATS = 10
+"""The most runs one request may pool (the service's ``repeats``)."""
+DEFAULT_RATE = 0.05
+"""The false-alarm rate of a pooled verdict whose runs state none."""
+POOLED_WORDS = {
+    "leak_detected": "Leak detected (pooled)",
+    "borderline": "Borderline (pooled): some runs point to a leak the pooled test does not call",
+    "no_leak_detected": "No leak detected (pooled)",
+    "inconclusive": "Inconclusive (pooled): no run could be read",
+}
+"""Each pooled level as a person reads it."""
+
+
+def run_reading(found: dict | None) -> dict[str, Any]:
+    """One run's ``level``, decision ``p`` (None where it cannot be read), ``rate`` (its
+    false-alarm rate), ``value`` and ``game`` of its quoted ε̃, from a ``verdict`` section or
+    a digest's verdict (None: an unreadable run)."""
+    if not isinstance(found, dict):
+        return {"level": None, "p": None, "rate": None, "value": None, "game": None}
+    decided = found.get("decision") if isinstance(found.get("decision"), dict) else {}
+    null = found.get("null") if isinstance(found.get("null"), dict) else {}
+    p = finite_number(decided.get("p_value"))
+    if p is None:
+        p = finite_number(found.get("decision_p_value"))  # a digest
+    if p is None:
+        p = finite_number(null.get("p_value"))
+    if p is None and "decision" not in found and "decision_p_value" not in found:
+        p = finite_number(found.get("p_value"))  # a digest without a decision
+    quote = found.get("quote") if isinstance(found.get("quote"), dict) else {}
+    level = found.get("level") if isinstance(found.get("level"), str) else None
+    return {
+        "level": level,
+        "p": p if p is not None and 0.0 <= p <= 1.0 else None,
+        "rate": finite_number(found.get("false_alarm_rate")),
+        "value": finite_number(quote.get("value")),
+        "game": quote.get("game") if isinstance(quote.get("game"), str) else None,
+    }
+
+
+def pooled_verdict(readings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pooled verdict of the runs' readings (:func:`run_reading`), as stored and shown.
+
+    Keys: ``runs`` (n), ``read`` (runs whose decision could be read), ``called`` (runs whose
+    own verdict says the model leaks), ``borderline`` (runs read as borderline), ``p_value``
+    = min(1, 2 · mean p_i) with unread runs at 1, ``false_alarm_rate`` α (the runs' own, the
+    smallest where they differ; 5 % where none states one), ``detected`` (p ≤ α), ``level``
+    (a key of :data:`POOLED_WORDS`), ``headline``, ``quote`` ({game, mean, interval, n} over
+    the runs quoting the commonest game; interval None for one run) and ``sentence``."""
+    runs = len(readings)
+    if runs == 0:
+        raise ValueError("a pooled verdict needs at least one run")
+    ps = [r["p"] if r["p"] is not None else 1.0 for r in readings]
+    read = sum(1 for r in readings if r["p"] is not None)
+    rates = [r["rate"] for r in readings if r["rate"] is not None and 0 < r["rate"] < 1]
+    rate = min(rates) if rates else DEFAULT_RATE
+    p_value = min(1.0, 2.0 * sum(ps) / runs)
+    called = sum(1 for r in readings if r["level"] in DETECTED)
+    borderline = sum(1 for r in readings if r["level"] == "borderline")
+    detected = read > 0 and p_value <= rate
+    if read == 0:
+        level = "inconclusive"
+    elif detected:
+        level = "leak_detected"
+    elif called or borderline or p_value <= 2 * rate:
+        level = "borderline"
+    else:
+        level = "no_leak_detected"
+    quote = _pooled_quote(readings)
+    return {
+        "runs": runs,
+        "read": read,
+        "called": called,
+        "borderline": borderline,
+        "p_value": p_value,
+        "false_alarm_rate": rate,
+        "detected": detected,
+        "level": level,
+        "headline": POOLED_WORDS[level],
+        "quote": quote,
+        "sentence": _sentence(level, runs, read, called, p_value, rate, quote),
+    }
+
+
+def _pooled_quote(readings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    games = Counter(r["game"] for r in readings if r["game"] and r["value"] is not None)
+    if not games:
+        return None
+    game = games.most_common(1)[0][0]
+    values = [r["value"] for r in readings if r["game"] == game and r["value"] is not None]
+    summary = aggregate(values)
+    spread = summary.n > 1 and math.isfinite(summary.ci_low)
+    interval = [summary.ci_low, summary.ci_high] if spread else None
+    return {"game": game, "mean": summary.mean, "interval": interval, "n": summary.n}
+
+
+def _sentence(
+    level: str,
+    runs: int,
+    read: int,
+    called: int,
+    p_value: float,
+    rate: float,
+    quote: dict[str, Any] | None,
+) -> str:
+    if level == "inconclusive":
+        return f"None of the {runs} runs has a decision that can be read; nothing is pooled."
+    figure = ""
+    if quote is not None:
+        spread = (
+            f" ({percent(0.95)} interval over the runs {quote['interval'][0]:.2f} to "
+            f"{quote['interval'][1]:.2f})"
+            if quote["interval"]
+            else ""
+        )
+        figure = f" The quoted ε̃ averages {quote['mean']:.2f}{spread} over {quote['n']} runs."
+    unread = f" {runs - read} run(s) could not be read and count as p = 1." if read < runs else ""
+    tally = f"{called} of {runs} runs called a leak on their own"
+    test = (
+        f"the pooled test (twice the runs' mean p, valid however the runs depend on each other) "
+        f"gives {p_text(p_value)}, held to a {percent(rate)} false-alarm rate"
+    )
+    if level == "leak_detected":
+        return f"Pooled over {runs} runs, the model leaks: {test}; {tally}.{figure}{unread}"
+    if level == "borderline":
+        return (
+            f"Pooled over {runs} runs, no leak is called, but not all runs were quiet: {tally}, "
+            f"and {test}. Repeat with more runs, or give held-out rows (the O(1) test), before "
+            f"acting on it.{figure}{unread}"
+        )
+    return f"Pooled over {runs} runs, no leak detected: {test}; {tally}.{figure}{unread}"

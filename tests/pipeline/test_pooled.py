@@ -1,0 +1,66 @@
+"""The pooled verdict of repeats (docs/SPEC.md §3.2): twice the mean p, unread runs at 1."""
+
+import pytest
+
+from panoramia.report.pooled import pooled_verdict, run_reading
+
+
+def _run(level: str, p: float | None, value: float = 0.5, game: str = "two_sided") -> dict:
+    """A run's verdict section as verdict() writes it (only the keys pooling reads)."""
+    return {
+        "level": level,
+        "false_alarm_rate": 0.05,
+        "quote": {"value": value, "game": game},
+        "null": {"p_value": p},
+        "decision": {"p_value": p} if p is not None else None,
+    }
+
+
+def test_three_runs_at_two_percent_pool_to_a_call():
+    pooled = pooled_verdict([run_reading(_run("leak_detected", 0.02)) for _ in range(3)])
+    assert pooled["p_value"] == pytest.approx(0.04)
+    assert pooled["detected"]
+    assert pooled["level"] == "leak_detected"
+    assert pooled["called"] == 3
+    assert pooled["runs"] == 3
+    assert "3 of 3 runs called a leak" in pooled["sentence"]
+
+
+def test_one_lucky_run_does_not_carry_two_quiet_ones():
+    readings = [run_reading(_run("leak_detected", 0.001))]
+    readings += [run_reading(_run("no_leak_detected", 0.5)) for _ in range(2)]
+    pooled = pooled_verdict(readings)
+    assert pooled["p_value"] == pytest.approx(2 * 1.001 / 3)
+    assert not pooled["detected"]
+    assert pooled["level"] == "borderline"  # a run called on its own: not quiet
+
+
+def test_quiet_runs_read_no_leak_and_unread_runs_count_as_one():
+    readings = [run_reading(_run("no_leak_detected", 0.4)), run_reading(None)]
+    pooled = pooled_verdict(readings)
+    assert pooled["read"] == 1
+    assert pooled["p_value"] == pytest.approx(1.0)  # 2 · (0.4 + 1) / 2 = 1.4, capped
+    assert pooled["level"] == "no_leak_detected"
+    assert "1 run(s) could not be read" in pooled["sentence"]
+    assert pooled_verdict([run_reading(None)])["level"] == "inconclusive"
+
+
+def test_the_pooled_figure_is_the_commonest_games_mean_with_its_interval():
+    readings = [run_reading(_run("leak_detected", 0.01, v)) for v in (1.0, 2.0, 3.0)]
+    readings.append(run_reading(_run("leak_detected", 0.01, 9.0, game="one_sided")))
+    quote = pooled_verdict(readings)["quote"]
+    assert quote["game"] == "two_sided"
+    assert quote["n"] == 3
+    assert quote["mean"] == pytest.approx(2.0)
+    low, high = quote["interval"]
+    assert low < 2.0 < high
+
+
+def test_a_digest_reads_as_its_verdict_and_a_forged_p_is_not_a_p():
+    digest = {"level": "leak_detected", "decision_p_value": 0.01, "p_value": 0.2,
+              "false_alarm_rate": 0.05, "quote": {"value": 1.0, "game": "two_sided"}}  # fmt: skip
+    assert run_reading(digest)["p"] == 0.01
+    assert run_reading({"level": "x", "decision": {"p_value": 7.0}})["p"] is None
+    assert run_reading({"level": "x", "decision": {"p_value": "0.01"}})["p"] is None
+    with pytest.raises(ValueError, match="at least one run"):
+        pooled_verdict([])
