@@ -210,6 +210,13 @@ class AuditRequest(CleanBody):
         description="Hydra overrides of seed, split, generator, helper, distinguisher, audit, "
         "target (not its path).",
     )
+    repeats: int = Field(
+        1,
+        ge=1,
+        le=10,
+        description="Audits to run at seeds s, s+1, … (s: the overrides' seed, else 0), pooled "
+        "into one verdict (docs/SPEC.md §3.2); more than 1 makes a group: GET /v1/repeats/{id}.",
+    )
 
 
 class AuditView(BaseModel):
@@ -226,6 +233,41 @@ class AuditView(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     report_id: str | None
+    repeat_group: str | None = Field(
+        None, description="The group of repeats this audit is one of (GET /v1/repeats/{id})."
+    )
+
+
+class RepeatRun(BaseModel):
+    """One audit of a group of repeats: its status, seed, report and verdict's level."""
+
+    audit_id: str
+    status: str
+    seed: int | None
+    report_id: str | None
+    level: str | None
+
+
+class RepeatView(BaseModel):
+    """A group of repeats (docs/SPEC.md §3.2): its audits and, once all have ended, the pooled
+    verdict (``runs``, ``called``, ``p_value``, ``false_alarm_rate``, ``detected``, ``level``,
+    ``headline``, ``quote``, ``sentence``)."""
+
+    id: str
+    model: ModelRef
+    runs: list[RepeatRun]
+    ended: int
+    pooled: dict | None
+
+
+class ModelDeleted(BaseModel):
+    """What ``DELETE /v1/models/{name}`` removed."""
+
+    name: str
+    versions: list[str]
+    reports: int
+    audits: int
+    message: str
 
 
 class UploadedReportDocument(ReportDocument):

@@ -41,10 +41,30 @@ class AuditRows(StoreBase):
     ) -> Audit:
         """Record a queued audit of ``model`` submitted by ``principal``.
 
-        :class:`TooManyAudits` when the principal already has ``max_active`` audits queued or
-        running; ``budget`` is called with the sum of their ``request["cost"]`` estimates and
-        raises to refuse (both counted under the write lock, so concurrent submissions cannot
-        pass them)."""
+        :class:`TooManyAudits` when the principal already has ``max_active`` requests queued
+        or running (a group of repeats counts once); ``budget`` is called with the sum of their
+        ``request["cost"]`` estimates and raises to refuse (both counted under the write lock,
+        so concurrent submissions cannot pass them)."""
+        return self.create_audits(
+            principal, model, [request], max_active=max_active, budget=budget
+        )[0]
+
+    @retried
+    def create_audits(
+        self,
+        principal: Principal,
+        model: ModelRef,
+        requests: list[dict],
+        *,
+        max_active: int | None = None,
+        budget: Callable[[float], None] | None = None,
+    ) -> list[Audit]:
+        """Record one queued audit per request, in one transaction: with more than one, a
+        group of repeats (docs/SPEC.md §3.2) sharing a new ``repeat_group``, which counts as
+        one request against ``max_active``. Limits as :meth:`create_audit`."""
+        if not requests:
+            raise ValueError("no audit to create")
+        group = str(uuid.uuid4()) if len(requests) > 1 else None
         with self.writes.begin() as session:
             if max_active is not None or budget is not None:
                 # PostgreSQL: the contributor's row lock serialises its submissions.
@@ -53,30 +73,64 @@ class AuditRows(StoreBase):
                     .where(Contributor.id == principal.contributor_id)
                     .with_for_update()
                 )
-                active = session.scalar(
-                    select(func.count(Audit.id)).where(
-                        Audit.contributor_id == principal.contributor_id,
-                        Audit.status.in_(ACTIVE),
-                    )
-                )
+                active = self._active_requests(session, principal)
                 if max_active is not None and active >= max_active:
                     raise TooManyAudits(max_active)
                 if budget is not None:
                     budget(self._active_cost(session, principal.contributor_id))
-            audit = Audit(
-                id=str(uuid.uuid4()),
-                contributor_id=principal.contributor_id,
-                model=self._model(session, model, principal.contributor_id),
-                status=AuditStatus.QUEUED,
-                request=request,
-                progress={},
-                attempts=0,
-                cancel_requested=False,
-                timings={},
-                created_at=utcnow(),
+            audited = self._model(session, model, principal.contributor_id)
+            created = []
+            for request in requests:
+                audit = Audit(
+                    id=str(uuid.uuid4()),
+                    contributor_id=principal.contributor_id,
+                    model=audited,
+                    status=AuditStatus.QUEUED,
+                    request=request,
+                    progress={},
+                    attempts=0,
+                    cancel_requested=False,
+                    timings={},
+                    created_at=utcnow(),
+                    repeat_group=group,
+                )
+                session.add(audit)
+                created.append(audit)
+        return created
+
+    @staticmethod
+    def _active_requests(session: Session, principal: Principal) -> int:
+        """The contributor's queued or running requests: single audits, and groups of
+        repeats counted once."""
+        active = (Audit.contributor_id == principal.contributor_id, Audit.status.in_(ACTIVE))
+        single = session.scalar(
+            select(func.count(Audit.id)).where(*active, Audit.repeat_group.is_(None))
+        )
+        groups = session.scalar(
+            select(func.count(func.distinct(Audit.repeat_group))).where(
+                *active, Audit.repeat_group.is_not(None)
             )
-            session.add(audit)
-        return audit
+        )
+        return int(single or 0) + int(groups or 0)
+
+    def repeat_audits(self, principal: Principal, group: str) -> list[Audit]:
+        """The audits of one group of repeats, in the order submitted (their seeds' order);
+        [] where ``principal`` may see none of them."""
+        query = _owned(
+            select(Audit).where(Audit.repeat_group == group), Audit.contributor_id, principal
+        )
+        with self.sessions() as session:
+            found = list(session.scalars(query))
+        return sorted(found, key=_repeat_index)
+
+    def reports_of_audits(self, audit_ids: list[str]) -> dict[str, Report]:
+        """The report of each finished audit among ``audit_ids`` (its document deferred), by
+        audit id; audits without one are absent."""
+        if not audit_ids:
+            return {}
+        query = select(Report).where(Report.audit_id.in_(audit_ids))
+        with self.sessions() as session:
+            return {report.audit_id: report for report in session.scalars(query)}  # type: ignore[misc]
 
     def active_cost(self, contributor_id: int) -> float:
         """The summed cost estimates of the contributor's queued and running audits."""
@@ -288,3 +342,10 @@ class AuditRows(StoreBase):
                     audit.finished_at = utcnow()
                     failed.append(audit.id)
         return requeued, failed
+
+
+def _repeat_index(audit: Audit) -> int:
+    """An audit's place in its group of repeats (``request["repeat"]["index"]``), else 0."""
+    repeat = (audit.request or {}).get("repeat")
+    index = repeat.get("index") if isinstance(repeat, dict) else None
+    return index if isinstance(index, int) else 0

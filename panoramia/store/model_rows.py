@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from panoramia.store.common import (
+    ACTIVE,
     ModelRef,
     ModelSummary,
     Principal,
@@ -14,7 +17,28 @@ from panoramia.store.common import (
     as_utc,
     utcnow,
 )
-from panoramia.store.tables import AuditedModel, Contributor, Report
+from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
+
+
+class ModelInUse(Exception):
+    """The model entry still has audits queued or running: cancel them first."""
+
+    def __init__(self, name: str, active: int):
+        super().__init__(
+            f"model {name!r} has {active} audit(s) queued or running: cancel them "
+            f"(panoramia audits cancel ID) or wait, then delete it"
+        )
+
+
+@dataclass(frozen=True)
+class ModelDeletion:
+    """What deleting a model entry removed: its ``versions``, ``reports`` (count) and the
+    ids of its ``audits`` (their run folders are the caller's to remove)."""
+
+    name: str
+    versions: list[str]
+    reports: int
+    audits: list[str]
 
 
 class ModelRows(StoreBase):
@@ -110,3 +134,38 @@ class ModelRows(StoreBase):
             query = query.where(AuditedModel.contributor_id == principal.contributor_id)
         with self.sessions() as session:
             return list(session.scalars(query.limit(limit).offset(offset)))
+
+    def delete_model(
+        self, principal: Principal, name: str, version: str | None = None
+    ) -> ModelDeletion | None:
+        """Delete the principal's own model entry ``name`` (one ``version``, or all), with its
+        reports, their pages and its finished audits, in one transaction; None where she has
+        no such entry (another contributor's is the same None). :class:`ModelInUse` while one
+        of its audits is queued or running. An admin deletes only her own entries too."""
+        with self.writes.begin() as session:
+            query = select(AuditedModel).where(
+                AuditedModel.contributor_id == principal.contributor_id,
+                AuditedModel.name == name,
+            )
+            if version is not None:
+                query = query.where(AuditedModel.version == version)
+            models = list(session.scalars(query.with_for_update()))
+            if not models:
+                return None
+            ids = [model.id for model in models]
+            active = session.scalar(
+                select(func.count(Audit.id)).where(
+                    Audit.model_id.in_(ids), Audit.status.in_(ACTIVE)
+                )
+            )
+            if active:
+                raise ModelInUse(name, int(active))
+            audit_ids = list(session.scalars(select(Audit.id).where(Audit.model_id.in_(ids))))
+            report_ids = select(Report.id).where(Report.model_id.in_(ids))
+            session.execute(delete(ReportPage).where(ReportPage.report_id.in_(report_ids)))
+            reports = session.execute(delete(Report).where(Report.model_id.in_(ids))).rowcount
+            session.execute(delete(Audit).where(Audit.model_id.in_(ids)))
+            session.execute(delete(AuditedModel).where(AuditedModel.id.in_(ids)))
+            versions = sorted(model.version for model in models)
+        self.forget_replaced()  # type: ignore[attr-defined]
+        return ModelDeletion(name, versions, int(reports or 0), audit_ids)

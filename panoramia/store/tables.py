@@ -91,6 +91,8 @@ class Audit(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    repeat_group: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    """The audits of one request for repeats share it (docs/SPEC.md §3.2); None: a single one."""
     model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 

@@ -65,7 +65,7 @@ def test_health_and_openapi(service: LiveService) -> None:
     with service.client(None) as anonymous:
         health = anonymous.get("/healthz").json()
         assert health == {"status": "ok", "database": "ok", "queue": "celery",
-                          "schema_revision": "0005"}  # fmt: skip
+                          "schema_revision": "0006"}  # fmt: skip
         paths = anonymous.get("/openapi.json").json()["paths"]
     assert set(paths) >= {"/v1/audits", "/v1/audits/{audit_id}", "/v1/reports",
                           "/v1/models", "/v1/models/{model}/reports", "/v1/reports/{report_id}",
@@ -443,3 +443,79 @@ def test_a_claim_declared_only_in_an_uploaded_report_shows_in_the_model_list(
         models = {m["name"]: m for m in alice.get("/v1/models").json()}
     assert models["census"]["claim"] == claim
     assert models["plain"]["claim"] is None
+
+
+def test_repeats_queue_one_group_at_successive_seeds_pooled_once_all_end(
+    service: LiveService,
+) -> None:
+    """A request for 3 repeats: 3 queued audits at seeds 5, 6, 7 in one group that counts once
+    against the active limit; the group's pooled verdict waits for all three, then pools their
+    reports (an audit that did not end with one enters as p = 1)."""
+    body = {"model": {"name": "census", "version": "3"}, "target": {"config": "mlp_overfit"},
+            "overrides": ["seed=5"], "repeats": 3}  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        assert alice.post("/v1/audits", json=body | {"repeats": 11}).status_code == 422
+        submitted = alice.post("/v1/audits", json=body)
+        assert submitted.status_code == 202, submitted.text
+        group = submitted.json()["repeat_group"]
+        assert group
+        found = alice.get(f"/v1/repeats/{group}").json()
+        assert [run["seed"] for run in found["runs"]] == [5, 6, 7]
+        assert found["ended"] == 0
+        assert found["pooled"] is None
+        for run in found["runs"]:
+            stored = service.store.get_audit(None, run["audit_id"])
+            seeds = [
+                line for line in stored.request["overrides_resolved"] if line.startswith("seed=")
+            ]
+            assert seeds == [f"seed={run['seed']}"]
+        # the group is one request: three more single audits still fit the limit of 4
+        single = {"model": {"name": "census"}, "target": {"config": "mlp_overfit"}}
+        for _ in range(3):
+            assert alice.post("/v1/audits", json=single).status_code == 202
+        assert alice.post("/v1/audits", json=single).status_code == 429
+        for run in found["runs"]:
+            assert alice.delete(f"/v1/audits/{run['audit_id']}").status_code == 200
+        ended = alice.get(f"/v1/repeats/{group}").json()
+        assert ended["ended"] == 3
+        pooled = ended["pooled"]
+        assert pooled["runs"] == 3
+        assert pooled["read"] == 0
+        assert pooled["level"] == "inconclusive"
+    with service.client(service.token("bob")) as bob:
+        assert bob.get(f"/v1/repeats/{group}").status_code == 404
+
+
+def test_a_model_entry_is_deleted_with_its_reports_and_audits_by_its_owner_only(
+    service: LiveService,
+) -> None:
+    with service.client(service.token("alice")) as alice:
+        kept = upload(alice, model="other")
+        first = upload(alice, model="census", version="1")
+        upload(alice, model="census", version="2")
+        request = {"model": {"name": "census", "version": "2"}, "target": {"config": "mlp_overfit"}}
+        audit = alice.post("/v1/audits", json=request).json()
+        run_dir = service.settings.audits_dir / audit["id"]
+        run_dir.mkdir(parents=True)
+        (run_dir / "report.json").write_text("{}")
+        with service.client(service.token("bob")) as bob:
+            assert bob.delete("/v1/models/census").status_code == 404
+        busy = alice.delete("/v1/models/census")
+        assert busy.status_code == 409
+        assert "queued or running" in busy.json()["detail"]
+        assert alice.delete("/v1/models/census", params={"version": "1"}).status_code == 200
+        assert alice.get(f"/v1/reports/{first['id']}").status_code == 404
+        alice.delete(f"/v1/audits/{audit['id']}")
+        gone = alice.delete("/v1/models/census")
+        assert gone.status_code == 200, gone.text
+        answer = gone.json()
+        assert answer["versions"] == ["2"]
+        assert answer["reports"] == 1
+        assert answer["audits"] == 1
+        assert answer["message"].startswith("Deleted model entry 'census' (version 2): 1 report")
+        assert not run_dir.exists()
+        assert alice.get(f"/v1/audits/{audit['id']}").status_code == 404
+        assert alice.get("/v1/models/census/reports").status_code == 404
+        assert [m["name"] for m in alice.get("/v1/models").json()] == ["other"]
+        assert alice.get(f"/v1/reports/{kept['id']}").status_code == 200
+        assert alice.delete("/v1/models/census").status_code == 404

@@ -22,7 +22,7 @@ def store(database_url: str) -> ReportStore:
 
 def test_migrations_create_every_table_and_are_idempotent(store: ReportStore) -> None:
     upgrade(store.engine)
-    assert current_revision(store.engine) == "0005"
+    assert current_revision(store.engine) == "0006"
     tables = set(inspect(store.engine).get_table_names())
     assert tables >= {"contributors", "models", "audits", "reports", "report_pages"}
 

@@ -10,9 +10,11 @@ from fastapi.responses import HTMLResponse
 
 from panoramia.pipeline.registry import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
+from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import (
+    ModelDeleted,
     ModelRef,
     ModelView,
     QuotedFigure,
@@ -22,6 +24,7 @@ from panoramia.service.schemas import (
 )
 from panoramia.service.schemas import Name as NameType
 from panoramia.service.submission.usage import file_bytes
+from panoramia.store.model_rows import ModelInUse
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import (
     ReportContent,
@@ -107,6 +110,27 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
                 f'</v1/models?limit={limit}&offset={offset + limit}>; rel="next"'
             )
         return [ModelView(**vars(m)) for m in models]
+
+    @router.delete("/v1/models/{model}", tags=["reports"])
+    def delete_model(
+        model: ModelName,
+        principal: Caller,
+        version: Annotated[NameType | None, Query()] = None,
+    ) -> ModelDeleted:
+        """Delete your model entry ``model`` (one ``version``, or every version) with its
+        reports and finished audits and their run folders; 409 while one of its audits is
+        queued or running, 404 where you have no such entry."""
+        try:
+            deleted = store.delete_model(principal, model, version)
+        except ModelInUse as error:
+            raise HTTPException(409, str(error)) from None
+        if deleted is None:
+            raise HTTPException(404, NOT_FOUND)
+        remove_run_folders(settings, deleted.audits)
+        return ModelDeleted(
+            name=deleted.name, versions=deleted.versions, reports=deleted.reports,
+            audits=len(deleted.audits), message=model_deletion_sentence(deleted),
+        )  # fmt: skip
 
     @router.get("/v1/models/{model}/reports", tags=["reports"])
     def list_reports(

@@ -1,0 +1,54 @@
+"""A request for repeats (docs/SPEC.md §3.2): N audits of the same request at seeds s, s+1, …,
+and the pooled verdict of their reports once all have ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from panoramia.report.pooled import pooled_verdict, run_reading
+from panoramia.store.repository import Principal, ReportStore
+from panoramia.store.tables import Audit
+
+ENDED = ("succeeded", "failed", "cancelled")
+
+
+def seeded_overrides(overrides: list[str], repeats: int) -> list[list[str]]:
+    """One override list per repeat: ``overrides`` without its own ``seed=`` (whose value,
+    an integer, is the first repeat's seed; 0 without one), then ``seed=s+i``. Overrides were
+    checked (:func:`~panoramia.service.submission.command.check_overrides`) before this."""
+    base = 0
+    kept = []
+    for line in overrides:
+        key, _, value = line.partition("=")
+        if key.strip() == "seed":
+            try:
+                base = int(value.strip())
+            except ValueError:
+                base = 0
+            continue
+        kept.append(line)
+    return [[*kept, f"seed={base + index}"] for index in range(repeats)]
+
+
+def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict[str, Any] | None:
+    """The group's audits (in seed order), how many have ended, each one's report id and
+    digest verdict, and the ``pooled`` verdict once every audit has ended (None before); None
+    where ``principal`` may see no audit of ``group``."""
+    audits: list[Audit] = store.repeat_audits(principal, group)
+    if not audits:
+        return None
+    reports = store.reports_of_audits([audit.id for audit in audits])
+    runs = []
+    for audit in audits:
+        report = reports.get(audit.id)
+        digest = report.digest if report is not None and isinstance(report.digest, dict) else {}
+        runs.append({
+            "audit": audit,
+            "report_id": report.id if report is not None else None,
+            "verdict": digest.get("verdict") if isinstance(digest.get("verdict"), dict) else None,
+        })  # fmt: skip
+    ended = sum(1 for audit in audits if audit.status in ENDED)
+    pooled = None
+    if ended == len(audits):
+        pooled = pooled_verdict([run_reading(run["verdict"]) for run in runs])
+    return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled}
