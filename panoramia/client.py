@@ -68,6 +68,15 @@ class ServiceClient:
     def cancel_audit(self, audit_id: str) -> dict:
         return self.request("DELETE", f"/v1/audits/{audit_id}").json()
 
+    def repeats(self, group_id: str) -> dict:
+        """A group of repeats: its runs and, once all have ended, the pooled verdict."""
+        return self.request("GET", f"/v1/repeats/{group_id}").json()
+
+    def delete_model(self, name: str, version: str | None = None) -> dict:
+        """Delete her model entry (one version, or all) with its reports and audits."""
+        params = {"version": version} if version is not None else {}
+        return self.request("DELETE", f"/v1/models/{name}", params=params).json()
+
     def upload_report(
         self, model: dict, report_json: Path, report_html: Path | None = None
     ) -> dict:

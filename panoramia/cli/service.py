@@ -276,6 +276,20 @@ def report_lines(report: dict) -> list[str]:
     return [line for line in lines if line]
 
 
+@reports.command("delete")
+@exits_on_input_error
+def reports_delete(
+    model: Annotated[str, typer.Option("--model", help="The model entry's name.")],
+    version: Annotated[
+        str | None, typer.Option(help="Only this version (default: every version).")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Delete a model entry of yours with its reports and audits (your uploads stay)."""
+    typer.echo(_client(url, token).delete_model(model, version)["message"])
+
+
 @reports.command("upload")
 @exits_on_input_error
 def reports_upload(
@@ -333,11 +347,18 @@ def audits_submit(
     override: Annotated[
         list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
     ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=1, max=10, help="Run it at N seeds (s, s+1, …) and pool them into one verdict."
+        ),
+    ] = 1,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the audit ends.")] = False,
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
-    """Submit an audit; prints its id (with --wait: its final status and report id)."""
+    """Submit an audit; prints its id (with --repeats: the group's id). With --wait: progress
+    on stderr, then the verdict and the report (or the pooled verdict) on stdout."""
     target = {"config": target_config} if target_config else {"path": target_path}
     data: dict = {"source": source or ("csv" if members is not None else "adult")}
     if members is not None:
@@ -357,8 +378,15 @@ def audits_submit(
             "target": target,
             "data": data,
             "overrides": override or [],
+            "repeats": repeats,
         }
     )
+    if repeats > 1:
+        group = audit["repeat_group"]
+        typer.echo(group)
+        if wait:
+            _wait_for_repeats(client, group)
+        return
     typer.echo(audit["id"])
     shown = None
     while wait and audit["status"] in ("queued", "running"):
@@ -377,6 +405,42 @@ def audits_submit(
             raise typer.Exit(1)
         if audit.get("report_id"):  # the answer itself, not only where to find it
             typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
+
+
+def _wait_for_repeats(client: object, group: str) -> None:
+    """Follow a group of repeats to its end (each run's status on stderr), then print each
+    run's line and the pooled verdict; exit 1 where no run succeeded."""
+    shown = None
+    found = client.repeats(group)  # type: ignore[attr-defined]
+    while found["pooled"] is None:
+        now = f"{found['ended']} of {len(found['runs'])} runs ended"
+        if now != shown:
+            typer.echo(now, err=True)
+            shown = now
+        time.sleep(2)
+        found = client.repeats(group)  # type: ignore[attr-defined]
+    typer.echo("\n".join(repeat_lines(found)))
+    if not any(run["status"] == "succeeded" for run in found["runs"]):
+        raise typer.Exit(1)
+
+
+def repeat_lines(found: dict) -> list[str]:
+    """A group of repeats as the CLI prints it: the pooled verdict and its sentence, then one
+    line per run (seed, status, level, report id)."""
+    from panoramia.report.verdict import WORDS
+
+    pooled = found["pooled"] or {}
+    model = found["model"]
+    lines = [f"{model['name']} version {model['version']}: {len(found['runs'])} repeats"]
+    if pooled:
+        lines += [pooled["headline"], pooled["sentence"]]
+    for run in found["runs"]:
+        level = WORDS.get(run.get("level") or "", "no report")
+        lines.append(
+            f"  seed {run['seed']}: {run['status']}, {level}"
+            + (f" (panoramia reports show {run['report_id']})" if run.get("report_id") else "")
+        )
+    return lines
 
 
 def _stages_done(audit: dict) -> str:

@@ -24,7 +24,7 @@ def test_db_upgrade_and_tokens_create(tmp_path: Path) -> None:
     env = {"PANORAMIA_HOME": str(tmp_path), "PANORAMIA_DATABASE_URL": ""}
     upgraded = run("db", "upgrade", env=env)
     assert upgraded.exit_code == 0, upgraded.output
-    assert "revision 0005" in upgraded.output
+    assert "revision 0006" in upgraded.output
     assert (tmp_path / "panoramia.db").is_file()
     token = run("tokens", "create", "--contributor", "alice", env=env)
     assert token.exit_code == 0
@@ -141,3 +141,38 @@ def test_audits_submit_audits_ones_own_csv_files(tmp_path: Path) -> None:
         assert document["data"]["source"] == "csv"
         assert document["reference_audits"]["o1"] is not None  # the held-out rows were used
         assert document["config"]["data"]["categorical"] == ["sex", "race"]
+
+
+def test_repeats_wait_for_the_pooled_verdict_then_the_model_entry_is_deleted(
+    tmp_path: Path,
+) -> None:
+    """``audits submit --repeats 2 --wait`` runs two real tiny audits at seeds 0 and 1 and
+    prints the pooled verdict with one line per run; ``reports delete --model`` then removes
+    the entry, its reports and audits, in one sentence."""
+    from tests.conftest import TINY_AUDIT
+
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    with live_service(settings) as service:
+        env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
+        overrides = [part for line in TINY_AUDIT for part in ("-o", line)]
+        done = run("audits", "submit", "--model", "census", "--target-config", "mlp_generalised",
+                   *overrides, "--repeats", "2", "--wait", env=env)  # fmt: skip
+        assert done.exit_code == 0, done.output
+        lines = done.output.splitlines()
+        assert "census version 1: 2 repeats" in lines
+        assert any(line.endswith("(pooled)") or "(pooled)" in line for line in lines), lines
+        assert any("Pooled over 2 runs" in line for line in lines), lines
+        seeds = [line for line in lines if line.startswith("  seed ")]
+        assert [line.split(":")[0] for line in seeds] == ["  seed 0", "  seed 1"]
+        assert all("succeeded" in line and "reports show" in line for line in seeds), seeds
+        too_many = run("audits", "submit", "--model", "census", "--target-config",
+                       "mlp_generalised", "--repeats", "11", env=env)  # fmt: skip
+        assert too_many.exit_code == 2
+        gone = run("reports", "delete", "--model", "census", env=env)
+        assert gone.exit_code == 0, gone.output
+        assert gone.output.startswith(
+            "Deleted model entry 'census' (version 1): 2 reports and 2 audits"
+        )
+        again = run("reports", "delete", "--model", "census", env=env)
+        assert again.exit_code == 2
+        assert "404" in again.output
