@@ -175,6 +175,12 @@ class DataRef(BaseModel):
     label: Column | None = None
     categorical: list[Column] = Field(default_factory=list, max_length=1000)
     continuous: list[Column] = Field(default_factory=list, max_length=1000)
+    slices: list[Column] = Field(
+        default_factory=list,
+        max_length=8,
+        description="Columns of source 'csv' whose values are groups tested against chance "
+        "(audit.slices).",
+    )
 
     @property
     def modality(self) -> str:
@@ -188,8 +194,12 @@ class DataRef(BaseModel):
             raise ValueError(f"source {self.source!r} takes no files")
         if self.source == "csv" and self.label is None:
             raise ValueError("source 'csv' needs label")
-        if self.source != "csv" and (self.label or self.categorical or self.continuous):
-            raise ValueError("label, categorical and continuous are columns of source 'csv'")
+        if self.source != "csv" and (
+            self.label or self.categorical or self.continuous or self.slices
+        ):
+            raise ValueError(
+                "label, categorical, continuous and slices are columns of source 'csv'"
+            )
         return self
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from panoramia.errors import InputError
 from panoramia.targets.interface import TargetModel
-from panoramia.targets.manifest import read_manifest
+from panoramia.targets.manifest import manifest_modality, read_manifest
 from panoramia.targets.trust import check_trusted_modules
 
 
@@ -25,11 +25,11 @@ def load_target(
     trusted_modules = check_trusted_modules(trusted_modules, source="target.trusted_modules")
     manifest = read_manifest(directory)
     kind = manifest["format"]
-    if kind == "hf-causal-lm":
+    if manifest_modality(manifest) == "text":
         from panoramia.targets.text_models import load_causal_lm_target
 
         return load_causal_lm_target(directory, manifest, device)
-    if manifest.get("modality") == "image" or kind == "hf-image-classification":
+    if manifest_modality(manifest) == "image":
         from panoramia.targets.image_models import load_image_target
 
         return load_image_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]

@@ -28,6 +28,18 @@ def read_manifest(directory: Path) -> dict:
     return manifest
 
 
+def manifest_modality(manifest: dict) -> str:
+    """The audit a model of this manifest belongs to: ``text`` for a causal LM, ``image`` for
+    an image classifier (``hf-image-classification``, or ``"modality": "image"``), else
+    ``tabular`` (the rule :func:`panoramia.targets.loading.load_target` opens it by)."""
+    kind = manifest.get("format")
+    if kind == "hf-causal-lm":
+        return "text"
+    if manifest.get("modality") == "image" or kind == "hf-image-classification":
+        return "image"
+    return "tabular"
+
+
 def _is_causal_lm_directory(directory: Path) -> bool:
     config = directory / "config.json"
     if not config.is_file():

@@ -423,4 +423,25 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
         feature = submit(continuous=["x", "nope"])
         assert feature.status_code == 422
         assert feature.json()["detail"][0]["loc"][-2:] == ["data", "continuous"]
-        assert submit().status_code == 202
+        slice_ = submit(slices=["Colour"])
+        assert slice_.status_code == 422
+        assert slice_.json()["detail"][0]["loc"][-2:] == ["data", "slices"]
+        assert "(did you mean 'colour'?)" in slice_.json()["detail"][0]["msg"]
+        accepted = submit(slices=["colour"])
+        assert accepted.status_code == 202
+        stored = service.store.get_audit(None, accepted.json()["id"])
+        assert "audit.slices=['colour']" in stored.request["overrides_resolved"]
+        # a model of a table audited with images: refused at the door, naming target.path
+        manifest = json.dumps({"format": "xgboost-json", "file": "model.json"}).encode()
+        forest = _tar([_file("forest/target.json", manifest), _file("forest/model.json", b"{}")])
+        made = upload(alice, forest, name="forest", kind="model", filename="forest.tar")
+        assert made.json()["summary"]["modality"] == "tabular", made.text
+        body = {"model": {"name": "probe"}, "target": {"path": "forest"},
+                "data": {"source": "images", "members": "members"}}  # fmt: skip
+        mismatched = alice.post("/v1/audits", json=body)
+        assert mismatched.status_code == 422, mismatched.text
+        problem = mismatched.json()["detail"][0]
+        assert problem["loc"][-2:] == ["target", "path"]
+        assert problem["msg"] == (
+            "upload 'forest' is a model of a table; data source 'images' is an audit of images"
+        )

@@ -1,24 +1,18 @@
 """``/v1/audits``: submit an audit (checked, priced and counted against her quota at the
 door), follow it, cancel it."""
 
-import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 
+from panoramia.service.audit_submission import submit_audits
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import AuditRequest, AuditView, ModelRef, RepeatRun, RepeatView
 from panoramia.service.schemas import Identifier as IdentifierType
-from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
-from panoramia.service.submission.cost import CostEstimate, check_budget, estimate_cost
-from panoramia.service.submission.repeats import repeat_summary, seeded_overrides
-from panoramia.service.submission.usage import usage
-from panoramia.service.uploads.naming import check_columns, portable_overrides, upload_resolver
-from panoramia.store.repository import ModelRef as StoredModelRef
-from panoramia.store.repository import Principal, StorageFull, as_utc
+from panoramia.service.submission.repeats import repeat_summary
+from panoramia.store.repository import as_utc
 from panoramia.store.tables import Audit
-from panoramia.store.uploads import UploadRows
 
 NOT_FOUND = "not found"
 
@@ -75,10 +69,6 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
     )
 
 
-def _stored_ref(model: ModelRef) -> StoredModelRef:
-    return StoredModelRef(model.name, model.version, model.declared, model.claim)
-
-
 def audits_router(needs: RouteNeeds) -> APIRouter:
     """The audit routes, sending audits to ``queue``."""
     router = APIRouter(tags=["audits"])
@@ -92,54 +82,9 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
         request: Request, response: Response, body: AuditRequest, principal: Caller
     ) -> AuditView:
         """Queue an audit; poll ``GET /v1/audits/{id}`` for its status and progress."""
-        audits = submit(body, principal)
+        audits = submit_audits(settings, store, queue, principal, body)
         response.headers["Location"] = f"/v1/audits/{audits[0].id}"
         return _audit_view(audits[0], None)
-
-    def submit(body: AuditRequest, principal: Principal) -> list[Audit]:
-        """Check, price and queue the request's audits (one per repeat); raises what the
-        API answers 4xx."""
-        named: dict[str, str] = {}
-        overrides = audit_overrides(
-            body,
-            contributor=principal.name,
-            data_dir=settings.data_dir,
-            models_dir=settings.models_dir,
-            allow_torchscript=settings.trust_torchscript,
-            uploads=upload_resolver(settings, store, principal.contributor_id, named),
-        )
-        found = UploadRows(store)
-        check_columns(body.data, {role: found.get(upload_id) for role, upload_id in named.items()})
-        runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
-        composed = check_composes(runs[0], settings.limits)
-        estimate = estimate_cost(composed)
-        if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
-            raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
-        total = CostEstimate(estimate.stages * len(runs))  # each repeat counted in full
-        kept = usage(store, settings, principal.contributor_id)
-        if kept.total >= kept.quota_bytes:  # its report and files could not be kept
-            raise StorageFull(kept.quota_bytes, kept.total, 0)
-        common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
-        requests = [
-            common | {
-                "overrides_resolved": portable_overrides(run, settings.uploads_dir),
-                **({"repeat": {"index": index, "of": len(runs), "seed": int(run[-1][5:])}}
-                   if len(runs) > 1 else {}),
-            }
-            for index, run in enumerate(runs)
-        ]  # fmt: skip
-        audits = store.create_audits(
-            principal,
-            _stored_ref(body.model),
-            requests,
-            max_active=settings.limits.max_active_audits,
-            budget=lambda active: check_budget(total, active, settings.limits.max_audit_cost),
-        )
-        for audit in audits:
-            queue.submit(audit.id)
-        return audits
-
-    router.submit = submit  # type: ignore[attr-defined]  # the console's form submits here too
 
     @router.get("/v1/audits/{audit_id}", tags=["audits"])
     def get_audit(audit_id: AuditId, principal: Caller) -> AuditView:

@@ -266,6 +266,8 @@ def audit_overrides(
             f"data.categorical={_quoted_list(data.categorical)}",
             f"data.continuous={_quoted_list(data.continuous)}",
         ]
+        if data.slices:
+            lines.append(f"audit.slices={_quoted_list(data.slices)}")
     return lines + claim_overrides(request.model.claim) + list(request.overrides)
 
 

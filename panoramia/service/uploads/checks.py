@@ -140,6 +140,7 @@ def check_upload(
             checked.summary["format"] = check_model_folder(
                 into, shown=filename, trust_torchscript=trust_torchscript
             )
+            checked.summary["modality"] = _modality_of(into)
         return checked
     if suffix in CSV_SUFFIXES:
         return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
@@ -386,6 +387,13 @@ def model_root(folder: Path) -> Path:
     if len(inner) == 1 and inner[0].is_dir() and (inner[0] / "target.json").is_file():
         return inner[0]
     return folder
+
+
+def _modality_of(folder: Path) -> str:
+    """The audit the checked model folder's manifest belongs to (its manifest was read)."""
+    from panoramia.targets.manifest import manifest_modality, read_manifest
+
+    return manifest_modality(read_manifest(model_root(folder)))
 
 
 def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> str:

@@ -74,9 +74,9 @@ def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:
 
 
 def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:
-    """A table audit's ``label``, ``categorical`` and ``continuous`` are columns of every data
-    upload it names (their columns were read on arrival): RequestProblem naming the field and
-    the upload's columns otherwise, at the door instead of in the worker."""
+    """A table audit's ``label``, ``categorical``, ``continuous`` and ``slices`` are columns
+    of every data upload it names (their columns were read on arrival): RequestProblem naming
+    the field and the upload's columns otherwise, at the door instead of in the worker."""
     if data.source != "csv":
         return
     for role in ("members", "nonmembers"):
@@ -86,7 +86,7 @@ def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:
             continue
         names = [str(column[0]) for column in columns]
         wanted = [("label", data.label)] + [
-            (field, name) for field in ("categorical", "continuous")
+            (field, name) for field in ("categorical", "continuous", "slices")
             for name in getattr(data, field)
         ]  # fmt: skip
         for field, name in wanted:

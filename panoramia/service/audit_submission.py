@@ -1,0 +1,85 @@
+"""Submitting an audit request: checked against her uploads, priced, counted against her
+limits and queued, one audit per repeat. The API's ``POST /v1/audits`` and the console's
+audit form both submit here."""
+
+from __future__ import annotations
+
+import math
+
+from panoramia.service.routing import Queue
+from panoramia.service.schemas import AuditRequest
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.submission.cost import CostEstimate, check_budget, estimate_cost
+from panoramia.service.submission.repeats import seeded_overrides
+from panoramia.service.submission.usage import usage
+from panoramia.service.uploads.naming import check_columns, portable_overrides, upload_resolver
+from panoramia.store.repository import ModelRef, Principal, ReportStore, StorageFull
+from panoramia.store.tables import Audit, Upload
+from panoramia.store.uploads import UploadRows
+
+
+def submit_audits(
+    settings: ServiceSettings,
+    store: ReportStore,
+    queue: Queue,
+    principal: Principal,
+    body: AuditRequest,
+) -> list[Audit]:
+    """Check, price and queue the request's audits (one per repeat); raises what the
+    API answers 4xx."""
+    named: dict[str, str] = {}
+    overrides = audit_overrides(
+        body,
+        contributor=principal.name,
+        data_dir=settings.data_dir,
+        models_dir=settings.models_dir,
+        allow_torchscript=settings.trust_torchscript,
+        uploads=upload_resolver(settings, store, principal.contributor_id, named),
+    )
+    found = UploadRows(store)
+    uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
+    check_columns(body.data, uploads)
+    check_model_fits(body, uploads.get("target"))
+    runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
+    composed = check_composes(runs[0], settings.limits)
+    estimate = estimate_cost(composed)
+    if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
+        raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
+    total = CostEstimate(estimate.stages * len(runs))  # each repeat counted in full
+    kept = usage(store, settings, principal.contributor_id)
+    if kept.total >= kept.quota_bytes:  # its report and files could not be kept
+        raise StorageFull(kept.quota_bytes, kept.total, 0)
+    common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
+    requests = [
+        common | {
+            "overrides_resolved": portable_overrides(run, settings.uploads_dir),
+            **({"repeat": {"index": index, "of": len(runs), "seed": int(run[-1][5:])}}
+               if len(runs) > 1 else {}),
+        }
+        for index, run in enumerate(runs)
+    ]  # fmt: skip
+    audits = store.create_audits(
+        principal,
+        ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim),
+        requests,
+        max_active=settings.limits.max_active_audits,
+        budget=lambda active: check_budget(total, active, settings.limits.max_audit_cost),
+    )
+    for audit in audits:
+        queue.submit(audit.id)
+    return audits
+
+
+def check_model_fits(body: AuditRequest, model: Upload | None) -> None:
+    """A model upload is audited with data of its own kind: RequestProblem naming
+    ``target.path`` where its manifest's audit (read on arrival) is not the data source's."""
+    kind = (model.summary or {}).get("modality") if model is not None else None
+    if model is None or not isinstance(kind, str) or kind == body.data.modality:
+        return
+    words = {"tabular": "a table", "image": "images", "text": "text"}
+    raise RequestProblem(
+        ("target", "path"),
+        f"upload {model.name!r} is a model of {words.get(kind, kind)}; data source "
+        f"{body.data.source!r} is an audit of {words.get(body.data.modality, body.data.modality)}",
+    )
