@@ -77,6 +77,7 @@ def create_app(
             rate_limit=limiter.limit(settings.rate_limit, key_func=get_remote_address),
             limit_by=lambda key: limiter.limit(settings.rate_limit, key_func=key),
             checks=checks,
+            queue=queue,
         )
     )
     return app

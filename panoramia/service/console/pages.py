@@ -30,9 +30,14 @@ from panoramia.report.digest import number, report_digest
 from panoramia.report.verdict import WORDS
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
+from panoramia.service.console.audit_form import add_audit_pages
 from panoramia.service.console.uploads_page import add_upload_pages
+from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
+from panoramia.service.routing import Queue
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.repeats import repeat_summary
+from panoramia.store.model_rows import ModelInUse
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Audit, Report
 from panoramia.store.tokens import hash_token
@@ -239,6 +244,53 @@ def _plot(
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
+def history_rows(
+    lines: list[dict[str, Any]],
+    groups: dict[str, str],
+    pooled: dict[str, dict[str, Any] | None],
+) -> list[dict[str, Any]]:
+    """A model's report table, newest first: one row per report, except that the reports of
+    one group of repeats are one row (``kind`` "group": its pooled verdict, or how many of
+    its runs have ended), placed where its newest report is. ``groups``: audit id → group;
+    ``pooled``: group → :func:`~panoramia.service.submission.repeats.repeat_summary`."""
+    rows: list[dict[str, Any]] = []
+    placed: set[str] = set()
+    for line in reversed(lines):
+        group = groups.get(line.get("audit_id") or "")
+        if group is None:
+            rows.append({"kind": "report", "line": line})
+        elif group not in placed and pooled.get(group) is not None:
+            placed.add(group)
+            rows.append({"kind": "group", "line": line, "group": pooled[group]})
+    return rows
+
+
+def history_text(lines: list[dict[str, Any]], most: int = 20) -> str:
+    """The history plot in words (its alt text): each report's version, date and quoted ε̃
+    with its game and interval, the newest ``most``, and the claimed ε."""
+    shown = []
+    for line in lines[-most:]:
+        quote = (line.get("verdict") or {}).get("quote") or {}
+        value = number(quote.get("value"))
+        if value is None:
+            continue
+        interval = quote.get("interval")
+        spread = (
+            f", interval {interval[0]:.2f}–{interval[1]:.2f}"
+            if isinstance(interval, list) and len(interval) == 2 and None not in interval
+            else ""
+        )
+        stamp = line.get("created_at")
+        when = stamp.strftime("%Y-%m-%d") if stamp is not None else ""
+        game = str(quote.get("game") or "").replace("_", "-")
+        shown.append(f"version {line.get('version')} {when}: {value:.2f} ({game}{spread})")
+    claimed = [line["claimed_epsilon"] for line in lines if line.get("claimed_epsilon") is not None]
+    text = "Quoted ε̃ of each report, oldest first: " + "; ".join(shown or ["none"]) + "."
+    if claimed:
+        text += f" Claimed ε: {claimed[-1]:.3g} (dashed line)."
+    return text
+
+
 def _form(body: bytes) -> dict[str, str]:
     """An urlencoded form's fields (the first value of each); {} for anything else."""
     if len(body) > MAX_FORM_BYTES:
@@ -278,11 +330,12 @@ def console_router(
     rate_limit: Callable[[Callable], Callable],
     limit_by: Callable[[Callable[[Request], str]], Callable[[Callable], Callable]],
     checks: CheckPool,
+    queue: Queue,
 ) -> APIRouter:
     """The console's routes; ``report_policy`` is the CSP of stored report pages (the API's),
     ``rate_limit`` the limiter's decorator for the sign-in form, ``limit_by(key)`` the
     API's rate limit counted by ``key(request)`` (her forms), ``checks`` the pool uploads'
-    checks run in."""
+    checks run in, ``queue`` where the audit form's audits go."""
     router = APIRouter(prefix="/console", include_in_schema=False)
     templates = _templates()
     key = sessions.session_key(settings.home)
@@ -318,6 +371,24 @@ def console_router(
 
     def secure(request: Request) -> bool:
         return request.url.scheme == "https"
+
+    def form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
+        return _same_origin(request) and sessions.csrf_matches(csrf, sent)
+
+    def signed_in_key(request: Request) -> str:
+        """Her forms' rate-limit bucket: the API's for her token, else the address's."""
+        found = sessions.read_session(key, request.cookies.get(sessions.SESSION_COOKIE))
+        return "token:" + found[0] if found else "address:" + (request.client or ("-",))[0]
+
+    add_upload_pages(
+        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine,
+        rate_limit=limit_by(signed_in_key), checks=checks,
+    )  # fmt: skip
+    add_audit_pages(
+        router, settings, store, queue, page=page, session=Session,
+        form_is_genuine=form_is_genuine, rate_limit=limit_by(signed_in_key),
+        refresh_s=REFRESH_S,
+    )  # fmt: skip
 
     @router.get("")
     @router.get("/")
@@ -390,6 +461,7 @@ def console_router(
             models=found,
             page_number=shown,
             more=len(found) == MODELS_PER_PAGE,
+            deleted=None,
         )
 
     @router.get("/models/{name}")
@@ -408,11 +480,40 @@ def console_router(
         lines = [report_line(report) for report in reversed(reports)]  # oldest first
         latest = lines[-1] if lines else None
         active = any(audit.status in ACTIVE for audit in audits)
+        groups = {a.id: a.repeat_group for a in audits if a.repeat_group}
+        pooled = {group: repeat_summary(store, principal, group) for group in set(groups.values())}
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
-            latest=latest, audits=audits, plot=history_plot(lines), words=WORDS,
-            refresh=REFRESH_S if active and follow == "1" else None,
+            rows=history_rows(lines, groups, pooled), latest=latest,
+            latest_group=pooled.get(groups.get(latest["audit_id"] or "")) if latest else None,
+            audits=audits, plot=history_plot(lines), plot_text=history_text(lines),
+            words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
+            failed=any(a.status == "failed" for a in audits), active=active,
+            deleted=None,
+        )  # fmt: skip
+
+    @router.post("/models/{name}/delete")
+    async def delete_model(request: Request, session: Session, name: str) -> Response:
+        principal, csrf = session
+        fields = _form(await request.body())
+        if not _same_origin(request) or not sessions.csrf_matches(csrf, fields.get("csrf")):
+            return page(request, "not_found.html", 403, principal=principal, csrf=csrf, what="form")
+        if not _valid(NAME_PATTERN, name, 100):
+            return not_found(request, session, "model")
+        try:
+            deleted = await run_in_threadpool(store.delete_model, principal, name, None)
+        except ModelInUse as error:
+            return page(request, "not_found.html", 409, principal=principal, csrf=csrf,
+                        what="model", problem=str(error))  # fmt: skip
+        if deleted is None:
+            return not_found(request, session, "model")
+        await run_in_threadpool(remove_run_folders, settings, deleted.audits)
+        found = model_rows(store, principal, 1)
+        return page(
+            request, "models.html", principal=principal, csrf=csrf, models=found,
+            page_number=1, more=len(found) == MODELS_PER_PAGE,
+            deleted=model_deletion_sentence(deleted),
         )  # fmt: skip
 
     @router.get("/reports/{report_id}")
@@ -462,25 +563,14 @@ def console_router(
         if found is None:
             return not_found(request, session, "audit")
         report_id = store.report_of_audit(found.id)
+        report = store.get_report(principal, report_id, with_document=False) if report_id else None
         return page(
             request, "audit.html", principal=principal, csrf=csrf, audit=found,
             report_id=report_id, progress=found.progress or {},
+            line=report_line(report) if report is not None else None,
             refresh=REFRESH_S if found.status in ACTIVE and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
-
-    def form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
-        return _same_origin(request) and sessions.csrf_matches(csrf, sent)
-
-    def signed_in_key(request: Request) -> str:
-        """Her forms' rate-limit bucket: the API's for her token, else the address's."""
-        found = sessions.read_session(key, request.cookies.get(sessions.SESSION_COOKIE))
-        return "token:" + found[0] if found else "address:" + (request.client or ("-",))[0]
-
-    add_upload_pages(
-        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine,
-        rate_limit=limit_by(signed_in_key), checks=checks,
-    )  # fmt: skip
 
     @router.get("/static/console.css")
     def stylesheet() -> Response:

@@ -1,0 +1,223 @@
+"""The console's audit form: start an audit of one of her model uploads on her data uploads,
+with no script and no command line, and follow it (or its repeats) to the verdict.
+
+Two steps, because a page without script cannot change its own fields: first the data
+(members) upload, then the fields that upload's kind needs — a table's label column and
+slices among its own columns (read on arrival), a folder's kind (images or text). The form
+submits through :func:`panoramia.service.audit_submission.submit_audits`, the API's own door,
+so every check, limit and price is the API's; a refusal re-shows the form with the API's one
+line.
+"""
+
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse
+from pydantic import ValidationError
+
+from panoramia.report.pooled import MAX_REPEATS
+from panoramia.report.verdict import WORDS
+from panoramia.service.audit_submission import submit_audits
+from panoramia.service.routing import Queue
+from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN, AuditRequest
+from panoramia.service.settings import ServiceSettings
+from panoramia.service.submission.command import RequestProblem
+from panoramia.service.submission.cost import OverBudget
+from panoramia.service.submission.repeats import repeat_summary
+from panoramia.store.repository import ReportStore, StorageFull, TooManyAudits
+from panoramia.store.tables import Upload
+from panoramia.store.uploads import READY, UploadRows
+
+MAX_FORM_BYTES = 16_384
+"""The most an audit form's body may hold (its fields are names, columns and numbers)."""
+FOLDER_SOURCES = {"images": "images in one folder per class", "text_files": "text documents"}
+"""What a folder upload may hold, and the data source each is audited as."""
+
+
+def upload_kind(upload: Upload) -> str:
+    """``table`` (a CSV or Parquet upload: its columns are known), ``arrays`` (an .npz of
+    images) or ``folder`` (a folder: images per class, or text files)."""
+    summary = upload.summary or {}
+    if summary.get("columns"):
+        return "table"
+    if summary.get("arrays"):
+        return "arrays"
+    return "folder"
+
+
+def columns_of(upload: Upload) -> list[str]:
+    """A table upload's column names, in file order (read on arrival)."""
+    return [str(column[0]) for column in (upload.summary or {}).get("columns") or []]
+
+
+def read_form(body: bytes) -> dict[str, list[str]]:
+    """An urlencoded form's fields, every value kept (``slices`` repeats); {} for a body too
+    large or not ASCII (a browser percent-encodes every field)."""
+    if len(body) > MAX_FORM_BYTES:
+        return {}
+    try:
+        return parse_qs(body.decode("ascii"), max_num_fields=200)
+    except (UnicodeDecodeError, ValueError):
+        return {}
+
+
+def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest:
+    """The API request the form's ``fields`` ask for (pydantic's ValidationError for what it
+    refuses, as the API would)."""
+
+    def one(name: str) -> str | None:
+        values = fields.get(name) or [""]
+        return values[0].strip() or None
+
+    kind = upload_kind(members)
+    source = {"table": "csv", "arrays": "images"}.get(kind) or one("holds") or "images"
+    data: dict[str, Any] = {"source": source, "members": members.name}
+    if one("nonmembers"):
+        data["nonmembers"] = one("nonmembers")
+    if source == "csv":
+        data["label"] = one("label")
+        data["slices"] = [value for value in fields.get("slices", []) if value]
+    repeats = one("repeats") or "1"
+    return AuditRequest.model_validate({
+        "model": {"name": one("model_name") or "", "version": one("version") or "1"},
+        "target": {"path": one("model") or ""},
+        "data": data,
+        "repeats": int(repeats) if repeats.isdigit() and len(repeats) <= 3 else repeats,
+    })  # fmt: skip
+
+
+def add_audit_pages(
+    router: APIRouter,
+    settings: ServiceSettings,
+    store: ReportStore,
+    queue: Queue,
+    *,
+    page: Callable[..., Response],
+    session: Any,
+    form_is_genuine: Callable[[Request, str, str | None], bool],
+    rate_limit: Callable[[Callable], Callable],
+    refresh_s: int,
+) -> None:
+    """Add ``/console/audits/new`` (GET: the form; POST: submit it) and
+    ``/console/repeats/{id}`` (a group of repeats followed to its pooled verdict)."""
+    rows = UploadRows(store)
+
+    def form(
+        request: Request, principal: Any, csrf: str, chosen: str | None, status: int = 200,
+        problem: str | None = None, sent: dict[str, list[str]] | None = None,
+    ) -> Response:  # fmt: skip
+        ready = [u for u in rows.owned(principal.contributor_id) if u.state == READY]
+        data = [u for u in ready if u.kind == "data"]
+        models = [u for u in ready if u.kind == "model"]
+        members = next((u for u in data if u.name == chosen), None)
+        sent = sent or {}
+        return page(
+            request, "audit_form.html", status, principal=principal, csrf=csrf,
+            data=data, models=models, members=members,
+            kind=upload_kind(members) if members else None,
+            columns=columns_of(members) if members else [],
+            folder_sources=FOLDER_SOURCES, problem=problem,
+            sent={key: values for key, values in sent.items() if key != "csrf"},
+            max_repeats=MAX_REPEATS,
+        )  # fmt: skip
+
+    @router.get("/audits/new")
+    def new_audit(request: Request, signed: session, members: str | None = None) -> Response:  # type: ignore[valid-type]
+        principal, csrf = signed
+        chosen = members if members and re.fullmatch(NAME_PATTERN, members) else None
+        return form(request, principal, csrf, chosen)
+
+    @router.post("/audits/new")
+    @rate_limit
+    async def submit_form(request: Request, signed: session) -> Response:  # type: ignore[valid-type]
+        principal, csrf = signed
+        fields = read_form(await request.body())
+        sent = (fields.get("csrf") or [None])[0]
+        chosen = (fields.get("members") or [""])[0]
+        if not form_is_genuine(request, csrf, sent):
+            return form(request, principal, csrf, None, 403, "the form did not come from here")
+        members = await run_in_threadpool(rows.find, principal.contributor_id, chosen)
+        if members is None or members.kind != "data" or members.state != READY:
+            return form(request, principal, csrf, None, 422,
+                        "Data (members): choose one of your ready data uploads")  # fmt: skip
+
+        def refused(status: int, line: str) -> Response:
+            return form(request, principal, csrf, members.name, status, line, fields)
+
+        try:
+            body = audit_request(fields, members)
+            audits = await run_in_threadpool(submit_audits, settings, store, queue, principal, body)
+        except ValidationError as error:
+            return refused(422, _form_words(validation_line(error)))
+        except RequestProblem as error:
+            where = ".".join(str(part) for part in error.field)
+            return refused(422, _form_words(f"{where}: {error.message}"))
+        except TooManyAudits as error:
+            return refused(429, f"{error}: wait for one of yours to end")
+        except OverBudget as error:
+            return refused(422 if error.alone else 429, str(error))
+        except StorageFull as error:
+            return refused(507, str(error))
+        if len(audits) > 1:
+            return RedirectResponse(f"/console/repeats/{audits[0].repeat_group}?follow=1", 303)
+        return RedirectResponse(f"/console/audits/{audits[0].id}?follow=1", 303)
+
+    @router.get("/repeats/{group_id}")
+    def repeats_page(
+        request: Request,
+        signed: session,  # type: ignore[valid-type]
+        group_id: str,
+        follow: str | None = None,
+    ) -> Response:
+        principal, csrf = signed
+        found = None
+        if re.fullmatch(IDENTIFIER_PATTERN, group_id) and len(group_id) <= 36:
+            found = repeat_summary(store, principal, group_id)
+        if found is None:
+            return page(request, "not_found.html", 404, principal=principal, csrf=csrf,
+                        what="group of repeats")  # fmt: skip
+        running = found["pooled"] is None
+        return page(
+            request, "repeats.html", principal=principal, csrf=csrf, found=found,
+            model=found["audits"][0].model, words=WORDS,
+            refresh=refresh_s if running and follow == "1" else None,
+            following=follow == "1", refresh_s=refresh_s, quote=quote,
+        )  # fmt: skip
+
+
+FIELD_WORDS = {
+    "model.name": "Model name",
+    "model.version": "Version",
+    "target.path": "Model",
+    "data.members": "Data (members)",
+    "data.nonmembers": "Held-out rows",
+    "data.label": "Label column",
+    "data.slices": "Slices",
+    "repeats": "Repeats",
+}
+"""The API's field names as the form labels them."""
+
+
+def _form_words(line: str) -> str:
+    """The API's one line with its field named as the form labels it."""
+    for field, label in FIELD_WORDS.items():
+        if line.startswith(field + ":") or line.startswith(field + "."):
+            return label + line[len(field) :]
+    return line
+
+
+def validation_line(error: ValidationError) -> str:
+    """The first error of a refused request as one line, ``field.path: message``, never the
+    offending value."""
+    items = error.errors()
+    if not items:
+        return "the form could not be read"
+    first = items[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = str(first.get("msg", "")).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
