@@ -130,16 +130,7 @@ def _delete(name: str, url: str, token: str | None) -> None:
     if "deleting" in gone:  # 202: it was being checked; the check's end deletes it
         typer.echo(f"{gone['name']} ({gone['deleting']}): {gone['when']}")
         return
-    typer.echo(
-        f"deleted {gone['name']} ({gone['deleted']}) and what was made from it: "
-        f"{_count(gone['run_directories_removed'], 'run folder')}, "
-        f"{_count(gone['stages_removed'], 'stored stage')}; its records taken out of "
-        f"{_count(gone['reports_redacted'], 'report')} (their figures stay)"
-    )
-
-
-def _count(number: int, thing: str) -> str:
-    return f"{number} {thing}{'' if number == 1 else 's'}"
+    typer.echo(gone["message"])
 
 
 def _verbs(group: typer.Typer, kind: str, what: str, check: bool = False) -> None:

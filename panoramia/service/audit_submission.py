@@ -35,7 +35,13 @@ def submit_audits(
         data_dir=settings.data_dir,
         models_dir=settings.models_dir,
         allow_torchscript=settings.trust_torchscript,
-        uploads=upload_resolver(settings, store, principal.contributor_id, named),
+        uploads=upload_resolver(
+            settings,
+            store,
+            principal.contributor_id,
+            named,
+            own_folder=settings.data_dir / principal.name,
+        ),
     )
     found = UploadRows(store)
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}

@@ -272,7 +272,7 @@ def test_a_contributor_uploads_and_deletes_her_data_in_the_console(  # type: ign
     expect(page.get_by_role("alert")).to_contain_text("more fields than the header")
     shot(page, "8-uploads-refused", database_url)
     page.get_by_role("button", name="Delete census").click()
-    expect(page.get_by_role("status")).to_contain_text("Deleted census")
+    expect(page.get_by_role("status")).to_contain_text("Deleted upload 'census' (data)")
     expect(page.locator(".empty")).to_contain_text("no uploads yet")
     shot(page, "8-uploads-deleted", database_url)
     assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]
@@ -365,7 +365,7 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     page.get_by_role("link", name="Your data and models").first.click()
     for name in ("members", "held-out", "forest"):
         page.get_by_role("button", name=f"Delete {name}").click()
-        expect(page.get_by_role("status")).to_contain_text(f"Deleted {name}")
+        expect(page.get_by_role("status")).to_contain_text(f"Deleted upload '{name}'")
     expect(page.locator(".empty")).to_contain_text("no uploads yet")
     shot(page, "9g-all-deleted", database_url)
     assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]

@@ -256,7 +256,7 @@ def test_the_cli_uploads_resumes_lists_and_deletes(service: LiveService, tmp_pat
     assert "census" in listed.stdout
     gone = subprocess.run([*command, "delete", "census"], env=env, capture_output=True,
                           text=True, check=True)  # fmt: skip
-    assert gone.stdout.startswith("deleted census")
+    assert gone.stdout.startswith("Deleted upload 'census' (data) and what was made from it: ")
     assert stored_files(service) == []
 
 

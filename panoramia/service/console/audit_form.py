@@ -9,7 +9,6 @@ so every check, limit and price is the API's; a refusal re-shows the form with t
 line.
 """
 
-
 import re
 from collections.abc import Callable
 from typing import Any

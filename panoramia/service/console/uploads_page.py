@@ -126,10 +126,7 @@ def add_upload_pages(
             return listing(request, principal, csrf, 409, problem=str(error))
         except UploadGone:
             return listing(request, principal, csrf, 404, problem="no such upload of yours")
-        return listing(
-            request, principal, csrf, deleted=found.name, stages=erased.stages,
-            redacted=erased.reports_redacted,
-        )  # fmt: skip
+        return listing(request, principal, csrf, deleted=erased.sentence())
 
 
 def _utf8_name(file: UploadFile) -> bool:

@@ -60,9 +60,26 @@ class Erased:
     """What a deletion removed, for its answer."""
 
     upload: str
+    name: str = ""
+    kind: str = "data"
     run_directories: list[str] = field(default_factory=list)
     stages: int = 0
     reports_redacted: int = 0
+
+    def sentence(self) -> str:
+        """What was deleted, in the one sentence the API's ``message``, the console and the
+        CLI say."""
+        what = "a model" if self.kind == "model" else "data"
+        return (
+            f"Deleted upload {self.name!r} ({what}) and what was made from it: "
+            f"{_count(len(self.run_directories), 'run folder')}, "
+            f"{_count(self.stages, 'stored stage')}; the records of your data were taken out "
+            f"of {_count(self.reports_redacted, 'report')} that used it (their figures stay)."
+        )
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
 def erase_upload(
@@ -85,7 +102,7 @@ def erase_upload(
             raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
     else:
         audits = rows.audits_naming(upload.contributor_id, upload.id)
-    erased = Erased(upload.id)
+    erased = Erased(upload.id, upload.name, upload.kind)
     UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id).remove()
     for audit in audits:
         run_dir = settings.audits_dir / audit.id
@@ -99,7 +116,8 @@ def erase_upload(
         partials=not rows.has_running(upload.contributor_id),
     )
     when = utcnow().strftime("%Y-%m-%d %H:%M UTC")
-    note = f"Removed on {when}: the data they came from ({upload.name}) was deleted."
+    what = "model upload" if upload.kind == "model" else "data upload"
+    note = f"Removed on {when}: the {what} {upload.name!r} this audit used was deleted."
     erased.reports_redacted = store.redact_reports([audit.id for audit in audits], note)
     rows.remove(upload.id)
     return erased

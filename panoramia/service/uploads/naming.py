@@ -22,15 +22,36 @@ from panoramia.store.uploads import READY, UploadRows
 
 
 def upload_resolver(
-    settings: ServiceSettings, store: ReportStore, contributor_id: int, named: dict[str, str]
+    settings: ServiceSettings,
+    store: ReportStore,
+    contributor_id: int,
+    named: dict[str, str],
+    own_folder: Path | None = None,
 ) -> UploadResolver:
+    """See the module docstring. ``own_folder``: her data folder (operator-placed files);
+    where given, a name that is neither an upload (by id, name or the file name it was sent
+    as) nor a file there is refused naming her uploads of that kind."""
     rows = UploadRows(store)
 
     def resolve(role: str, id_or_name: str) -> Path | None:
-        upload = rows.find(contributor_id, id_or_name)
-        if upload is None:
-            return None
         wanted = "model" if role == "target" else "data"
+        upload = rows.find(contributor_id, id_or_name)
+        if upload is None:  # the file's own name: members.csv for the upload sent as it
+            sent_as = [u for u in rows.owned(contributor_id)
+                       if u.filename == id_or_name and u.kind == wanted]  # fmt: skip
+            upload = sent_as[0] if len(sent_as) == 1 else None
+        if upload is None:
+            root = settings.models_dir if role == "target" else own_folder
+            if root is None or _placed(root, id_or_name):
+                return None  # an operator-placed file or folder: the caller checks it
+            names = [u.name for u in rows.owned(contributor_id) if u.kind == wanted]
+            command = "panoramia models upload" if wanted == "model" else "panoramia data upload"
+            known = (
+                f"your {wanted} uploads: {', '.join(names[:20])}"
+                if names
+                else f"you have no {wanted} upload ({command} FILE)"
+            )
+            raise UploadNotReady(f"no upload named {id_or_name!r}; {known}")
         if upload.kind != wanted:
             raise UploadNotReady(f"upload {upload.name!r} is a {upload.kind} upload, not {wanted}")
         if upload.state != READY:
@@ -45,6 +66,17 @@ def upload_resolver(
         return folder.data_path(upload.filename).resolve()
 
     return resolve
+
+
+def _placed(root: Path, name: str) -> bool:
+    """Whether ``root / name`` exists and stays inside ``root`` (what lies outside is never
+    looked at, so a refusal says nothing about the server's other files)."""
+    try:
+        base = root.resolve()
+        candidate = (root / name).resolve()
+        return candidate.is_relative_to(base) and candidate.exists()
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:

@@ -196,6 +196,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
             "run_directories_removed": len(erased.run_directories),
             "stages_removed": erased.stages,
             "reports_redacted": erased.reports_redacted,
+            "message": erased.sentence(),
         }
 
     Worker = needs.worker()
