@@ -239,6 +239,7 @@ def report_lines(report: dict) -> list[str]:
     """A stored report as ``reports show`` prints it: the model, the verdict and its sentence,
     what an attacker gains, the groups, what to do next, then the paper's figures."""
     from panoramia.report.html import quote_text
+    from panoramia.report.verdict import plain_line
 
     found = (report.get("document") or {}).get("verdict")
     lines = [
@@ -247,7 +248,9 @@ def report_lines(report: dict) -> list[str]:
     ]
     document = report.get("document") or {}
     if isinstance(found, dict):
-        lines += [f"{found['headline']} — {quote_text(found)}", found["sentence"]]
+        plain = plain_line(found)
+        lines += [f"In short: {plain}" if plain else "",
+                  f"{found['headline']} — {quote_text(found)}", found["sentence"]]  # fmt: skip
     attacker = document.get("attacker") if isinstance(document.get("attacker"), dict) else {}
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))

@@ -444,6 +444,7 @@ table{border-collapse:collapse;} tbody tr{border-bottom:1px solid #ddd;}
 .warn{color:#8a5300;}
 .banner{background:#b42318;color:#fff;padding:10px;font-weight:bold;}
 .note{background:#fff4d6;padding:8px;}
+.plain{font-size:1.15em;margin:.6em 0;}
 .verdict{border-left:8px solid #5b6270;padding:4px 16px;margin:1em 0;background:#f5f5f5;}
 .verdict h2{margin:.3em 0;}
 .verdict.clear_leak,.verdict.leak_beyond_claim{border-color:#7a1010;}
@@ -524,7 +525,12 @@ def _verdict_html(document: dict) -> str:
         if found["caveats"]
         else ""
     )
+    from panoramia.report.verdict import plain_line
+
+    plain = plain_line(found)
+    answer = f'<p class="plain"><b>In short:</b> {html.escape(plain)}</p>' if plain else ""
     return (
+        f"{answer}"
         f'<div class="verdict {html.escape(found["level"])}">'
         f"<h2>{html.escape(found['headline'])}</h2>"
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"

@@ -816,3 +816,39 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
             "or `generator=` another kind) would let a hidden leak show."
         )
     return steps
+
+
+PLAIN = {
+    "leak_beyond_claim": "Yes: this model gives away which records it was trained on, more than "
+    "its declared privacy guarantee allows.",
+    "clear_leak": "Yes, clearly: this model gives away which records it was trained on.",
+    "leak_detected": "Yes: this model gives away something about which records it was trained on.",
+    "borderline": "Maybe: this run points to a small leak but cannot call it; repeat the audit "
+    "before acting on it.",
+    "no_leak_detected": "No leak found by this audit, which is not proof that there is none.",
+    "inconclusive": "Cannot tell: this audit could not have shown a leak at its size.",
+}
+"""The answer in plain words, one per level: the line a reader sees first."""
+
+
+def plain_line(found: dict | None) -> str | None:
+    """The verdict's answer in plain words (:data:`PLAIN`), and, for a leak carried only by
+    non-member calls, that it does not point at her records (``found``: a ``verdict``
+    section or a digest's verdict; None where its level cannot be read)."""
+    if not isinstance(found, dict) or found.get("level") not in PLAIN:
+        return None
+    line = PLAIN[found["level"]]
+    quote = found.get("quote") if isinstance(found.get("quote"), dict) else {}
+    calls = quote.get("calls", found.get("calls"))
+    if (
+        found["level"] in DETECTED
+        and isinstance(calls, dict)
+        and calls.get("member") == 0
+        and isinstance(calls.get("nonmember"), int)
+        and calls["nonmember"] > 0
+    ):
+        line += (
+            " It shows in how the model treats records it never saw, not by picking out "
+            "your records: see “What an attacker gains” for your records."
+        )
+    return line

@@ -64,3 +64,15 @@ def test_a_digest_reads_as_its_verdict_and_a_forged_p_is_not_a_p():
     assert run_reading({"level": "x", "decision": {"p_value": "0.01"}})["p"] is None
     with pytest.raises(ValueError, match="at least one run"):
         pooled_verdict([])
+
+
+def test_the_plain_line_answers_first_and_says_when_a_leak_is_not_her_records():
+    from panoramia.report.verdict import PLAIN, plain_line
+
+    assert plain_line({"level": "no_leak_detected"}) == PLAIN["no_leak_detected"]
+    assert plain_line({"level": "nonsense"}) is None
+    assert plain_line(None) is None
+    carried = {"level": "clear_leak", "quote": {"calls": {"member": 0, "nonmember": 213}}}
+    assert "not by picking out your records" in plain_line(carried)
+    digest = {"level": "leak_detected", "calls": {"member": 12, "nonmember": 40}}
+    assert plain_line(digest) == PLAIN["leak_detected"]

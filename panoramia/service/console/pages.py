@@ -27,7 +27,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from panoramia.report.digest import number, report_digest
-from panoramia.report.verdict import WORDS
+from panoramia.report.verdict import WORDS, plain_line
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.audit_form import add_audit_pages
@@ -75,6 +75,7 @@ def _templates() -> Environment:
     environment.filters["when"] = _when
     environment.filters["figure"] = _figure
     environment.filters["share"] = _share
+    environment.globals["plain_line"] = plain_line
     return environment
 
 
