@@ -238,7 +238,7 @@ def reports_show(
 def report_lines(report: dict) -> list[str]:
     """A stored report as ``reports show`` prints it: the model, the verdict and its sentence,
     what an attacker gains, the groups, what to do next, then the paper's figures."""
-    from panoramia.report.html import quote_text
+    from panoramia.report.html import detectable_words, quote_text
     from panoramia.report.verdict import plain_line
 
     found = (report.get("document") or {}).get("verdict")
@@ -267,7 +267,8 @@ def report_lines(report: dict) -> list[str]:
                 f"Groups standing out beyond chance: {', '.join(standing)} "
                 f"({len(standing)} of {len(tested)} tested)"
                 if standing
-                else f"No group stands out beyond chance ({len(tested)} tested)"
+                else f"No group stands out beyond chance ({len(tested)} tested): "
+                f"{detectable_words(tested)}"
             )
     if isinstance(found, dict) and found.get("next_steps"):
         lines += ["What to do next:", *(f"  - {step}" for step in found["next_steps"])]

@@ -38,6 +38,10 @@ class GroupTest:
     """Max-T adjusted p-value of "no more than the baseline"; None for an untested group."""
     stands_out: bool
     """p ≤ α."""
+    detectable: float | None = None
+    """The smallest share − baseline_share (a fraction of the group's members) that would
+    have stood out at this size: the max-T's (1 − α) quantile times the group's spread of
+    the draws; None for an untested group. Descriptive: it says what this audit could see."""
 
 
 def flag_threshold(scores: np.ndarray, weights: np.ndarray, fpr: float) -> float:
@@ -136,6 +140,7 @@ def groups_against_chance(
     family = np.asarray(tested, dtype=bool)
     maxima = centred[:, family].max(axis=1) if family.any() else np.zeros(draws)
     low_q, high_q = np.quantile(drawn_share, [false_alarm_rate, 1 - false_alarm_rate], axis=0)
+    critical = float(np.quantile(maxima, 1 - false_alarm_rate))
     results = []
     for g in range(n_groups):
         p = float((1 + np.sum(maxima >= statistic[g])) / (draws + 1)) if family[g] else None
@@ -146,6 +151,7 @@ def groups_against_chance(
                 interval=(float(low_q[g]), float(high_q[g])),
                 p=p,
                 stands_out=p is not None and p <= false_alarm_rate,
+                detectable=float(critical * spread[g]) if family[g] else None,
             )
         )
     return results

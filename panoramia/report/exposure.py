@@ -117,7 +117,7 @@ def exposure_section(
             groups.append({
                 "column": column, "value": str(value), "members": count, "share": share,
                 "tpr": share, "baseline_share": None, "interval": None, "p": None,
-                "stands_out": False, "small": count < min_group,
+                "stands_out": False, "small": count < min_group, "detectable": None,
             })  # fmt: skip
             indices.append(slots[np.asarray(index, dtype=np.int64)])
     if baseline_scores is not None and groups:
@@ -137,6 +137,7 @@ def exposure_section(
             group["interval"] = [number(result.interval[0]), number(result.interval[1])]
             group["p"] = number(result.p) if result.p is not None else None
             group["stands_out"] = result.stands_out
+            group["detectable"] = number(result.detectable)
     groups.sort(key=lambda g: (g["small"], not g["stands_out"], -(g["share"] or 0.0),
                                g["column"], g["value"]))  # fmt: skip
     return {

@@ -299,6 +299,27 @@ def attacker_html(document: dict) -> str:
     )
 
 
+def detectable_words(groups: list[dict]) -> str:
+    """What this audit's group test could have seen: the smallest excess share a tested group
+    needed to stand out, over the groups' sizes (or "small differences may go undetected"
+    for a document without it)."""
+    found = [
+        (g["detectable"], g.get("members"))
+        for g in groups
+        if isinstance(g.get("detectable"), float | int) and g.get("p") is not None
+    ]
+    if not found:
+        return "small differences may go undetected."
+    smallest = min(found, key=lambda pair: pair[0])
+    largest = max(found, key=lambda pair: pair[0])
+    return (
+        f"at this audit's size a group stands out only where the attack flags at least "
+        f"{100 * smallest[0]:.0f} (a group of {smallest[1]}) to {100 * largest[0]:.0f} (a group "
+        f"of {largest[1]}) percentage points more of its members than the baseline does: "
+        f"smaller differences go undetected; a larger audit set sees more."
+    )
+
+
 def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
     """The exposure section's first line: which groups stand out, or that none does."""
     if not section.get("tested"):
@@ -318,8 +339,8 @@ def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
         return (
             "No group stands out: no group is shown to be flagged more by the attack than "
             "the data alone (the baseline) explains, beyond what chance gives one of the "
-            f"groups shown (false alarms over all groups held to {rate}); small differences "
-            "may go undetected."
+            f"groups shown (false alarms over all groups held to {rate}); "
+            f"{detectable_words(groups)}"
         )
     names = ", ".join(f"{g['column']} = {g['value']}" for g in standing[:5])
     more = f" and {len(standing) - 5} more" if len(standing) > 5 else ""

@@ -114,6 +114,12 @@ def test_a_group_stands_out_only_where_the_attack_flags_more_than_the_baseline()
                              draws=199, seed=1)  # fmt: skip
     assert quiet["standing_out"] == 0
     assert all(g["p"] is not None and g["p"] > 0.05 for g in quiet["groups"])
+    # what the test could have seen: a larger group needs a smaller excess to stand out, and
+    # the standing group's excess is past its own mark
+    sizes = {(g["column"], g["value"]): g for g in leak["groups"]}
+    assert 0 < sizes[("group", "a")]["detectable"] < sizes[("group", "b")]["detectable"] < 1
+    assert first["share"] - first["baseline_share"] >= first["detectable"]
+    assert all(0 < g["detectable"] < 1 for g in quiet["groups"])
     unmirrored = exposure_section(rows, ["group"], coins, scores, baseline_scores=baseline,
                                   tested=False, draws=99)  # fmt: skip
     assert all(g["p"] is None and not g["stands_out"] for g in unmirrored["groups"])
