@@ -382,7 +382,7 @@ def audits_submit(
             "target": target,
             "data": data,
             "overrides": override or [],
-            "repeats": repeats,
+            **({"repeats": repeats} if repeats > 1 else {}),  # an older server knows no repeats
         }
     )
     if repeats > 1:

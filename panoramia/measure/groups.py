@@ -151,7 +151,7 @@ def groups_against_chance(
                 interval=(float(low_q[g]), float(high_q[g])),
                 p=p,
                 stands_out=p is not None and p <= false_alarm_rate,
-                detectable=float(critical * spread[g]) if family[g] else None,
+                detectable=float(min(1.0, critical * spread[g])) if family[g] else None,
             )
         )
     return results

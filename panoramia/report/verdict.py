@@ -826,7 +826,7 @@ PLAIN = {
     "borderline": "Maybe: this run points to a small leak but cannot call it; repeat the audit "
     "before acting on it.",
     "no_leak_detected": "No leak found by this audit, which is not proof that there is none.",
-    "inconclusive": "Cannot tell: this audit could not have shown a leak at its size.",
+    "inconclusive": "Cannot tell: this audit cannot settle it (see why below).",
 }
 """The answer in plain words, one per level: the line a reader sees first."""
 

@@ -49,6 +49,8 @@ def submit_audits(
     check_model_fits(body, uploads.get("target"))
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
     composed = check_composes(runs[0], settings.limits)
+    if len(runs) > 1:
+        check_composes(runs[-1], settings.limits)  # the last seed is the largest
     estimate = estimate_cost(composed)
     if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
         raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")

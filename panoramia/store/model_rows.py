@@ -143,6 +143,13 @@ class ModelRows(StoreBase):
         no such entry (another contributor's is the same None). :class:`ModelInUse` while one
         of its audits is queued or running. An admin deletes only her own entries too."""
         with self.writes.begin() as session:
+            # PostgreSQL: her row first, as create_audits and add_report take it, so that a
+            # submission naming this model waits for the deletion and then makes it anew
+            session.execute(
+                select(Contributor.id)
+                .where(Contributor.id == principal.contributor_id)
+                .with_for_update()
+            )
             query = select(AuditedModel).where(
                 AuditedModel.contributor_id == principal.contributor_id,
                 AuditedModel.name == name,

@@ -311,3 +311,58 @@ def test_a_bad_session_key_is_one_clear_error(
     (tmp_path / "session.key").chmod(0o600)
     with pytest.raises(sessions.SessionKeyError, match="empty or cut short; delete it"):
         sessions.session_key(tmp_path)
+
+
+def test_the_audit_form_and_the_model_deletion_answer_bad_input_in_one_line(
+    service: LiveService,
+) -> None:
+    """Odd form input is a 4xx page, never a 500: a repeats of '²' (a digit to str.isdigit),
+    a NUL in a name, another's group; the delete button deletes only her own entry (an admin
+    sees others' and is told it is not hers), and its answer survives a reload."""
+    import json
+
+    from tests.service.test_uploads import CSV, _file, _tar, announce, send
+
+    manifest = json.dumps({"format": "xgboost-json", "file": "model.json"}).encode()
+    forest = _tar([_file("forest/target.json", manifest), _file("forest/model.json", b"{}")])
+    with service.client(service.token("alice")) as alice:
+        created = announce(alice, CSV)
+        assert send(alice, created.json()["id"], 0, CSV).json()["state"] == "ready"
+        model = announce(alice, forest, name="forest", kind="model", filename="forest.tar")
+        assert send(alice, model.json()["id"], 0, forest).json()["state"] == "ready"
+        upload(alice, model="census")
+    with service.client(service.token("bob")) as bob:
+        upload(bob, model="census")
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        assert client.get("/console/models?page=%C2%B2").status_code == 200
+        form = client.get("/console/audits/new?members=members")
+        assert form.status_code == 200
+        assert 'for="label">Label column</label>' in form.text
+        assert '<option value="colour">colour</option>' in form.text
+        csrf = page_csrf(client)
+        for body in (
+            f"csrf={csrf}&members=members&label=y&model=nope&model_name=m&version=1&repeats=%C2%B2",
+            f"csrf={csrf}&members=%00&label=y&model=x&model_name=m&version=1&repeats=1",
+            f"csrf={csrf}&members=members&label=y&model=x&model_name=m&version=1&repeats=11",
+            f"csrf={csrf}&members=members&label=y&model=x&model_name=a%20b&version=1&repeats=1",
+        ):
+            answer = client.post("/console/audits/new", content=body, headers=FORM)
+            assert 400 <= answer.status_code < 500, (body, answer.status_code)
+            assert 'role="alert"' in answer.text
+        assert client.get(f"/console/repeats/{'0' * 36}").status_code == 404
+        gone = client.post("/console/models/census/delete", content=f"csrf={csrf}", headers=FORM)
+        assert gone.status_code == 303
+        after = client.get(gone.headers["location"])
+        assert (
+            "Deleted model entry &#39;census&#39; (version 1): 1 report and 0 audits" in after.text
+        )
+        assert client.get("/console/models/census").status_code == 404
+    with browser(service) as admin:
+        sign_in(admin, service.token("root", admin=True))
+        seen = admin.get("/console/models/census")
+        assert seen.status_code == 200  # bob's entry
+        assert "Only its owner deletes it" in seen.text
+        assert 'action="/console/models/census/delete"' not in seen.text
+    with service.client(service.tokens["bob"]) as bob:
+        assert bob.get("/v1/models/census/reports").status_code == 200  # bob's stays

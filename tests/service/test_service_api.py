@@ -458,7 +458,12 @@ def test_repeats_queue_one_group_at_successive_seeds_pooled_once_all_end(
         submitted = alice.post("/v1/audits", json=body)
         assert submitted.status_code == 202, submitted.text
         group = submitted.json()["repeat_group"]
-        assert group
+        assert submitted.headers["location"] == f"/v1/repeats/{group}"
+        bad_seed = alice.post("/v1/audits", json=body | {"overrides": ["seed=abc"]})
+        assert bad_seed.status_code == 422
+        too_far = alice.post("/v1/audits", json=body | {"overrides": ["seed=4294967295"]})
+        assert too_far.status_code == 422
+        assert "pass 4294967295" in too_far.json()["detail"][0]["msg"]
         found = alice.get(f"/v1/repeats/{group}").json()
         assert [run["seed"] for run in found["runs"]] == [5, 6, 7]
         assert found["ended"] == 0

@@ -83,7 +83,10 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
     ) -> AuditView:
         """Queue an audit; poll ``GET /v1/audits/{id}`` for its status and progress."""
         audits = submit_audits(settings, store, queue, principal, body)
-        response.headers["Location"] = f"/v1/audits/{audits[0].id}"
+        group = audits[0].repeat_group
+        response.headers["Location"] = (
+            f"/v1/repeats/{group}" if group else f"/v1/audits/{audits[0].id}"
+        )
         return _audit_view(audits[0], None)
 
     @router.get("/v1/audits/{audit_id}", tags=["audits"])

@@ -112,7 +112,9 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
         return [ModelView(**vars(m)) for m in models]
 
     @router.delete("/v1/models/{model}", tags=["reports"])
+    @rate_limit
     def delete_model(
+        request: Request,
         model: ModelName,
         principal: Caller,
         version: Annotated[NameType | None, Query()] = None,

@@ -86,7 +86,8 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         "model": {"name": one("model_name") or "", "version": one("version") or "1"},
         "target": {"path": one("model") or ""},
         "data": data,
-        "repeats": int(repeats) if repeats.isdigit() and len(repeats) <= 3 else repeats,
+        # not str.isdigit ("²" is a digit to it): anything else is pydantic's to refuse
+        "repeats": int(repeats) if re.fullmatch(r"[0-9]{1,3}", repeats) else repeats,
     })  # fmt: skip
 
 
@@ -140,7 +141,9 @@ def add_audit_pages(
         chosen = (fields.get("members") or [""])[0]
         if not form_is_genuine(request, csrf, sent):
             return form(request, principal, csrf, None, 403, "the form did not come from here")
-        members = await run_in_threadpool(rows.find, principal.contributor_id, chosen)
+        members = None
+        if re.fullmatch(NAME_PATTERN, chosen) and len(chosen) <= 100:  # no NUL reaches SQL
+            members = await run_in_threadpool(rows.find, principal.contributor_id, chosen)
         if members is None or members.kind != "data" or members.state != READY:
             return form(request, principal, csrf, None, 422,
                         "Data (members): choose one of your ready data uploads")  # fmt: skip

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -37,7 +37,7 @@ from panoramia.service.routing import Queue
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.repeats import repeat_summary
-from panoramia.store.model_rows import ModelInUse
+from panoramia.store.model_rows import ModelDeletion, ModelInUse
 from panoramia.store.repository import Principal, ReportStore, as_utc
 from panoramia.store.tables import Audit, Report
 from panoramia.store.tokens import hash_token
@@ -124,7 +124,26 @@ PageNumber = Annotated[str | None, Query(alias="page", max_length=20)]
 
 def page_number(raw: str | None) -> int:
     """The page ``raw`` names, from 1; the first page for anything that is not one."""
-    return int(raw) if raw is not None and raw.isdigit() and 1 <= int(raw) <= 1_000_000 else 1
+    if raw is None or not re.fullmatch(r"[0-9]{1,7}", raw):  # not str.isdigit: "²" is a digit
+        return 1
+    return int(raw) if 1 <= int(raw) <= 1_000_000 else 1
+
+
+def _deletion_said(
+    name: str | None, versions: str | None, reports: str | None, audits: str | None
+) -> str | None:
+    """The deletion sentence a model deletion's redirect carries in its address (each part
+    checked; anything else: nothing said)."""
+    if name is None or not _valid(NAME_PATTERN, name, 100):
+        return None
+    listed = (versions or "").split(",")
+    counts = [reports or "", audits or ""]
+    if not all(_valid(NAME_PATTERN, v, 100) for v in listed) or not all(
+        re.fullmatch(r"[0-9]{1,9}", c) for c in counts
+    ):
+        return None
+    gone = ModelDeletion(name, listed, int(counts[0]), [""] * int(counts[1]))
+    return model_deletion_sentence(gone)
 
 
 MODELS_PER_PAGE = 50
@@ -155,7 +174,19 @@ def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[
         if row["reports"]:
             newest, _audits = store.model_history(principal, row["name"], limit=1)
             row["latest"] = report_line(newest[0]) if newest else None
+            row["pooled"] = _group_of(store, principal, newest[0]) if newest else None
     return ordered
+
+
+def _group_of(store: ReportStore, principal: Principal, report: Report) -> dict[str, Any] | None:
+    """The group of repeats the report's audit is one of (its summary), else None: a listing
+    shows a group's one verdict, never one of its runs alone."""
+    if not report.audit_id:
+        return None
+    audit = store.get_audit(principal, report.audit_id)
+    if audit is None or not audit.repeat_group:
+        return None
+    return repeat_summary(store, principal, audit.repeat_group)
 
 
 MAX_HISTORY = 100
@@ -450,10 +481,19 @@ def console_router(
         return response
 
     @router.get("/models")
-    def models(request: Request, session: Session, requested: PageNumber = None) -> Response:
+    def models(
+        request: Request,
+        session: Session,
+        requested: PageNumber = None,
+        deleted: Annotated[str | None, Query(max_length=100)] = None,
+        versions: Annotated[str | None, Query(max_length=2000)] = None,
+        reports: Annotated[str | None, Query(max_length=12)] = None,
+        audits: Annotated[str | None, Query(max_length=12)] = None,
+    ) -> Response:
         principal, csrf = session
         shown = page_number(requested)
         found = model_rows(store, principal, shown)
+        said = _deletion_said(deleted, versions, reports, audits)
         return page(
             request,
             "models.html",
@@ -462,7 +502,7 @@ def console_router(
             models=found,
             page_number=shown,
             more=len(found) == MODELS_PER_PAGE,
-            deleted=None,
+            deleted=said,
         )
 
     @router.get("/models/{name}")
@@ -491,10 +531,12 @@ def console_router(
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
             failed=any(a.status == "failed" for a in audits), active=active,
-            deleted=None,
+            owned=any(a.contributor_id == principal.contributor_id for a in audits)
+            or any(r.contributor_id == principal.contributor_id for r in reports),
         )  # fmt: skip
 
     @router.post("/models/{name}/delete")
+    @limit_by(signed_in_key)
     async def delete_model(request: Request, session: Session, name: str) -> Response:
         principal, csrf = session
         fields = _form(await request.body())
@@ -510,12 +552,9 @@ def console_router(
         if deleted is None:
             return not_found(request, session, "model")
         await run_in_threadpool(remove_run_folders, settings, deleted.audits)
-        found = model_rows(store, principal, 1)
-        return page(
-            request, "models.html", principal=principal, csrf=csrf, models=found,
-            page_number=1, more=len(found) == MODELS_PER_PAGE,
-            deleted=model_deletion_sentence(deleted),
-        )  # fmt: skip
+        said = urlencode({"deleted": name, "versions": ",".join(deleted.versions),
+                          "reports": deleted.reports, "audits": len(deleted.audits)})  # fmt: skip
+        return RedirectResponse(f"/console/models?{said}", 303)  # a reload does not re-post
 
     @router.get("/reports/{report_id}")
     def report(

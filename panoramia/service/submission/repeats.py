@@ -3,28 +3,39 @@ and the pooled verdict of their reports once all have ended."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from panoramia.report.pooled import pooled_verdict, run_reading
+from panoramia.service.submission.command import RequestProblem
 from panoramia.store.repository import Principal, ReportStore
 from panoramia.store.tables import Audit
 
 ENDED = ("succeeded", "failed", "cancelled")
 
 
+MAX_SEED = 2**32 - 1
+"""The largest seed an audit takes (numpy's)."""
+
+
 def seeded_overrides(overrides: list[str], repeats: int) -> list[list[str]]:
-    """One override list per repeat: ``overrides`` without its own ``seed=`` (whose value,
-    an integer, is the first repeat's seed; 0 without one), then ``seed=s+i``. Overrides were
-    checked (:func:`~panoramia.service.submission.command.check_overrides`) before this."""
+    """One override list per repeat: ``overrides`` without its own ``seed=`` (whose value is
+    the first repeat's seed; 0 without one), then ``seed=s+i``. RequestProblem naming the
+    override where that seed is not a whole number or the last repeat's would pass
+    :data:`MAX_SEED`. Overrides were checked (``check_overrides``) before this."""
     base = 0
     kept = []
-    for line in overrides:
+    for position, line in enumerate(overrides):
         key, _, value = line.partition("=")
         if key.strip() == "seed":
-            try:
-                base = int(value.strip())
-            except ValueError:
-                base = 0
+            if not re.fullmatch(r"[0-9]{1,10}", value.strip()):
+                raise RequestProblem(("overrides", position), "seed: a whole number, 0 or more")
+            base = int(value.strip())
+            if base + repeats - 1 > MAX_SEED:
+                raise RequestProblem(
+                    ("overrides", position),
+                    f"seed: {repeats} repeats from {base} pass {MAX_SEED}, the largest seed",
+                )
             continue
         kept.append(line)
     return [[*kept, f"seed={base + index}"] for index in range(repeats)]
@@ -38,6 +49,8 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
     if not audits:
         return None
     reports = store.reports_of_audits([audit.id for audit in audits])
+    planned = (audits[0].request or {}).get("repeat") or {}
+    size = planned.get("of") if isinstance(planned.get("of"), int) else len(audits)
     runs = []
     for audit in audits:
         report = reports.get(audit.id)
@@ -49,6 +62,7 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
         })  # fmt: skip
     ended = sum(1 for audit in audits if audit.status in ENDED)
     pooled = None
-    if ended == len(audits):
-        pooled = pooled_verdict([run_reading(run["verdict"]) for run in runs])
+    if ended == len(audits):  # an audit of the group no longer kept enters as unread (p = 1)
+        missing = [run_reading(None)] * max(0, size - len(audits))
+        pooled = pooled_verdict([run_reading(run["verdict"]) for run in runs] + missing)
     return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled}

@@ -36,14 +36,19 @@ def upload_resolver(
     def resolve(role: str, id_or_name: str) -> Path | None:
         wanted = "model" if role == "target" else "data"
         upload = rows.find(contributor_id, id_or_name)
+        root = settings.models_dir if role == "target" else own_folder
+        if upload is None and (root is None or _placed(root, id_or_name)):
+            return None  # an operator-placed file or folder: the caller checks it
         if upload is None:  # the file's own name: members.csv for the upload sent as it
             sent_as = [u for u in rows.owned(contributor_id)
                        if u.filename == id_or_name and u.kind == wanted]  # fmt: skip
-            upload = sent_as[0] if len(sent_as) == 1 else None
+            if len(sent_as) > 1:
+                both = ", ".join(u.name for u in sent_as[:5])
+                raise UploadNotReady(
+                    f"{id_or_name!r} is the file of several uploads ({both}): name one"
+                )
+            upload = sent_as[0] if sent_as else None
         if upload is None:
-            root = settings.models_dir if role == "target" else own_folder
-            if root is None or _placed(root, id_or_name):
-                return None  # an operator-placed file or folder: the caller checks it
             names = [u.name for u in rows.owned(contributor_id) if u.kind == wanted]
             command = "panoramia models upload" if wanted == "model" else "panoramia data upload"
             known = (
