@@ -17,17 +17,20 @@ from panoramia.store.tables import Audit
 NOT_FOUND = "not found"
 
 
+def _model_view(audit: Audit) -> ModelRef:
+    """The audited model as the API shows it."""
+    found = audit.model
+    return ModelRef(
+        name=found.name, version=found.version, declared=found.declared, claim=found.claim
+    )
+
+
 def _audit_view(audit: Audit, report_id: str | None) -> AuditView:
     request = {k: v for k, v in audit.request.items() if k != "overrides_resolved"}
     return AuditView(
         id=audit.id,
         status=audit.status,
-        model=ModelRef(
-            name=audit.model.name,
-            version=audit.model.version,
-            declared=audit.model.declared,
-            claim=audit.model.claim,
-        ),
+        model=_model_view(audit),
         request=request,
         progress=audit.progress or {},
         error=audit.error,
@@ -57,12 +60,7 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
         ))  # fmt: skip
     return RepeatView(
         id=found["group"],
-        model=ModelRef(
-            name=first.model.name,
-            version=first.model.version,
-            declared=first.model.declared,
-            claim=first.model.claim,
-        ),
+        model=_model_view(first),
         runs=runs,
         ended=found["ended"],
         pooled=found["pooled"],
