@@ -112,6 +112,6 @@ def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path
         negative = sum(n for (_, mode), n in counts.items() if mode == "negative")
         print(f"fuzzer, {backend}: {total} requests ({negative} malformed) over "
               f"{len(counts)} operation/modes")  # fmt: skip
-        assert len({label for label, _ in counts}) == 18  # 10, and uploads (6) and workers (2)
+        assert len({label for label, _ in counts}) == 20  # 12, and uploads (6) and workers (2)
         assert negative >= 5 * EXAMPLES
     assert not server_errors, server_errors[:5]

@@ -104,7 +104,8 @@ def test_another_contributors_upload_is_not_found_anywhere(service: LiveService)
                 "data": {"source": "csv", "members": upload_id, "label": "y"}}  # fmt: skip
         named = mallory.post("/v1/audits", json=body)  # her id is no name of mallory's
         assert named.status_code == 422
-        assert "not found" in named.text
+        assert "no upload named" in named.text
+        assert "you have no data upload" in named.text  # hers are not named to him
     with service.client(service.token("alice")) as alice:
         assert alice.get(f"/v1/uploads/{upload_id}").json()["state"] == "ready"
 
