@@ -47,6 +47,7 @@ def submit_audits(
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
     check_columns(body.data, uploads)
     check_model_fits(body, uploads.get("target"))
+    check_label_classes(body, uploads.get("members"), uploads.get("target"))
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
     composed = check_composes(runs[0], settings.limits)
     if len(runs) > 1:
@@ -91,3 +92,23 @@ def check_model_fits(body: AuditRequest, model: Upload | None) -> None:
         f"upload {model.name!r} is a model of {words.get(kind, kind)}; data source "
         f"{body.data.source!r} is an audit of {words.get(body.data.modality, body.data.modality)}",
     )
+
+
+def check_label_classes(body: AuditRequest, data: Upload | None, model: Upload | None) -> None:
+    """A table audit's label values (a text column's, read on arrival) are classes the model
+    upload's manifest declares: RequestProblem naming ``data.label`` otherwise. Numeric labels
+    and uploads whose values or classes were not recorded are left to the audit."""
+    if data is None or model is None or body.data.source != "csv" or not body.data.label:
+        return
+    values = ((data.summary or {}).get("values") or {}).get(body.data.label)
+    classes = (model.summary or {}).get("classes")
+    if not isinstance(values, list) or not isinstance(classes, list):
+        return
+    unknown = [v for v in values if v not in classes]
+    if unknown:
+        shown = ", ".join(str(v) for v in unknown[:5])
+        raise RequestProblem(
+            ("data", "label"),
+            f"label {body.data.label!r} of upload {data.name!r} holds {shown}, which model "
+            f"upload {model.name!r} does not predict (its classes: {', '.join(classes[:10])})",
+        )

@@ -440,8 +440,10 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
         assert accepted.status_code == 202
         stored = service.store.get_audit(None, accepted.json()["id"])
         assert "audit.slices=['colour']" in stored.request["overrides_resolved"]
-        # a model of a table audited with images: refused at the door, naming target.path
-        manifest = json.dumps({"format": "xgboost-json", "file": "model.json"}).encode()
+        # a model of a table audited with images: refused at the door, naming target.path;
+        # and a label value the model does not predict (its manifest's classes), naming the label
+        manifest = json.dumps({"format": "xgboost-json", "file": "model.json",
+                               "classes": ["red", "green"]}).encode()  # fmt: skip
         forest = _tar([_file("forest/target.json", manifest), _file("forest/model.json", b"{}")])
         made = upload(alice, forest, name="forest", kind="model", filename="forest.tar")
         assert made.json()["summary"]["modality"] == "tabular", made.text
@@ -454,3 +456,15 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
         assert problem["msg"] == (
             "upload 'forest' is a model of a table; data source 'images' is an audit of images"
         )
+        assert made.json()["summary"]["classes"] == ["red", "green"]
+        colours = {"model": {"name": "probe"}, "target": {"path": "forest"},
+                   "data": {"source": "csv", "members": "members", "label": "colour"}}  # fmt: skip
+        wrong_classes = alice.post("/v1/audits", json=colours)
+        assert wrong_classes.status_code == 422, wrong_classes.text
+        assert wrong_classes.json()["detail"][0]["loc"][-2:] == ["data", "label"]
+        assert wrong_classes.json()["detail"][0]["msg"] == (
+            "label 'colour' of upload 'members' holds blue, which model upload 'forest' does "
+            "not predict (its classes: red, green)"
+        )
+        numeric = colours | {"data": colours["data"] | {"label": "y"}}  # numbers: left to the audit
+        assert alice.post("/v1/audits", json=numeric).status_code == 202

@@ -68,6 +68,12 @@ HUGGING_FACE_FORMATS = ("hf-image-classification", "hf-causal-lm")
 """Formats whose ``directory`` field names the model's folder inside the upload."""
 
 
+MAX_VALUES = 50
+"""The most distinct values a text column's summary keeps (more: a feature, not a label)."""
+MAX_VALUE_CHARS = 100
+"""The most characters kept of one such value."""
+
+
 class UploadRejected(InputError):
     """An upload that is not what it says it is; the message is one line."""
 
@@ -141,6 +147,9 @@ def check_upload(
                 into, shown=filename, trust_torchscript=trust_torchscript
             )
             checked.summary["modality"] = _modality_of(into)
+            classes = _classes_of(into)
+            if classes is not None:
+                checked.summary["classes"] = classes
         return checked
     if suffix in CSV_SUFFIXES:
         return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
@@ -221,6 +230,7 @@ def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
         lines = max(sample.count("\n"), 1)
         chunk_rows = max(1, min(100_000, CSV_CHUNK_BYTES * lines // max(len(sample), 1)))
         numeric = dict.fromkeys(names, True)
+        values: dict[str, set[str] | None] = {name: set() for name in names}
         rows = 0
         with _opened(path, suffix, max_bytes, shown) as text, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
@@ -230,6 +240,12 @@ def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
                 for name, column in zip(names, chunk.columns, strict=True):
                     if numeric[name] and not pd.api.types.is_numeric_dtype(chunk[column]):
                         numeric[name] = False
+                    seen = values[name]
+                    if seen is not None:
+                        distinct = chunk[column].dropna().unique()[: MAX_VALUES + 1]
+                        seen.update(str(v) for v in distinct)
+                        if len(seen) > MAX_VALUES:
+                            values[name] = None  # many values: a feature, not a label
     except UploadRejected:
         raise
     except UnicodeDecodeError:
@@ -243,7 +259,12 @@ def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
         raise UploadRejected(f"{shown}: not a readable CSV ({type(error).__name__})") from None
     if rows == 0:
         raise UploadRejected(f"{shown}: a header but no rows")
-    return {"rows": rows, "columns": [[n, "number" if numeric[n] else "text"] for n in names]}
+    few = {n: sorted(v)[:MAX_VALUES] for n, v in values.items() if v is not None and not numeric[n]}
+    return {
+        "rows": rows,
+        "columns": [[n, "number" if numeric[n] else "text"] for n in names],
+        "values": {n: [v[:MAX_VALUE_CHARS] for v in found] for n, found in few.items()},
+    }
 
 
 def check_parquet(path: Path, *, max_bytes: int, shown: str) -> dict:
@@ -387,6 +408,19 @@ def model_root(folder: Path) -> Path:
     if len(inner) == 1 and inner[0].is_dir() and (inner[0] / "target.json").is_file():
         return inner[0]
     return folder
+
+
+def _classes_of(folder: Path) -> list[str] | None:
+    """The class names a checked model folder's manifest declares (text, at most
+    :data:`MAX_VALUES`), else None."""
+    from panoramia.targets.manifest import read_manifest
+
+    classes = read_manifest(model_root(folder)).get("classes")
+    if not isinstance(classes, list) or not 0 < len(classes) <= MAX_VALUES:
+        return None
+    if not all(isinstance(c, str) and len(c) <= MAX_VALUE_CHARS for c in classes):
+        return None
+    return list(classes)
 
 
 def _modality_of(folder: Path) -> str:
