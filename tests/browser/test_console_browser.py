@@ -80,6 +80,9 @@ def shot(page, name: str, database_url: str, *, axe: bool = True) -> None:  # ty
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / f"{kind}-{name}.png", full_page=True)
     if axe:
+        page.set_viewport_size({"width": 1280, "height": 900})  # a screen
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 1280, f"{name}: {wide} px wide on a 1280 px screen"
         accessible(page, name)
         page.set_viewport_size({"width": 390, "height": 844})  # a phone
         page.screenshot(path=SCREENSHOTS / f"{kind}-{name}-390.png", full_page=True)
