@@ -351,6 +351,13 @@ def audits_submit(
     override: Annotated[
         list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
     ] = None,
+    control_path: Annotated[
+        str | None,
+        typer.Option(
+            help="A model upload of yours that never saw these members, audited at the same "
+            "seeds (needs --repeats): the paired difference target − control."
+        ),
+    ] = None,
     repeats: Annotated[
         int,
         typer.Option(
@@ -383,6 +390,7 @@ def audits_submit(
             "data": data,
             "overrides": override or [],
             **({"repeats": repeats} if repeats > 1 else {}),  # an older server knows no repeats
+            **({"control": {"path": control_path}} if control_path else {}),
         }
     )
     if repeats > 1:
@@ -438,10 +446,22 @@ def repeat_lines(found: dict) -> list[str]:
     lines = [f"{model['name']} version {model['version']}: {len(found['runs'])} repeats"]
     if pooled:
         lines += [pooled["headline"], pooled["sentence"]]
+    paired = found.get("paired")
+    if paired:
+        spread = (
+            f" [{paired['interval'][0]:.3f}, {paired['interval'][1]:.3f}]"
+            if paired.get("interval")
+            else ""
+        )
+        lines.append(
+            f"Paired with your control over {paired['n']} seeds: ε̃ target − control = "
+            f"{paired['mean']:.3f}{spread} ({str(paired['game']).replace('_', '-')} game)"
+        )
     for run in found["runs"]:
         level = WORDS.get(run.get("level") or "", "no report")
+        role = " (control)" if run.get("role") == "control" else ""
         lines.append(
-            f"  seed {run['seed']}: {run['status']}, {level}"
+            f"  seed {run['seed']}{role}: {run['status']}, {level}"
             + (f" (panoramia reports show {run['report_id']})" if run.get("report_id") else "")
         )
     return lines

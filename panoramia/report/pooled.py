@@ -156,3 +156,29 @@ def _sentence(
             f"acting on it.{figure}{unread}"
         )
     return f"Pooled over {runs} runs, no leak detected: {test}; {tally}.{figure}{unread}"
+
+
+def paired_difference(
+    target: dict[int, dict[str, Any]], control: dict[int, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The quoted ε̃'s paired difference, target − control, over the seeds where both runs
+    quote the same game (``target``, ``control``: run readings by seed), with its Student-t
+    95 % interval (as ``validity.json``'s paired entries); None without a pair. A description
+    beside the pooled test, not a test of its own."""
+    pairs = [
+        (target[seed], control[seed])
+        for seed in sorted(set(target) & set(control))
+        if target[seed]["value"] is not None
+        and control[seed]["value"] is not None
+        and target[seed]["game"] == control[seed]["game"]
+    ]
+    if not pairs:
+        return None
+    summary = aggregate([t["value"] - c["value"] for t, c in pairs])
+    spread = summary.n > 1 and math.isfinite(summary.ci_low)
+    return {
+        "game": pairs[0][0]["game"],
+        "mean": summary.mean,
+        "interval": [summary.ci_low, summary.ci_high] if spread else None,
+        "n": summary.n,
+    }

@@ -44,18 +44,36 @@ def submit_audits(
         ),
     )
     found = UploadRows(store)
+    control_named: dict[str, str] = {}
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
     check_columns(body.data, uploads)
     check_model_fits(body, uploads.get("target"))
     check_label_classes(body, uploads.get("members"), uploads.get("target"))
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
+    control_runs: list[list[str]] = []
+    if body.control is not None:  # the same request on her control model, at the same seeds
+        aside = body.model_copy(update={"target": body.control})
+        control_overrides = audit_overrides(
+            aside,
+            contributor=principal.name,
+            data_dir=settings.data_dir,
+            models_dir=settings.models_dir,
+            allow_torchscript=settings.trust_torchscript,
+            uploads=upload_resolver(
+                settings, store, principal.contributor_id, control_named,
+                own_folder=settings.data_dir / principal.name,
+            ),
+        )  # fmt: skip
+        check_model_fits(aside, found.get(control_named.get("target", "")))
+        control_runs = seeded_overrides(control_overrides, body.repeats)
+        check_composes(control_runs[0], settings.limits)
     composed = check_composes(runs[0], settings.limits)
     if len(runs) > 1:
         check_composes(runs[-1], settings.limits)  # the last seed is the largest
     estimate = estimate_cost(composed)
     if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
         raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
-    total = CostEstimate(estimate.stages * len(runs))  # each repeat counted in full
+    total = CostEstimate(estimate.stages * (len(runs) + len(control_runs)))  # each in full
     kept = usage(store, settings, principal.contributor_id)
     if kept.total >= kept.quota_bytes:  # its report and files could not be kept
         raise StorageFull(kept.quota_bytes, kept.total, 0)
@@ -68,12 +86,27 @@ def submit_audits(
         }
         for index, run in enumerate(runs)
     ]  # fmt: skip
+    target = ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim)
+    models = [target] * len(requests)
+    if control_runs:  # kept under her model's name, version "<version>-control"
+        control = ModelRef(body.model.name, f"{body.model.version}-control"[:100])
+        aside_common = common | {"uploads": named | control_named}  # what its audits read
+        requests += [
+            aside_common | {
+                "overrides_resolved": portable_overrides(run, settings.uploads_dir),
+                "repeat": {"index": index, "of": len(runs), "seed": int(run[-1][5:]),
+                           "role": "control"},
+            }
+            for index, run in enumerate(control_runs)
+        ]  # fmt: skip
+        models += [control] * len(control_runs)
     audits = store.create_audits(
         principal,
-        ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim),
+        target,
         requests,
         max_active=settings.limits.max_active_audits,
         budget=lambda active: check_budget(total, active, settings.limits.max_audit_cost),
+        models=models,
     )
     for audit in audits:
         queue.submit(audit.id)

@@ -220,6 +220,12 @@ class AuditRequest(CleanBody):
         description="Hydra overrides of seed, split, generator, helper, distinguisher, audit, "
         "target (not its path).",
     )
+    control: TargetRef | None = Field(
+        None,
+        description="A model of her own that never saw these members (trained like the "
+        "target on other rows), audited at the same seeds: the group then also gives the "
+        "paired difference of the quoted ε̃ (target − control). Needs repeats of 2 or more.",
+    )
     repeats: int = Field(
         1,
         ge=1,
@@ -227,6 +233,12 @@ class AuditRequest(CleanBody):
         description="Audits to run at seeds s, s+1, … (s: the overrides' seed, else 0), pooled "
         "into one verdict (docs/SPEC.md §3.2); more than 1 makes a group: GET /v1/repeats/{id}.",
     )
+
+    @model_validator(mode="after")
+    def _control_needs_repeats(self) -> AuditRequest:
+        if self.control is not None and self.repeats < 2:
+            raise ValueError("a control is compared over repeats: give repeats of 2 or more")
+        return self
 
 
 class AuditView(BaseModel):
@@ -253,6 +265,7 @@ class RepeatRun(BaseModel):
 
     audit_id: str
     status: str
+    role: Literal["target", "control"] = "target"
     seed: int | None
     report_id: str | None
     level: str | None
@@ -268,6 +281,11 @@ class RepeatView(BaseModel):
     runs: list[RepeatRun]
     ended: int
     pooled: dict | None
+    paired: dict | None = Field(
+        None,
+        description="With a control: the quoted ε̃'s paired difference, target − control, "
+        "over the seeds both ended ({game, mean, interval, n}).",
+    )
 
 
 class ModelDeleted(BaseModel):

@@ -23,7 +23,7 @@ from panoramia.store.common import (
     retried,
     utcnow,
 )
-from panoramia.store.tables import Audit, Contributor, Report, ReportPage
+from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 
 
 class AuditRows(StoreBase):
@@ -58,10 +58,13 @@ class AuditRows(StoreBase):
         *,
         max_active: int | None = None,
         budget: Callable[[float], None] | None = None,
+        models: list[ModelRef] | None = None,
     ) -> list[Audit]:
         """Record one queued audit per request, in one transaction: with more than one, a
         group of repeats (docs/SPEC.md §3.2) sharing a new ``repeat_group``, which counts as
-        one request against ``max_active``. Limits as :meth:`create_audit`."""
+        one request against ``max_active``. ``models``: each request's model where they
+        differ (a control beside the target); else ``model`` for all. Limits as
+        :meth:`create_audit`."""
         if not requests:
             raise ValueError("no audit to create")
         group = str(uuid.uuid4()) if len(requests) > 1 else None
@@ -78,9 +81,16 @@ class AuditRows(StoreBase):
                     raise TooManyAudits(max_active)
                 if budget is not None:
                     budget(self._active_cost(session, principal.contributor_id))
-            audited = self._model(session, model, principal.contributor_id)
+            refs = models if models is not None else [model] * len(requests)
+            entries: dict[tuple[str, str], AuditedModel] = {}
+            for ref in refs:
+                if (ref.name, ref.version) not in entries:
+                    entries[ref.name, ref.version] = self._model(
+                        session, ref, principal.contributor_id
+                    )
             created = []
-            for request in requests:
+            for request, ref in zip(requests, refs, strict=True):
+                audited = entries[ref.name, ref.version]
                 audit = Audit(
                     id=str(uuid.uuid4()),
                     contributor_id=principal.contributor_id,
@@ -344,8 +354,10 @@ class AuditRows(StoreBase):
         return requeued, failed
 
 
-def _repeat_index(audit: Audit) -> int:
-    """An audit's place in its group of repeats (``request["repeat"]["index"]``), else 0."""
+def _repeat_index(audit: Audit) -> tuple[int, int]:
+    """An audit's place in its group of repeats: the target's runs, then the control's, each
+    by ``request["repeat"]["index"]``."""
     repeat = (audit.request or {}).get("repeat")
-    index = repeat.get("index") if isinstance(repeat, dict) else None
-    return index if isinstance(index, int) else 0
+    repeat = repeat if isinstance(repeat, dict) else {}
+    index = repeat.get("index")
+    return (1 if repeat.get("role") == "control" else 0, index if isinstance(index, int) else 0)

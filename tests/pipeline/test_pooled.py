@@ -76,3 +76,19 @@ def test_the_plain_line_answers_first_and_says_when_a_leak_is_not_her_records():
     assert "not by picking out your records" in plain_line(carried)
     digest = {"level": "leak_detected", "calls": {"member": 12, "nonmember": 40}}
     assert plain_line(digest) == PLAIN["leak_detected"]
+
+
+def test_the_paired_difference_pairs_seeds_that_quote_the_same_game():
+    from panoramia.report.pooled import paired_difference
+
+    target = {
+        s: run_reading(_run("leak_detected", 0.01, v)) for s, v in ((0, 2.0), (1, 2.2), (2, 2.4))
+    }
+    control = {0: run_reading(_run("no_leak_detected", 0.6, 0.1)),
+               1: run_reading(_run("no_leak_detected", 0.6, 0.0, game="one_sided")),
+               2: run_reading(_run("no_leak_detected", 0.6, 0.2))}  # fmt: skip
+    paired = paired_difference(target, control)
+    assert paired["n"] == 2  # seed 1 quotes another game
+    assert paired["mean"] == pytest.approx(((2.0 - 0.1) + (2.4 - 0.2)) / 2)
+    assert paired["interval"][0] < paired["mean"] < paired["interval"][1]
+    assert paired_difference(target, {}) is None

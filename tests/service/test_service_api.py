@@ -524,3 +524,31 @@ def test_a_model_entry_is_deleted_with_its_reports_and_audits_by_its_owner_only(
         assert [m["name"] for m in alice.get("/v1/models").json()] == ["other"]
         assert alice.get(f"/v1/reports/{kept['id']}").status_code == 200
         assert alice.delete("/v1/models/census").status_code == 404
+
+
+def test_a_control_is_audited_at_the_same_seeds_in_the_same_group(service: LiveService) -> None:
+    """repeats=2 with a control: 4 audits in one group (the control's kept as version
+    '1-control'), one active request; a control without repeats is a 422."""
+    body = {"model": {"name": "census"}, "target": {"config": "mlp_overfit"},
+            "control": {"config": "mlp_disjoint"}, "repeats": 2}  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        alone = alice.post("/v1/audits", json=body | {"repeats": 1})
+        assert alone.status_code == 422
+        assert "repeats of 2 or more" in alone.text
+        submitted = alice.post("/v1/audits", json=body)
+        assert submitted.status_code == 202, submitted.text
+        found = alice.get(f"/v1/repeats/{submitted.json()['repeat_group']}").json()
+        assert [(r["role"], r["seed"]) for r in found["runs"]] == [
+            ("target", 0),
+            ("target", 1),
+            ("control", 0),
+            ("control", 1),
+        ]
+        control = service.store.get_audit(None, found["runs"][2]["audit_id"])
+        assert control.model.version == "1-control"
+        assert "target=mlp_disjoint" in control.request["overrides_resolved"]
+        for run in found["runs"]:
+            alice.delete(f"/v1/audits/{run['audit_id']}")
+        ended = alice.get(f"/v1/repeats/{found['id']}").json()
+        assert ended["pooled"]["runs"] == 2  # the target's runs only
+        assert ended["paired"] is None  # no report: nothing to pair

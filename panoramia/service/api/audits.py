@@ -54,6 +54,7 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
         repeat = (audit.request or {}).get("repeat") or {}
         runs.append(RepeatRun(
             audit_id=audit.id, status=audit.status,
+            role="control" if repeat.get("role") == "control" else "target",
             seed=repeat.get("seed") if isinstance(repeat.get("seed"), int) else None,
             report_id=run["report_id"],
             level=verdict.get("level") if isinstance(verdict.get("level"), str) else None,
@@ -64,6 +65,7 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
         runs=runs,
         ended=found["ended"],
         pooled=found["pooled"],
+        paired=found["paired"],
     )
 
 

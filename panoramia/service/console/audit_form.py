@@ -82,9 +82,11 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         data["label"] = one("label")
         data["slices"] = [value for value in fields.get("slices", []) if value]
     repeats = one("repeats") or "1"
+    control = {"control": {"path": one("control")}} if one("control") else {}
     return AuditRequest.model_validate({
         "model": {"name": one("model_name") or "", "version": one("version") or "1"},
         "target": {"path": one("model") or ""},
+        **control,
         "data": data,
         # not str.isdigit ("²" is a digit to it): anything else is pydantic's to refuse
         "repeats": int(repeats) if re.fullmatch(r"[0-9]{1,3}", repeats) else repeats,
@@ -201,6 +203,7 @@ FIELD_WORDS = {
     "data.label": "Label column",
     "data.slices": "Slices",
     "repeats": "Repeats",
+    "control": "Control model",
 }
 """The API's field names as the form labels them."""
 

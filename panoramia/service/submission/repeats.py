@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from panoramia.report.pooled import pooled_verdict, run_reading
+from panoramia.report.pooled import paired_difference, pooled_verdict, run_reading
 from panoramia.service.submission.command import RequestProblem
 from panoramia.store.repository import Principal, ReportStore
 from panoramia.store.tables import Audit
@@ -61,8 +61,29 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
             "verdict": digest.get("verdict") if isinstance(digest.get("verdict"), dict) else None,
         })  # fmt: skip
     ended = sum(1 for audit in audits if audit.status in ENDED)
-    pooled = None
+    pooled = paired = None
+    targets = [run for run in runs if _role(run["audit"]) == "target"]
+    controls = [run for run in runs if _role(run["audit"]) == "control"]
     if ended == len(audits):  # an audit of the group no longer kept enters as unread (p = 1)
-        missing = [run_reading(None)] * max(0, size - len(audits))
-        pooled = pooled_verdict([run_reading(run["verdict"]) for run in runs] + missing)
-    return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled}
+        missing = [run_reading(None)] * max(0, size - len(targets))
+        pooled = pooled_verdict([run_reading(run["verdict"]) for run in targets] + missing)
+        if controls:
+            paired = paired_difference(_by_seed(targets), _by_seed(controls))
+    return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled,
+            "paired": paired}  # fmt: skip
+
+
+def _role(audit: Audit) -> str:
+    """``control`` for the control's audits of a group, else ``target``."""
+    repeat = (audit.request or {}).get("repeat")
+    return "control" if isinstance(repeat, dict) and repeat.get("role") == "control" else "target"
+
+
+def _by_seed(runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Run readings by their repeat's seed."""
+    found = {}
+    for run in runs:
+        seed = ((run["audit"].request or {}).get("repeat") or {}).get("seed")
+        if isinstance(seed, int):
+            found[seed] = run_reading(run["verdict"])
+    return found
