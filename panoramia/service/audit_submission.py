@@ -28,21 +28,23 @@ def submit_audits(
 ) -> list[Audit]:
     """Check, price and queue the request's audits (one per repeat); raises what the
     API answers 4xx."""
+
+    def command(request: AuditRequest, named: dict[str, str]) -> list[str]:
+        """The request's overrides, recording in ``named`` which of her uploads it reads."""
+        return audit_overrides(
+            request,
+            contributor=principal.name,
+            data_dir=settings.data_dir,
+            models_dir=settings.models_dir,
+            allow_torchscript=settings.trust_torchscript,
+            uploads=upload_resolver(
+                settings, store, principal.contributor_id, named,
+                own_folder=settings.data_dir / principal.name,
+            ),
+        )  # fmt: skip
+
     named: dict[str, str] = {}
-    overrides = audit_overrides(
-        body,
-        contributor=principal.name,
-        data_dir=settings.data_dir,
-        models_dir=settings.models_dir,
-        allow_torchscript=settings.trust_torchscript,
-        uploads=upload_resolver(
-            settings,
-            store,
-            principal.contributor_id,
-            named,
-            own_folder=settings.data_dir / principal.name,
-        ),
-    )
+    overrides = command(body, named)
     found = UploadRows(store)
     control_named: dict[str, str] = {}
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
@@ -53,17 +55,7 @@ def submit_audits(
     control_runs: list[list[str]] = []
     if body.control is not None:  # the same request on her control model, at the same seeds
         aside = body.model_copy(update={"target": body.control})
-        control_overrides = audit_overrides(
-            aside,
-            contributor=principal.name,
-            data_dir=settings.data_dir,
-            models_dir=settings.models_dir,
-            allow_torchscript=settings.trust_torchscript,
-            uploads=upload_resolver(
-                settings, store, principal.contributor_id, control_named,
-                own_folder=settings.data_dir / principal.name,
-            ),
-        )  # fmt: skip
+        control_overrides = command(aside, control_named)
         check_model_fits(aside, found.get(control_named.get("target", "")))
         control_runs = seeded_overrides(control_overrides, body.repeats)
         check_composes(control_runs[0], settings.limits)
