@@ -115,10 +115,15 @@ def _pooled_quote(readings: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     game = games.most_common(1)[0][0]
     values = [r["value"] for r in readings if r["game"] == game and r["value"] is not None]
+    return {"game": game, **_mean_and_interval(values)}
+
+
+def _mean_and_interval(values: list[float]) -> dict[str, Any]:
+    """``mean``, its Student-t 95 % ``interval`` (None for one value) and ``n``."""
     summary = aggregate(values)
     spread = summary.n > 1 and math.isfinite(summary.ci_low)
     interval = [summary.ci_low, summary.ci_high] if spread else None
-    return {"game": game, "mean": summary.mean, "interval": interval, "n": summary.n}
+    return {"mean": summary.mean, "interval": interval, "n": summary.n}
 
 
 def _sentence(
@@ -174,11 +179,5 @@ def paired_difference(
     ]
     if not pairs:
         return None
-    summary = aggregate([t["value"] - c["value"] for t, c in pairs])
-    spread = summary.n > 1 and math.isfinite(summary.ci_low)
-    return {
-        "game": pairs[0][0]["game"],
-        "mean": summary.mean,
-        "interval": [summary.ci_low, summary.ci_high] if spread else None,
-        "n": summary.n,
-    }
+    differences = [t["value"] - c["value"] for t, c in pairs]
+    return {"game": pairs[0][0]["game"], **_mean_and_interval(differences)}

@@ -8,6 +8,7 @@ import shutil
 
 from panoramia.service.schemas import IDENTIFIER_PATTERN
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.uploads.erase import counted as _count
 from panoramia.store.model_rows import ModelDeletion
 
 
@@ -17,10 +18,6 @@ def remove_run_folders(settings: ServiceSettings, audit_ids: list[str]) -> None:
     for audit_id in audit_ids:
         if re.fullmatch(IDENTIFIER_PATTERN, audit_id):
             shutil.rmtree(settings.audits_dir / audit_id, ignore_errors=True)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def model_deletion_sentence(deleted: ModelDeletion) -> str:

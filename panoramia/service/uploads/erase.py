@@ -72,13 +72,14 @@ class Erased:
         what = "a model" if self.kind == "model" else "data"
         return (
             f"Deleted upload {self.name!r} ({what}) and what was made from it: "
-            f"{_count(len(self.run_directories), 'run folder')}, "
-            f"{_count(self.stages, 'stored stage')}; the records of your data were taken out "
-            f"of {_count(self.reports_redacted, 'report')} that used it (their figures stay)."
+            f"{counted(len(self.run_directories), 'run folder')}, "
+            f"{counted(self.stages, 'stored stage')}; the records of your data were taken out "
+            f"of {counted(self.reports_redacted, 'report')} that used it (their figures stay)."
         )
 
 
-def _count(number: int, thing: str) -> str:
+def counted(number: int, thing: str) -> str:
+    """``number`` and ``thing`` in words: "1 report", "3 reports"."""
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
