@@ -41,9 +41,17 @@ demo() {  # name, limit, arguments...: one audit from a fresh store, its wall ti
   echo "demo $name: exit $?, $((SECONDS - started)) s wall: $*" | tee -a "$out/demos.log"
   grep -E "verdict|report: |Leak|leak" "$out/demo_$name.log" | tail -4
 }
-demos() {
-  demo tables "${DEMO_TABLES_TIMEOUT:-150}" -m target=mlp_generalised,mlp_overfit
-  demo images "${DEMO_IMAGES_TIMEOUT:-200}" --config-name image target=cnn_overfit
-  demo text "${DEMO_TEXT_TIMEOUT:-200}" --config-name text target=gpt2_many_epochs
+demos() {  # DEMOS_AT_ONCE=1: the three side by side (a short loan), with the GPU's load sampled
+  local at_once=${DEMOS_AT_ONCE:-0} sampler=
+  if [ "$at_once" = 1 ]; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 5 \
+      > "$out/gpu_load.csv" 2>&1 & sampler=$!
+  fi
+  run() { if [ "$at_once" = 1 ]; then "$@" & else "$@"; fi; }
+  run demo tables "${DEMO_TABLES_TIMEOUT:-150}" -m target=mlp_generalised,mlp_overfit
+  run demo images "${DEMO_IMAGES_TIMEOUT:-200}" --config-name image target=cnn_overfit
+  run demo text "${DEMO_TEXT_TIMEOUT:-200}" --config-name text target=gpt2_many_epochs
+  wait $(jobs -p | grep -vx "${sampler:-none}") 2>/dev/null
+  [ -n "$sampler" ] && kill "$sampler"
 }
 for part in ${PARTS:-bench tests demos}; do "$part"; done  # PARTS: a subset, in another order
