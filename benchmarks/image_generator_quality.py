@@ -28,10 +28,10 @@ import torch
 from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
-from generators.image import ImageGenerator, ImageGeneratorConfig
 from panoramia.data.image_module import Normalization
 from panoramia.data.images import ImageSet
 from panoramia.datasets.images import load_mnist_subset
+from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
 from panoramia.models.image_nets import SmallCNN
 from panoramia.models.training import TrainingConfig, fit_classifier
 

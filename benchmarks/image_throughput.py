@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from image_generator_quality import demo_settings
 
-from generators.image import ImageGenerator
 from panoramia.datasets.images import load_mnist_subset
+from panoramia.generators.image import ImageGenerator
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 

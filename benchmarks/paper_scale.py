@@ -219,7 +219,7 @@ def fake_images(n: int, rng: np.random.Generator):
 def image_stages(
     args: argparse.Namespace, device: torch.device, monitor: GpuMonitor
 ) -> list[tuple[Stage, Measured]]:
-    from generators.image import ImageGenerator, ImageGeneratorConfig
+    from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
     from panoramia.models.image_training import ImageModelConfig, train_image_directory
     from panoramia.targets import load_target
 
@@ -301,7 +301,7 @@ def image_stages(
     found.append((Stage("image", f"generator DDPM (width {generator.config.width}) training",
                         "images", 200 * 20_000, "200 epochs × 20,000 (40 % of the members)"),
                   diffusion))  # fmt: skip
-    from generators.image import SAMPLE_BATCH
+    from panoramia.generators.image import SAMPLE_BATCH
 
     per_call = SAMPLE_BATCH.get(device.type, SAMPLE_BATCH["cpu"]) if not args.smoke else 8
     sampling = timed_calls(lambda: generator.sample(per_call, seed=1), calls=args.calls,
@@ -320,8 +320,8 @@ def text_stages(
 ) -> list[tuple[Stage, Measured]]:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from generators.text import TextGenerator, TextGeneratorConfig
     from panoramia.data.text import TextSet
+    from panoramia.generators.text import TextGenerator, TextGeneratorConfig
     from panoramia.models.causal_lm import CausalLMConfig, fit_causal_lm
     from panoramia.targets.causal_lm_losses import LOSS_BATCH, token_losses
 

@@ -16,8 +16,8 @@ import argparse
 import numpy as np
 import torch
 
-from generators.text import TextGenerator, TextGeneratorConfig
 from panoramia.data.text import TextSet
+from panoramia.generators.text import TextGenerator, TextGeneratorConfig
 from panoramia.models.causal_lm import GPT2Size, gpt2_architecture, new_causal_lm, with_context
 
 

@@ -402,7 +402,7 @@ def check_image_generator(generator: Mapping[str, Any]) -> None:
     """The image generator's settings (its ``generator`` section): ``model`` one of
     :class:`ImageGeneratorModel`, ``black_level`` in [0, 255], and for the DDPM a ``width``
     that is a multiple of 8 and 1 ≤ ``sampling_steps`` ≤ ``diffusion_steps``. The job checks
-    them with every setting; ``generators.image.ImageGeneratorConfig`` on construction."""
+    them with every setting; ``panoramia.generators.image.ImageGeneratorConfig`` on construction."""
 
     def known(name: str) -> Any:
         value = generator.get(name, UNKNOWN)

@@ -1,11 +1,12 @@
-"""The support screen (``generators.tabular_support``): rows with value pairs D_G never shows."""
+"""The support screen (``panoramia.generators.tabular_support``): rows with value pairs D_G never
+shows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from generators.tabular_support import SupportScreen
+from panoramia.generators.tabular_support import SupportScreen
 
 
 def _real(n: int, seed: int = 0) -> pd.DataFrame:

@@ -115,7 +115,7 @@ def test_a_bare_hugging_face_directory_loads_and_bad_ones_fail_in_one_line(
 def test_generator_continues_prompts_with_top_k_sampling(
     corpus: tuple[Path, TextSet], tmp_path: Path
 ) -> None:
-    from generators.text import TextGenerator, TextGeneratorConfig, continuation_pairs
+    from panoramia.generators.text import TextGenerator, TextGeneratorConfig, continuation_pairs
 
     tokenizer_dir, chunks = corpus
     pairs = continuation_pairs(chunks.take(np.arange(30)), seed=0)
@@ -148,7 +148,7 @@ def test_generator_continues_prompts_with_top_k_sampling(
 
 
 def test_text_distinguisher_two_phases_and_continuous_scores() -> None:
-    from mia.text import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
 
     rng = np.random.default_rng(0)
     n, length = 800, 12
@@ -181,8 +181,8 @@ def test_text_distinguisher_two_phases_and_continuous_scores() -> None:
 def test_first_phase_trains_the_head_with_the_encoder_frozen() -> None:
     import lightning as L
 
-    from mia.text import TextDistinguisher, TextDistinguisherConfig
-    from mia.text_module import TextLossDistinguisher
+    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.mia.text_module import TextLossDistinguisher
 
     rng = np.random.default_rng(1)
     n, length = 64, 8
@@ -227,7 +227,7 @@ def test_public_base_reads_package_docstrings_never_the_audited_text(
 
 
 def test_loss_sequence_features_of_several_models_concatenate_per_model() -> None:
-    from mia.text import loss_sequence_features
+    from panoramia.mia.text import loss_sequence_features
 
     rng = np.random.default_rng(2)
     f_loss, h_loss = rng.gamma(2.0, 1.0, (5, 7)), rng.gamma(2.0, 1.0, (5, 7))

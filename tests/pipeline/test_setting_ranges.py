@@ -115,11 +115,11 @@ def test_a_choice_outside_its_list_names_key_value_and_choices(key: str, value: 
 
 
 def test_the_choices_are_the_ones_the_code_takes() -> None:
-    from baselines.image import HELPER_DATA
-    from generators.image import MODELS
-    from generators.tabular import SYNTHESIZERS
     from panoramia.audit_settings import FILE_SOURCES, MODALITY_CHOICES
+    from panoramia.baselines.image import HELPER_DATA
     from panoramia.data.images import AUGMENTATIONS
+    from panoramia.generators.image import MODELS
+    from panoramia.generators.tabular import SYNTHESIZERS
     from panoramia.models.image_nets import ARCHITECTURES
 
     assert CHOICES["generator.synthesizer"] == SYNTHESIZERS

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from baselines.image import ImageHelperConfig
-from generators.image import ImageGeneratorConfig
-from mia.image import ImageDistinguisherConfig
+from panoramia.baselines.image import ImageHelperConfig
+from panoramia.generators.image import ImageGeneratorConfig
+from panoramia.mia.image import ImageDistinguisherConfig
 from panoramia.models.image_training import ImageModelConfig
 from panoramia.pipeline.config import (
     DataConfigBase,
@@ -45,7 +45,7 @@ class ImageTargetConfig(TargetConfigBase, TrustedModulesMixin, ImageModelConfig)
 class LossMatchingConfig:
     """Resample synthetic images so that a classifier trained on real images (two halves of
     D_G, cross-fitted) rates them as it rates real images it never saw (its per-image loss
-    follows theirs, bin by bin): :mod:`generators.loss_matching`."""
+    follows theirs, bin by bin): :mod:`panoramia.generators.loss_matching`."""
 
     enabled: bool = False
     bins: int = 10

@@ -53,8 +53,8 @@ class ImagePipeline(AuditPipeline):
 
     def new_distinguisher(
         self, data: StageResult, index: int = 0
-    ):  # -> mia.image.ImageDistinguisher
-        from mia.image import ImageDistinguisher
+    ):  # -> panoramia.mia.image.ImageDistinguisher
+        from panoramia.mia.image import ImageDistinguisher
 
         return ImageDistinguisher(self.job.distinguisher, seed=self.distinguisher_seed(index))
 
@@ -92,8 +92,8 @@ class ImagePipeline(AuditPipeline):
             holdout=read_npz(holdout) if holdout.exists() else None,
         )  # fmt: skip
 
-    def _generator_config(self):  # -> generators.image.ImageGeneratorConfig
-        from generators.image import ImageGeneratorConfig
+    def _generator_config(self):  # -> panoramia.generators.image.ImageGeneratorConfig
+        from panoramia.generators.image import ImageGeneratorConfig
 
         names = {f.name for f in fields(ImageGeneratorConfig)}
         return ImageGeneratorConfig(
@@ -101,7 +101,7 @@ class ImagePipeline(AuditPipeline):
         )
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
-        from generators.image import ImageGenerator
+        from panoramia.generators.image import ImageGenerator
 
         model = self.job.generator.model.upper()
 
@@ -122,10 +122,10 @@ class ImagePipeline(AuditPipeline):
         )  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from baselines.image import ImageLabeler
-        from generators.image import ImageGenerator
-        from generators.image_filter import cross_fitted_losses, filter_synthetic_images
-        from generators.loss_matching import loss_matching_keep, matching_summary
+        from panoramia.baselines.image import ImageLabeler
+        from panoramia.generators.image import ImageGenerator
+        from panoramia.generators.image_filter import cross_fitted_losses, filter_synthetic_images
+        from panoramia.generators.loss_matching import loss_matching_keep, matching_summary
         from panoramia.models.image_training import ImageModelConfig
 
         config = self.job.generator
@@ -248,7 +248,7 @@ class ImagePipeline(AuditPipeline):
     def train_stand_in(
         self, data: StageResult, examples: ImageSet, directory: Path, seed: int
     ) -> dict:
-        from baselines.image import train_image_helper
+        from panoramia.baselines.image import train_image_helper
 
         return train_image_helper(
             examples, self.stand_in_recipe(), directory,
@@ -257,7 +257,7 @@ class ImagePipeline(AuditPipeline):
         )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
-        from baselines.image import train_image_helper
+        from panoramia.baselines.image import train_image_helper
 
         config = self.job.helper
         real = config.training_data == "real"

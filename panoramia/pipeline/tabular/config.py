@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generators.tabular import TabularGeneratorConfig
-from mia.tabular import XGBoostDistinguisherConfig
 from panoramia.audit_settings import TargetKind
+from panoramia.generators.tabular import TabularGeneratorConfig
+from panoramia.mia.tabular import XGBoostDistinguisherConfig
 from panoramia.models.tabular_training import MlpConfig
 from panoramia.pipeline.config import (
     DataConfigBase,
@@ -51,14 +51,14 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
     """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
 
     relabel: bool = True
-    """Draw synthetic labels from a labeler trained on D_G (baselines.tabular)."""
+    """Draw synthetic labels from a labeler trained on D_G (panoramia.baselines.tabular)."""
     support_novelty: float = 0.005
     """Drop synthetic rows with a value, or a pair of values, that D_G never shows, on the
     columns and pairs where real rows show unseen ones less often than this share
-    (generators.tabular_support); 0 turns the screen off. Applied before the filter."""
+    (panoramia.generators.tabular_support); 0 turns the screen off. Applied before the filter."""
     match_marginals: bool = True
     """Map each continuous column of the generator's rows onto D_G's distribution by quantile
-    (generators.tabular_marginals), before the screen and the filter."""
+    (panoramia.generators.tabular_marginals), before the screen and the filter."""
     filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
 
 

@@ -72,8 +72,8 @@ class TabularPipeline(AuditPipeline):
 
     def new_distinguisher(
         self, data: StageResult, index: int = 0
-    ):  # -> mia.tabular.XGBoostDistinguisher
-        from mia.tabular import XGBoostDistinguisher
+    ):  # -> panoramia.mia.tabular.XGBoostDistinguisher
+        from panoramia.mia.tabular import XGBoostDistinguisher
 
         return XGBoostDistinguisher(
             load_schema(data.directory), self.job.distinguisher,
@@ -127,7 +127,7 @@ class TabularPipeline(AuditPipeline):
         return DpSgdSettings(target.dp_epsilon, target.dp_delta, target.dp_max_grad_norm)
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
-        from generators.tabular import TabularGenerator
+        from panoramia.generators.tabular import TabularGenerator
 
         config = self.job.generator
 
@@ -147,16 +147,16 @@ class TabularPipeline(AuditPipeline):
             build,
             config=fit_config,
             inputs=[data, known],
-            version=2,
+            version=3,  # 3: the CART pickle names panoramia.generators (the package moved)
             label=f"generator ({config.synthesizer})",
         )
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from baselines.tabular import TabularLabeler
-        from generators.tabular import TabularGenerator
-        from generators.tabular_filter import filter_synthetic, synthetic_fidelity
-        from generators.tabular_marginals import MarginalMatch
-        from generators.tabular_support import SupportScreen
+        from panoramia.baselines.tabular import TabularLabeler
+        from panoramia.generators.tabular import TabularGenerator
+        from panoramia.generators.tabular_filter import filter_synthetic, synthetic_fidelity
+        from panoramia.generators.tabular_marginals import MarginalMatch
+        from panoramia.generators.tabular_support import SupportScreen
 
         config = self.job.generator
         needed = synthetic_sizes(known, self.job.helper.n_rows)
@@ -267,7 +267,7 @@ class TabularPipeline(AuditPipeline):
     def train_stand_in(
         self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int
     ) -> dict:
-        from baselines.tabular import train_helper
+        from panoramia.baselines.tabular import train_helper
 
         recipe = self.stand_in_recipe()
         return train_helper(
@@ -276,7 +276,7 @@ class TabularPipeline(AuditPipeline):
         )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
-        from baselines.tabular import train_helper
+        from panoramia.baselines.tabular import train_helper
 
         def build(directory: Path) -> dict:
             rows = pd.read_parquet(synthetic.directory / "synthetic_helper.parquet")

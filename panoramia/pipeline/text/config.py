@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from baselines.text import TextHelperConfig
-from generators.text import TextGeneratorConfig
-from mia.text import TextDistinguisherConfig
 from panoramia.audit_settings import PublicBaseSource
+from panoramia.baselines.text import TextHelperConfig
+from panoramia.generators.text import TextGeneratorConfig
+from panoramia.mia.text import TextDistinguisherConfig
 from panoramia.models.causal_lm import CausalLMConfig, GPT2Size
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
 

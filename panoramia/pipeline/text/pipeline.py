@@ -89,8 +89,10 @@ class TextPipeline(AuditPipeline):
         """The loss sequence (N, L−1) of each chunk."""
         return adapter.per_token_loss(examples)
 
-    def new_distinguisher(self, data: StageResult, index: int = 0):  # -> mia.text.TextDistinguisher
-        from mia.text import TextDistinguisher
+    def new_distinguisher(
+        self, data: StageResult, index: int = 0
+    ):  # -> panoramia.mia.text.TextDistinguisher
+        from panoramia.mia.text import TextDistinguisher
 
         return TextDistinguisher(
             self.job.distinguisher,
@@ -231,7 +233,7 @@ class TextPipeline(AuditPipeline):
         return replace(config, base_model=str(base.directory))
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
-        from generators.text import TextGenerator
+        from panoramia.generators.text import TextGenerator
         from panoramia.models.causal_lm import architecture_key, with_context
 
         architecture = self.architecture(data)
@@ -264,7 +266,7 @@ class TextPipeline(AuditPipeline):
         )  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from generators.text import TextGenerator
+        from panoramia.generators.text import TextGenerator
 
         needed = synthetic_sizes(known, self.job.helper.n_chunks)
         pool = fpr_pool_size(self, needed)
@@ -326,7 +328,7 @@ class TextPipeline(AuditPipeline):
     def train_stand_in(
         self, data: StageResult, examples: TextSet, directory: Path, seed: int
     ) -> dict:
-        from baselines.text import train_text_helper
+        from panoramia.baselines.text import train_text_helper
         from panoramia.models.causal_lm import fit_causal_lm, new_causal_lm, save_causal_lm
 
         if self._target_recipe():  # as train_demo_target trains the target, on these examples
@@ -345,7 +347,7 @@ class TextPipeline(AuditPipeline):
         )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
-        from baselines.text import train_text_helper
+        from panoramia.baselines.text import train_text_helper
         from panoramia.models.causal_lm import architecture_key, with_context
 
         architecture = self.architecture(data)

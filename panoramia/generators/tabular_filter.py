@@ -1,5 +1,5 @@
 """The real-vs-synthetic quality filter for tables (PANORAMIA App. C.3); its core, shared with
-images, is :mod:`generators.realness`.
+images, is :mod:`panoramia.generators.realness`.
 
 A classifier learns D_G (real, label 1) against extra synthetic rows (label 0), cross-fitted
 on two folds so that every real row also gets a P(real) from a model that did not train on it.
@@ -18,9 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from generators.realness import FitPredict, cross_fitted_realness, held_out_auc, realness_threshold
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
+from panoramia.generators.realness import (
+    FitPredict,
+    cross_fitted_realness,
+    held_out_auc,
+    realness_threshold,
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,8 @@ def synthetic_fidelity(
 ) -> float:
     """Held-out real-vs-synthetic ROC AUC of the filter's classifier (fixed settings) on
     ``real`` rows against ``synthetic`` rows: 0.5 when they cannot be told apart, 1 when they
-    always can (:func:`generators.realness.held_out_auc`). A figure for the report; nothing
-    is chosen by it."""
+    always can (:func:`panoramia.generators.realness.held_out_auc`). A figure for the report;
+    nothing is chosen by it."""
     encoder = TabularEncoder.fit(pd.concat([real, synthetic]), schema)
     return held_out_auc(
         encoder.matrix(real), encoder.matrix(synthetic), _xgboost_realness(seed), seed=seed

@@ -1,8 +1,8 @@
 """Image baselines: the labeler (trained on D_G) and the helper model h.
 
 The labeler relabels synthetic images by drawing each label from its predicted class
-probabilities (as :class:`baselines.tabular.TabularLabeler` does for rows), so that p(y | x) of
-synthetic images follows a model of the real data rather than the generator's conditioning.
+probabilities (as :class:`panoramia.baselines.tabular.TabularLabeler` does for rows), so that p(y |
+x) of synthetic images follows a model of the real data rather than the generator's conditioning.
 h has the target's architecture and task and never sees an audited image: it trains on
 synthetic images (PANORAMIA's h, ``helper=same_arch``) or on D_G (``helper=target_recipe``, the
 image audit's default: the target's recipe, a reference model); its epoch is chosen on a
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.labels import draw_classes, held_out
 from panoramia.audit_settings import HelperData, values
+from panoramia.baselines.labels import draw_classes, held_out
 from panoramia.data.images import ImageSet
 from panoramia.devices import inference_device
 from panoramia.models.image_training import ImageModelConfig, train_image_directory

@@ -2,8 +2,8 @@
 
 A subclass says how examples become a tensor (``_inputs``), how losses become side features
 (``side_features``) and builds its network; this base standardises the side features on the
-training split, trains with :class:`mia.distinguisher_module.DistinguisherModule` in one or more
-phases (keeping the epoch with the best validation lower bound, recorded in ``candidates``),
+training split, trains with :class:`panoramia.mia.distinguisher_module.DistinguisherModule` in one
+or more phases (keeping the epoch with the best validation lower bound, recorded in ``candidates``),
 and scores continuous probabilities of "member".
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mia.selection import CandidateRecord
+from panoramia.mia.selection import CandidateRecord
 
 SIDE_STD_FLOOR = 1e-6
 VALIDATION_BATCH = 1024
@@ -98,8 +98,8 @@ class NetworkDistinguisher(ABC):
         import torch
         from torch.utils.data import DataLoader
 
-        from mia.distinguisher_module import DistinguisherModule
         from panoramia.errors import InputError
+        from panoramia.mia.distinguisher_module import DistinguisherModule
         from panoramia.models.training import TrainingConfig, device_count, make_trainer
 
         config = self.config

@@ -4,15 +4,15 @@
 :class:`~panoramia.data.images.ImageSet` of uint8 images with the classes they were drawn
 for, in proportion to D_G's class frequencies) / ``.save(dir)`` / ``ImageGenerator.load(dir)``.
 
-``model: ddpm`` (:mod:`generators.ddpm`, the image audit's default) or ``dcgan``
-(:mod:`generators.dcgan`, cheaper). A CNN separates the DCGAN's samples from real images
+``model: ddpm`` (:mod:`panoramia.generators.ddpm`, the image audit's default) or ``dcgan``
+(:mod:`panoramia.generators.dcgan`, cheaper). A CNN separates the DCGAN's samples from real images
 completely, whatever its variant, which pins the baseline's c_lb at its ceiling; the DDPM's,
 with the black level below, it does not, which is why the DDPM is the image audit's default.
 
 With the DDPM the audit's weak point moves to the losses: a target trained on real images
 rates the samples differently from real images whether or not it saw the members (guided
 samples are easier), and the attack reads that gap. ``conf/generator/ddpm.yaml`` therefore
-turns on loss matching (:mod:`generators.loss_matching`, in the synthetic stage). The DDPM
+turns on loss matching (:mod:`panoramia.generators.loss_matching`, in the synthetic stage). The DDPM
 costs far more than the DCGAN to train and to sample (``sampling_steps`` guided network
 evaluations per sample); ``generation_seed`` lets repeated seeds reuse its stages.
 ``benchmarks/image_generator_quality.py`` prints the separability figures and
@@ -29,18 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from generators.seeding import chunked_noise
 from panoramia.audit_settings import ImageGeneratorModel, check_image_generator, values
 from panoramia.data.images import ImageSet
 from panoramia.devices import forward_passes, inference_device, prepare
 from panoramia.errors import InputError
+from panoramia.generators.seeding import chunked_noise
 from panoramia.models.device_settings import DeviceSettings
 
 WEIGHTS = "generator.safetensors"
 SETTINGS = "generator.json"
 MODELS = values(ImageGeneratorModel)
 SAMPLE_BATCH = {"cpu": 256, "cuda": 2048}
-"""Images per sampling call, by device type (multiples of ``generators.seeding.NOISE_CHUNK``:
+"""Images per sampling call, by device type (multiples of
+``panoramia.generators.seeding.NOISE_CHUNK``:
 the same images for a seed on either); a GPU takes larger batches to stay busy."""
 MAX_BLACK_LEVEL = 32
 BLACK_TOLERANCE = 0.015
@@ -113,10 +114,10 @@ class ImageGenerator:
         """The sampling network for images of ``shape`` (H, W, C)."""
         height, _, channels = check_shape(shape)
         if self.config.model == "ddpm":
-            from generators.ddpm import ConditionalUNet
+            from panoramia.generators.ddpm import ConditionalUNet
 
             return ConditionalUNet(channels, n_classes, self.config.width)
-        from generators.dcgan import ConditionalGenerator
+        from panoramia.generators.dcgan import ConditionalGenerator
 
         return ConditionalGenerator(
             channels, height, n_classes, self.config.latent, self.config.width
@@ -126,14 +127,14 @@ class ImageGenerator:
         config = self.config
         channels, size = self.shape[2], self.shape[0]  # type: ignore[index]
         if config.model == "ddpm":
-            from generators.ddpm import ConditionalDDPM
+            from panoramia.generators.ddpm import ConditionalDDPM
 
             return ConditionalDDPM(
                 channels, n_classes, width=config.width, diffusion_steps=config.diffusion_steps,
                 label_dropout=config.label_dropout, offset_noise=config.offset_noise,
                 learning_rate=config.learning_rate, ema_decay=config.ema_decay,
             )  # fmt: skip
-        from generators.dcgan import ConditionalDCGAN
+        from panoramia.generators.dcgan import ConditionalDCGAN
 
         return ConditionalDCGAN(
             channels, size, n_classes, latent=config.latent, width=config.width,
@@ -214,7 +215,7 @@ class ImageGenerator:
         if self.config.model == "dcgan":
             noise = chunked_noise(len(classes), (self.config.latent,), generator)
             return network(noise.to(device), classes.to(device))
-        from generators.ddpm import ddim_sample
+        from panoramia.generators.ddpm import ddim_sample
 
         height, width, channels = self.shape  # type: ignore[misc]
         return ddim_sample(

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn.utils import spectral_norm
 
-from generators.ema import update_ema
+from panoramia.generators.ema import update_ema
 
 OVERSHOOT = 0.1
 """The output is (1 + OVERSHOOT)·tanh, clamped to [−1, 1]: black and white pixels are

@@ -2,7 +2,8 @@
 
 The network maps (inputs (B, …), side features (B, F)) to one logit of "member" per example
 (an image CNN, a text encoder). After every validation epoch the module scores the validation
-split and rates it by the validation lower bound (:func:`mia.selection.validation_lower_bound`);
+split and rates it by the validation lower bound
+(:func:`panoramia.mia.selection.validation_lower_bound`);
 the weights of the best epoch so far are kept in ``best_state`` (checkpoint selection never sees
 the audit set). ``epoch_bounds`` accumulates over several ``fit`` calls (training in phases).
 """
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from mia.selection import validation_lower_bound
+from panoramia.mia.selection import validation_lower_bound
 
 
 class DistinguisherModule(L.LightningModule):

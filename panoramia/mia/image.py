@@ -5,7 +5,7 @@ y_val)`` then ``.score(x, side)``: ``x_*`` are :class:`~panoramia.data.images.Im
 ``side_*`` per-example losses (nats, shape (n,), or (n, k) for k models' losses), ``y_*``
 1 = member, 0 = non-member. Scores are continuous probabilities of "member" (float64, shape
 (n,)) — never hard 0/1 predictions, whose precision–recall sweep collapses to a single point.
-The epoch is chosen by the validation lower bound (see :mod:`mia.distinguisher_module`);
+The epoch is chosen by the validation lower bound (see :mod:`panoramia.mia.distinguisher_module`);
 ``candidates`` records every epoch.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
-from mia.selection import LOSS_FLOOR
 from panoramia.data.images import ImageSet
+from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
+from panoramia.mia.selection import LOSS_FLOOR
 
 
 @dataclass
@@ -58,8 +58,8 @@ class ImageDistinguisher(NetworkDistinguisher):
         side_val: np.ndarray,
         y_val: np.ndarray,
     ) -> ImageDistinguisher:
-        from mia.image_module import ImageLossDistinguisher
         from panoramia.data.image_module import Normalization
+        from panoramia.mia.image_module import ImageLossDistinguisher
 
         self.normalization = Normalization.of(x_train.images)
         n_side = self._prepare(side_train)

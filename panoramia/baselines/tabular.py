@@ -8,8 +8,8 @@ distinguisher. Its epoch is chosen on a synthetic validation split.
 samples the label column with the features, but its p(y | x) is often far from the real one;
 the target f then finds synthetic rows "mislabelled", and its loss tells synthetic from real
 for reasons unrelated to membership. Relabelling draws each synthetic row's label from the
-labeler's predicted class probabilities (:func:`baselines.labels.draw_classes`), so p(y | x)
-follows a model of the real data.
+labeler's predicted class probabilities (:func:`panoramia.baselines.labels.draw_classes`), so p(y |
+x) follows a model of the real data.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from baselines.labels import draw_classes, held_out
+from panoramia.baselines.labels import draw_classes, held_out
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 from panoramia.models.tabular_training import MlpConfig, train_mlp_directory

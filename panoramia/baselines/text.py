@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from baselines.labels import held_out
+from panoramia.baselines.labels import held_out
 from panoramia.data.text import TextSet
 from panoramia.models.causal_lm import CausalLMConfig
 

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from generators.ema import update_ema
-from generators.seeding import chunked_noise
+from panoramia.generators.ema import update_ema
+from panoramia.generators.seeding import chunked_noise
 
 GROUPS = 8
 """GroupNorm groups: the width must be a multiple of it."""

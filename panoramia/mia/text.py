@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
-from mia.selection import LOSS_FLOOR
 from panoramia.data.text import TextSet
+from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
+from panoramia.mia.selection import LOSS_FLOOR
 
 
 @dataclass
@@ -78,7 +78,7 @@ class TextDistinguisher(NetworkDistinguisher):
         side_val: np.ndarray,
         y_val: np.ndarray,
     ) -> TextDistinguisher:
-        from mia.text_module import TextLossDistinguisher
+        from panoramia.mia.text_module import TextLossDistinguisher
 
         config = self.config
         n_side = self._prepare(side_train)

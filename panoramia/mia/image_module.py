@@ -2,7 +2,7 @@
 
 The image branch (conv blocks, global pooling) embeds the image; the loss branch (an MLP)
 embeds the per-example loss features of f or h; the stacking head maps both embeddings to one
-logit of "member". :class:`mia.distinguisher_module.DistinguisherModule` trains it.
+logit of "member". :class:`panoramia.mia.distinguisher_module.DistinguisherModule` trains it.
 """
 
 from __future__ import annotations

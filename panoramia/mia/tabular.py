@@ -2,7 +2,7 @@
 
 The same class serves the attack (side information = per-example loss of the target f) and
 the baseline (loss of the helper h). Hyper-parameters come from a small grid, chosen by the
-validation lower bound (:mod:`mia.selection`). Scores are probabilities of "member".
+validation lower bound (:mod:`panoramia.mia.selection`). Scores are probabilities of "member".
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mia.selection import CandidateRecord, validation_lower_bound
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
+from panoramia.mia.selection import CandidateRecord, validation_lower_bound
 
 DEFAULT_GRID = (
     {"max_depth": 3, "n_estimators": 200, "learning_rate": 0.05},

@@ -1,6 +1,6 @@
 """The real-vs-synthetic quality filter for images (PANORAMIA App. C.3).
 
-The logic is the tabular filter's (:mod:`generators.realness`): a classifier, cross-fitted
+The logic is the tabular filter's (:mod:`panoramia.generators.realness`): a classifier, cross-fitted
 on two folds of D_G (real) against extra synthetic images, rates every candidate's P(real);
 candidates below the ``real_quantile`` quantile of held-out real images' P(real) are dropped,
 never more than ``max_drop`` of them. The classifier here is a small CNN trained with Lightning.
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generators.realness import cross_fitted_realness, realness_threshold
 from panoramia.data.images import ImageSet
+from panoramia.generators.realness import cross_fitted_realness, realness_threshold
 
 FILTER_EPOCHS = 8
 

@@ -2,7 +2,7 @@
 
 ``TabularGenerator.fit(members, seed=...)`` / ``.sample(n, seed=...)`` / ``.save(dir)`` /
 ``.load(dir)``. The synthesizer is ``cart`` (sequential CART over D_G's columns,
-:mod:`generators.tabular_cart`; the default) or one of sdv's single-table models:
+:mod:`panoramia.generators.tabular_cart`; the default) or one of sdv's single-table models:
 ``gaussian_copula`` (fast), ``ctgan`` or ``tvae``. Sampled rows carry the label column, so the
 synthetic data is labelled for the helper model without a separate labeler.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from generators.seeding import global_seed
 from panoramia.audit_settings import Synthesizer, values
 from panoramia.data.tabular import TabularSchema, conform
 from panoramia.errors import InputError
+from panoramia.generators.seeding import global_seed
 
 log = logging.getLogger(__name__)
 TABLE = "rows"
@@ -143,7 +143,7 @@ class TabularGenerator:
     def fit(self, members: pd.DataFrame, *, seed: int) -> TabularGenerator:
         """Fit on the generator's training members D_G (conformed rows)."""
         if self.config.synthesizer == "cart":
-            from generators.tabular_cart import SequentialCart
+            from panoramia.generators.tabular_cart import SequentialCart
 
             categorical = {*self.schema.categorical, self.schema.label}
             self._synthesizer = SequentialCart(categorical, min_leaf=self.config.min_leaf)
