@@ -87,6 +87,7 @@ _TABLE = (
     ("draws", Range(19, 10_000, integer=True)),
     ("fpr_negatives", Range(0, 20_000, integer=True)),
     ("false_alarm_rate", Range(0.001, 0.5, open_high=True)),
+    ("group_fpr", Range(0.001, 0.5)),
     ("vocab_size", Range(256, 10**7, integer=True)),
     ("num_workers", Range(0, 256, integer=True)),
     ("n_rows n_images n_chunks", AMOUNT),

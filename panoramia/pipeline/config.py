@@ -132,6 +132,11 @@ class AuditConfig:
     slices: list[str] = field(default_factory=list)
     """Columns of the members' data whose values the report ranks by exposure, beside the
     label's classes (tables; at most 8, each one line of the report's "exposed groups")."""
+    group_fpr: float | None = None
+    """The false-positive rate on the generated non-members at which each side flags the
+    members whose groups are tested against chance (docs/SPEC.md §3, ``exposure``). None:
+    1 %, or 10 % where the audit set holds fewer than 100 non-member slots; a rate is raised
+    to that 10 % too where the slots are that few."""
     fpr_negatives: int = 1000
     """Generated non-members the attacker's rates (TPR at 0.1 % and 1 % FPR) read their
     false positives from, at least: where the audit set holds fewer, the synthetic stage

@@ -260,7 +260,7 @@ def build_report(
             table, group_columns, membership, attack["scores"],
             baseline_scores=baseline["scores"], attack_members=_member_scores(stages["attack"]),
             baseline_members=_member_scores(stages["baseline"]),
-            tested=mirrored(audit.attack_side, audit.baseline_side),
+            tested=mirrored(audit.attack_side, audit.baseline_side), fpr=audit.group_fpr,
             false_alarm_rate=audit.null.false_alarm_rate, draws=audit.null.draws,
             seed=child_seed(job.seed, "exposure"),
         )  # fmt: skip

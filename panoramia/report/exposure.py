@@ -37,9 +37,11 @@ MAX_CHARS = 80
 """Characters of a value shown in the records table."""
 
 
-def _rate(non_members: int) -> float:
-    """The false-positive rate the groups are read at: 1 %, or 10 % with under 100 slots."""
-    return 0.01 if non_members >= 100 else 0.1
+def _rate(non_members: int, asked: float | None = None) -> float:
+    """The false-positive rate the groups are read at: ``asked`` (None: 1 %), raised to 10 %
+    where fewer than 100 non-member slots cannot resolve less."""
+    floor = 0.01 if non_members >= 100 else 0.1
+    return floor if asked is None else max(float(asked), floor)
 
 
 def _labels(column: pd.Series) -> pd.Series:
@@ -71,6 +73,7 @@ def exposure_section(
     attack_members: np.ndarray | None = None,
     baseline_members: np.ndarray | None = None,
     tested: bool = True,
+    fpr: float | None = None,
     false_alarm_rate: float = 0.05,
     draws: int = 999,
     seed: int = 0,
@@ -84,13 +87,15 @@ def exposure_section(
     member scores ``attack_members`` and ``baseline_members`` ((k, m), seed order; default:
     the side's scores as one member) feed the test against chance
     (:func:`panoramia.measure.groups.groups_against_chance`), run where ``tested`` (the sides
-    mirror each other) and a baseline is given; else every ``p`` is None."""
+    mirror each other) and a baseline is given; else every ``p`` is None. ``fpr``: the rate the
+    groups are read at (``audit.group_fpr``; None: 1 %), at least 10 % with under 100
+    non-member slots."""
     from panoramia.measure.groups import flag_threshold, groups_against_chance
 
     coins = np.asarray(coins).astype(bool)
     scores = np.asarray(attack_scores, dtype=float)
     slots = np.flatnonzero(coins)
-    rate = _rate(int((~coins).sum()))
+    rate = _rate(int((~coins).sum()), fpr)
     non_members = scores[~coins]
     threshold = flag_threshold(non_members, np.ones(non_members.size), rate)
     order = slots[np.argsort(-scores[slots], kind="stable")][:top]

@@ -125,6 +125,28 @@ def test_a_group_stands_out_only_where_the_attack_flags_more_than_the_baseline()
     assert all(g["p"] is None and not g["stands_out"] for g in unmirrored["groups"])
 
 
+def test_the_groups_are_read_at_the_rate_asked_and_never_below_what_the_slots_resolve() -> None:
+    """``audit.group_fpr`` sets the rate each side flags at; with under 100 non-member slots
+    1 % is unresolvable and 10 % is read instead."""
+    coins, scores = _game(5, m=1000)
+    rows = pd.DataFrame({"group": np.where(np.arange(coins.size) % 5 == 0, "b", "a")})
+    by_default = exposure_section(rows, ["group"], coins, scores)
+    asked = exposure_section(rows, ["group"], coins, scores, fpr=0.1)
+    assert (by_default["fpr"], asked["fpr"]) == (0.01, 0.1)
+    non_members = scores[coins == 0]
+    assert (
+        np.mean(non_members > asked["threshold"])
+        <= 0.1
+        < 2 * np.mean(non_members > asked["threshold"])
+    )
+    assert asked["overall_tpr"] > by_default["overall_tpr"]
+    few = np.flatnonzero(coins == 0)[60:]  # 60 non-member slots left
+    kept = np.setdiff1d(np.arange(coins.size), few)
+    small = exposure_section(rows.iloc[kept].reset_index(drop=True), ["group"], coins[kept],
+                             scores[kept], fpr=0.02)  # fmt: skip
+    assert small["fpr"] == 0.1
+
+
 def test_the_group_test_holds_its_family_wise_rate_on_exchangeable_sides() -> None:
     """30 audits whose attack and baseline are draws of the same noisy model: a group stands
     out in at most a few (α = 0.05 family-wise; 0 of 100 in a longer run of this check)."""
