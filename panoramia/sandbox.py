@@ -57,7 +57,7 @@ PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/
              "/proc/pressure")  # fmt: skip
 """What the confined process reads of ``/proc`` beside its own ``/proc/<pid>`` (``/proc/self``):
 the machine's figures, never another process's command line, environment or files."""
-PROJECT_PACKAGES = ("panoramia", "mia", "generators", "baselines")
+PROJECT_PACKAGES = ("panoramia",)
 SYSTEM_WRITE = ("/dev/null",)
 """Written by libraries (discarded output)."""
 DEVICES = ("/dev/nvidia*", "/dev/dri")
@@ -144,7 +144,7 @@ class Confinement:
 
 
 def _project_packages() -> list[Path]:
-    """The folders of this project's top-level packages (an editable install puts them on no
+    """The folders of this project's one package (an editable install puts it on no
     ``sys.path`` entry)."""
     import importlib.util
 
