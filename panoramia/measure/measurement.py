@@ -52,7 +52,7 @@ class Measurement(GameBounds):
         """True when either maximiser has precision 1 (a count of error-free guesses)."""
         return self.baseline.best.saturated or self.attack.best.saturated
 
-    def detectable(self) -> dict[str, float | int]:
+    def detectable(self) -> dict[str, float | int | None]:
         """How much this audit could show at its size: ``members`` in the tested audit set,
         ``c_plus_eps_max`` = logit(α^(1/r)) with α the per-test level and r those members
         (the bound of r error-free member guesses: no attack can show more), and
