@@ -4,6 +4,7 @@ attack scores."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class Measurement(GameBounds):
             "eps_tilde_max_doubled": number(max(0.0, doubled - self.c_lb)),
         }
 
-    def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
+    def to_dict(self, *, include_table: bool = False) -> dict[str, Any]:
         """JSON-safe document; ``include_table`` adds every threshold's row (large for ``all``)."""
         return {
             **self.bounds_dict(),
