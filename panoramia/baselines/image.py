@@ -62,7 +62,7 @@ class ImageLabeler:
         import torch
 
         assert self.model is not None
-        logits = torch.from_numpy(self.model.logits(images.images))  # type: ignore[attr-defined]
+        logits = torch.from_numpy(self.model.logits(images.images))
         probabilities = torch.softmax(logits.double(), dim=1).numpy()
         return ImageSet(images.images, draw_classes(probabilities, seed=seed).astype(np.int64))
 

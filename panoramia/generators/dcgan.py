@@ -100,7 +100,7 @@ class ConditionalDCGAN(L.LightningModule):
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> None:
         real, labels = batch
-        g_opt, d_opt = self.optimizers()  # type: ignore[misc]
+        g_opt, d_opt = self.optimizers()
         noise = torch.randn(real.shape[0], self.latent, device=real.device)
         fake = self.generator(noise, labels)
 
