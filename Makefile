@@ -50,4 +50,4 @@ constraints: $(STAMP)
 	mv constraints.txt.new constraints.txt
 
 clean:
-	rm -rf $(VENV) outputs multirun .panoramia .pytest_cache .ruff_cache
+	rm -rf $(VENV) outputs multirun .panoramia .pytest_cache .ruff_cache .mypy_cache
