@@ -29,6 +29,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The Docker images built and run for real (tests/docker/, not in `make test`): starts an
