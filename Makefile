@@ -29,6 +29,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The Docker images built and run for real (tests/docker/, not in `make test`): starts an
@@ -50,4 +51,4 @@ constraints: $(STAMP)
 	mv constraints.txt.new constraints.txt
 
 clean:
-	rm -rf $(VENV) outputs multirun .panoramia .pytest_cache .ruff_cache
+	rm -rf $(VENV) outputs multirun .panoramia .pytest_cache .ruff_cache .mypy_cache

@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from panoramia.errors import InputError
 
@@ -326,7 +326,8 @@ def check_ranges(config: dict) -> None:
             continue
         if allowed_range.integer and isinstance(value, float) and not value.is_integer():
             raise InputError(f"{key}: {value} is not {allowed_range}")
-        if not allowed_range.holds(value):
+        # a number: texts, booleans and None are handled above, lists and mappings unfolded
+        if not allowed_range.holds(cast(float, value)):
             shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
             raise InputError(f"{key}: {shown} is not in {allowed_range}".replace("in an", "an"))
 

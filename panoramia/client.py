@@ -163,12 +163,12 @@ class ServiceClient:
                 headers = {"Upload-Offset": str(held),
                            "Content-Type": "application/offset+octet-stream"}  # fmt: skip
                 last = held + len(chunk) >= size  # its answer waits for the check
-                view = self.request(
+                answer = self.request(
                     "PATCH", f"/v1/uploads/{upload_id}", content=chunk, headers=headers,
                     **({"timeout": httpx.Timeout(self.timeout, read=LAST_CHUNK_WAIT_S)}
                        if last else {}),
                 )  # fmt: skip
-                view = view.json()
+                view = answer.json()
                 held += len(chunk)
                 progress(held, size)
         return view or self.request("GET", f"/v1/uploads/{upload_id}").json()

@@ -83,5 +83,6 @@ def prepare(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
 
     model = model.eval().to(device)
     if device.type == "cuda":
-        model = model.to(memory_format=torch.channels_last)
+        # torch's Module.to stub lacks memory_format
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     return model

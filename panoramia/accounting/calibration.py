@@ -17,9 +17,13 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from panoramia.accounting.claims import DpSgdClaim
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 NOISE_RANGE = (0.1, 50.0)
 """Range of σ searched; a target outside what this range reaches is an error."""
@@ -56,7 +60,7 @@ def _clt_sigma(mu: float, sample_rate: float, steps: int) -> float:
 
 
 @functools.lru_cache(maxsize=4)
-def _single_phase_pld(sigma: float, sample_rate: float, steps: int) -> object:
+def _single_phase_pld(sigma: float, sample_rate: float, steps: int) -> PrivacyLossDistribution:
     """The PLD of T steps at σ and rate q. The last four are kept for the length of one
     :func:`calibrate_dpsgd` (which clears them; ~10 MB each at a small σ), so that the σ its
     search returns is mostly not accounted a second time for the result (seconds each for a
@@ -67,7 +71,7 @@ def _single_phase_pld(sigma: float, sample_rate: float, steps: int) -> object:
 
 
 def _smallest_sigma(
-    risk_at: Callable[[object], float],
+    risk_at: Callable[[PrivacyLossDistribution], float],
     target: float,
     guess: float,
     sample_rate: float,
@@ -159,7 +163,7 @@ def _sigma_for_advantage(
 
     guess = _clt_sigma(2.0 * float(ndtri((1.0 + advantage) / 2.0)), sample_rate, steps)
     return _smallest_sigma(
-        lambda pld: pld.get_delta_for_epsilon(0.0), advantage, guess, sample_rate, steps,  # type: ignore[attr-defined]
+        lambda pld: pld.get_delta_for_epsilon(0.0), advantage, guess, sample_rate, steps,
         lambda sigma, risk: f"σ = {sigma:.4f}: advantage {risk:.4f}", progress,
     )  # fmt: skip
 

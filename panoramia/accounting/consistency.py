@@ -31,7 +31,9 @@ OPERATING_POINTS = 100
 """Thresholds tried: the score quantiles at 1/K, …, 1 (and the Bonferroni K)."""
 
 
-def clopper_pearson_upper(successes: np.ndarray, trials: np.ndarray, alpha: float) -> np.ndarray:
+def clopper_pearson_upper(
+    successes: np.ndarray, trials: np.ndarray | int, alpha: float
+) -> np.ndarray:
     """One-sided upper bound at level ``alpha`` on a binomial rate (1 where all succeed)."""
     successes = np.asarray(successes, dtype=float)
     trials = np.asarray(trials, dtype=float)

@@ -14,11 +14,17 @@ huge T ask for more memory than any machine has (measured figures: docs/RESULTS.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from panoramia.accounting.claims import DpSgdClaim
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+    from dp_accounting.rdp import RdpAccountant
 
 PLD_GRID = 1e-4
 """Discretisation interval of the privacy-loss grid (``value_discretization_interval``)."""
@@ -82,7 +88,7 @@ def check_accountable(claim: DpSgdClaim) -> None:
         )
 
 
-def _relation(claim: DpSgdClaim) -> object:
+def _relation(claim: DpSgdClaim) -> NeighboringRelation:
     from dp_accounting import NeighboringRelation
 
     return {
@@ -91,7 +97,7 @@ def _relation(claim: DpSgdClaim) -> object:
     }[claim.neighbouring]
 
 
-def dpsgd_pld(claim: DpSgdClaim, *, grid: float = PLD_GRID) -> object:
+def dpsgd_pld(claim: DpSgdClaim, *, grid: float = PLD_GRID) -> PrivacyLossDistribution:
     """The privacy-loss distribution of the whole declared run (phases composed in order);
     InputError for a claim outside :func:`check_accountable`'s limits."""
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
@@ -112,7 +118,7 @@ def dpsgd_pld(claim: DpSgdClaim, *, grid: float = PLD_GRID) -> object:
     return total
 
 
-def _rdp_accountant(claim: DpSgdClaim) -> object | None:
+def _rdp_accountant(claim: DpSgdClaim) -> RdpAccountant | None:
     """``dp_accounting``'s RDP accountant with the declared run composed in; None where it has
     no bound (Poisson sampling, replace-one)."""
     import dp_accounting

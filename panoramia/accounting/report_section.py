@@ -91,6 +91,7 @@ class ClaimSection:
         lines = []
         tuned = summary.tuned
         curve = summary.check_curve
+        assert curve is not None  # a claim's curve, or the tuned one
         if tuned:
             first = tuned[0]
             lines.append(
@@ -149,6 +150,7 @@ def claim_section(
     checks = {}
     if not isinstance(claim, NoClaim):
         curve = game_summary.check_curve
+        assert curve is not None  # every claim but NoClaim has a curve
         checks = {
             name: check_consistency(curve, scores, membership, confidence=confidence)
             for name, (scores, membership) in games.items()

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from panoramia.accounting.claims import Claim, DpSgdClaim, EpsDeltaClaim
+from panoramia.accounting.claims import Claim, DpSgdClaim, EpsDeltaClaim, NoClaim
 from panoramia.accounting.tradeoff import (
     CEILING_ALPHAS,
     TIER_I_REGRET,
@@ -33,6 +34,9 @@ from panoramia.accounting.tradeoff import (
     symmetric_curve_from_pld,
 )
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 TUNED_PROFILE_EPSILONS = np.r_[0.0, np.geomspace(1e-3, 30.0, 300)]
 """ε grid of a tuned claim's certified profile (every point is a valid (ε, δ(ε)) guarantee)."""
@@ -70,7 +74,7 @@ class ClaimSummary:
     seconds: float = 0.0
     tuned_curve: TradeoffCurve | None = field(default=None, repr=False)
     """Tuned claims: the curve of the certified tuned privacy profile."""
-    pld: object | None = field(default=None, repr=False)
+    pld: PrivacyLossDistribution | None = field(default=None, repr=False)
     """The DP-SGD run's ``dp_accounting`` PLD (in memory only)."""
 
     @property
@@ -80,6 +84,7 @@ class ClaimSummary:
         tuned (ε, δ)."""
         if self.tuned_curve is None:
             return self.curve
+        assert self.tuned is not None  # set with tuned_curve (see _add_tuned)
         alphas = self.tuned_curve.alphas
         betas = np.max(
             [self.tuned_curve.betas,
@@ -129,7 +134,7 @@ def summarize_claim(claim: Claim, *, extra_deltas: tuple[float, ...] = ()) -> Cl
         summary = _summarize_eps_delta(claim)
     else:
         summary = ClaimSummary(claim.to_dict(), None, notes=["no guarantee declared"])
-    if getattr(claim, "tuning", None) is not None:
+    if not isinstance(claim, NoClaim) and claim.tuning is not None:
         _add_tuned(summary, claim)
     summary.seconds = round(time.perf_counter() - start, 3)
     return summary
@@ -172,6 +177,7 @@ def _summarize_dpsgd(claim: DpSgdClaim, extra_deltas: tuple[float, ...]) -> Clai
 def _add_tuned(summary: ClaimSummary, claim: DpSgdClaim | EpsDeltaClaim) -> None:
     from panoramia.accounting.tuning import run_privacy_from_claim, tuned_guarantee, tuned_profile
 
+    assert claim.tuning is not None  # the caller's condition
     base = run_privacy_from_claim(claim, pld=summary.pld, mu=summary.mu)
     deltas = [float(d) for d in summary.epsilons if float(d) > 0] or list(DELTAS)
     summary.tuned = [tuned_guarantee(base, claim.tuning, d).to_dict() for d in deltas]

@@ -9,11 +9,15 @@ vectorised over α.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import norm
 
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 TIER_I_REGRET = 0.01
 """μ* alone describes the curve (Tier I) when its regret Δ is below this (docs/SPEC.md §4)."""
@@ -145,7 +149,7 @@ class TradeoffCurve:
         return TradeoffCurve(alphas, self(alphas))
 
 
-def symmetric_curve_from_pld(pld: object) -> TradeoffCurve:
+def symmetric_curve_from_pld(pld: PrivacyLossDistribution) -> TradeoffCurve:
     """The symmetrised trade-off curve of a ``dp_accounting`` PLD (``gdpnum``'s converter:
     breakpoints (P[X > x_i], P[Y ≤ x_i]) over the loss grid, symmetrised for add/remove)."""
     from gdpnum import PLDConverter

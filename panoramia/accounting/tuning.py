@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import brentq
@@ -53,6 +54,9 @@ from panoramia.accounting.run_count import (
 from panoramia.accounting.tradeoff import gdp_delta
 from panoramia.accounting.tuned_exact import gaussian_tuned_epsilon
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 PROFILE_EPSILONS = np.r_[0.0, np.geomspace(1e-3, 40.0, 400)]
 """The ε̂ over which the privacy-profile bound is minimised (every ε̂ gives a valid bound)."""
@@ -74,7 +78,7 @@ class RunPrivacy(ABC):
     gdp_mu: float | None = None
 
     @abstractmethod
-    def delta(self, epsilon: np.ndarray) -> np.ndarray:
+    def delta(self, epsilon: float | np.ndarray) -> np.ndarray:
         """See the class docstring."""
 
     @abstractmethod
@@ -89,6 +93,9 @@ class RunPrivacy(ABC):
 class GaussianRunPrivacy(RunPrivacy):
     """A μ-GDP run (the Gaussian mechanism with sensitivity 1 and noise 1/μ), in closed form."""
 
+    rdp: np.ndarray
+    gdp_mu: float
+
     def __init__(self, mu: float) -> None:
         if not (math.isfinite(mu) and mu > 0):
             raise InputError(f"tuning: the base μ must be > 0, got {mu}")
@@ -96,7 +103,7 @@ class GaussianRunPrivacy(RunPrivacy):
         self.gdp_mu = mu
         self.rdp = np.asarray(RDP_ORDERS) * mu**2 / 2
 
-    def delta(self, epsilon: np.ndarray) -> np.ndarray:
+    def delta(self, epsilon: float | np.ndarray) -> np.ndarray:
         return np.maximum(gdp_delta(epsilon, self.gdp_mu), 0.0)
 
     def epsilon(self, delta: float) -> float:
@@ -114,7 +121,7 @@ class PldRunPrivacy(RunPrivacy):
 
     def __init__(
         self,
-        pld: object,
+        pld: PrivacyLossDistribution,
         label: str,
         *,
         rdp: np.ndarray | None = None,
@@ -124,7 +131,7 @@ class PldRunPrivacy(RunPrivacy):
         self.pld, self.label = pld, label
         self.rdp, self.pure_epsilon, self.gdp_mu = rdp, pure_epsilon, gdp_mu
 
-    def delta(self, epsilon: np.ndarray) -> np.ndarray:
+    def delta(self, epsilon: float | np.ndarray) -> np.ndarray:
         values = np.atleast_1d(np.asarray(epsilon, dtype=float))
         order = np.argsort(values)  # dp_accounting wants ascending ε
         deltas = np.empty_like(values)
@@ -152,7 +159,7 @@ def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
 
 
 def run_privacy_from_claim(
-    claim: Claim, *, pld: object | None = None, mu: float | None = None
+    claim: Claim, *, pld: PrivacyLossDistribution | None = None, mu: float | None = None
 ) -> RunPrivacy:
     """The privacy of one run as declared: a DP-SGD run (``pld``, ``mu``: its PLD and μ* when
     already computed), or a bare (ε, δ) (pure when δ = 0)."""
@@ -200,6 +207,7 @@ def _rdp_to_epsilon(rdp: np.ndarray, delta: float) -> float:
 
 def papernot_steinke_tnb(base: RunPrivacy, runs: TruncatedNegativeBinomial, delta: float) -> float:
     """Papernot–Steinke Thm 2 (TNB), minimised over both orders, converted to ε(δ)."""
+    assert base.rdp is not None  # the caller's condition
     orders = np.asarray(RDP_ORDERS)
     hat = (1 + runs.eta) * np.min((1 - 1 / orders) * base.rdp + math.log(1 / runs.gamma) / orders)
     return _rdp_to_epsilon(base.rdp + hat + math.log(runs.mean) / (orders - 1), delta)
@@ -207,6 +215,7 @@ def papernot_steinke_tnb(base: RunPrivacy, runs: TruncatedNegativeBinomial, delt
 
 def papernot_steinke_poisson(base: RunPrivacy, runs: PoissonRuns, delta: float) -> float:
     """Papernot–Steinke Thm 6 (Poisson), with δ̂ = δ(ε̂) at e^ε̂ = 1 + 1/(α − 1)."""
+    assert base.rdp is not None  # the caller's condition
     orders = np.asarray(RDP_ORDERS)
     delta_hat = base.delta(np.log1p(1 / (orders - 1)))
     tuned = base.rdp + runs.rate * delta_hat + math.log(runs.rate) / (orders - 1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from panoramia.data.images import ImageSet
 from panoramia.devices import inference_device
 from panoramia.models.image_training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
+
+if TYPE_CHECKING:
+    from panoramia.targets.image_models import TorchImageTarget
 
 HELPER_DATA = values(HelperData)
 
@@ -47,14 +51,15 @@ class ImageLabeler:
         self.config = config
         self.directory = directory
         self.seed = seed
-        self.model = None
+        self.model: TorchImageTarget | None = None
 
     def fit(self, real: ImageSet, *, n_classes: int) -> ImageLabeler:
         train_image_directory(
             real, self.config, self.directory, seed=self.seed, n_classes=n_classes
         )
         device = inference_device(self.config.accelerator, self.config.devices)
-        self.model = load_target(self.directory, device=device)
+        # the directory train_image_directory wrote: an image target
+        self.model = cast("TorchImageTarget", load_target(self.directory, device=device))
         return self
 
     def relabel(self, images: ImageSet, *, seed: int) -> ImageSet:
@@ -62,7 +67,7 @@ class ImageLabeler:
         import torch
 
         assert self.model is not None
-        logits = torch.from_numpy(self.model.logits(images.images))  # type: ignore[attr-defined]
+        logits = torch.from_numpy(self.model.logits(images.images))
         probabilities = torch.softmax(logits.double(), dim=1).numpy()
         return ImageSet(images.images, draw_classes(probabilities, seed=seed).astype(np.int64))
 

@@ -15,6 +15,7 @@ x) follows a model of the real data.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ from panoramia.baselines.labels import draw_classes, held_out
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
+
+if TYPE_CHECKING:
+    import xgboost as xgb
 
 
 def train_helper(
@@ -33,7 +37,7 @@ def train_helper(
     *,
     seed: int,
     validation_fraction: float = 0.2,
-) -> dict[str, float]:
+) -> dict[str, object]:
     """Train h on labelled rows (synthetic ones for h, real ones for the stand-in f̂),
     holding out a validation split whose lowest loss picks the epoch; with
     ``validation_fraction`` 0, on all rows for every epoch."""
@@ -49,7 +53,7 @@ class TabularLabeler:
         self.schema = schema
         self.seed = seed
         self.encoder: TabularEncoder | None = None
-        self.model = None
+        self.model: xgb.XGBClassifier | None = None
 
     def fit(self, real: pd.DataFrame) -> TabularLabeler:
         """Train on real labelled rows (D_G: the generator's training members only)."""

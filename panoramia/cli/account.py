@@ -16,7 +16,8 @@ from panoramia.cli.common import exits_on_input_error, print_json
 from panoramia.errors import InputError
 
 if TYPE_CHECKING:
-    from panoramia.accounting.claims import DpSgdClaim
+    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim
+    from panoramia.accounting.run_count import RunCount
 
 account = typer.Typer(help="What a declared guarantee implies (ε, f, μ*, advantage).")
 
@@ -155,7 +156,7 @@ def _run_count(
     poisson: float | None,
     binomial_n: int | None,
     binomial_p: float | None,
-) -> object:
+) -> RunCount:
     from panoramia.accounting.run_count import (
         BinomialRuns,
         FixedRuns,
@@ -225,9 +226,11 @@ def tuning(
     law = _run_count(runs, tnb_eta, tnb_gamma, geometric_mean, poisson, binomial_n, binomial_p)
     if (epsilon is None) == (noise_multiplier is None):
         raise InputError("tuning: describe one run by --epsilon or by DP-SGD --noise-multiplier")
+    claim: EpsDeltaClaim | DpSgdClaim
     if epsilon is not None:
         claim = EpsDeltaClaim(epsilon, run_delta, law)
     else:
+        assert noise_multiplier is not None  # one of the two, checked above
         if sample_rate is None or steps is None:
             raise InputError("tuning: a DP-SGD run needs --sample-rate and --steps")
         claim = _dpsgd_claim(noise_multiplier, sample_rate=sample_rate, steps=steps, tuning=law)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -42,7 +42,7 @@ def measurement_view(attack_name: str, result: Measurement) -> Group:
         table.add_column(header, justify="left" if header == "bound" else "right")
     table.add_row(*_point_row("c_lb", result.baseline.best, result.baseline.roc))
     table.add_row(*_point_row("{c+ε}_lb", result.attack.best, result.attack.roc))
-    lines = [table, Text(f"ε̃ = {result.eps_tilde:.3f}", style="bold")]
+    lines: list[RenderableType] = [table, Text(f"ε̃ = {result.eps_tilde:.3f}", style="bold")]
     if result.gamma or result.delta:
         lines.append(Text(f"relaxed tests: γ = {result.gamma:g}, δ = {result.delta:g}"))
     if result.saturated:

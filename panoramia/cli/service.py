@@ -30,13 +30,13 @@ reports = typer.Typer(help="Query and upload leakage reports.", no_args_is_help=
 audits = typer.Typer(help="Submit and follow audits on the service.", no_args_is_help=True)
 
 
-def _client(url: str, token: str | None):  # type: ignore[no-untyped-def]
+def _client(url: str, token: str | None):
     from panoramia.client import ServiceClient
 
     return ServiceClient(url, token)
 
 
-def _store():  # type: ignore[no-untyped-def]
+def _store():
     from panoramia.store import ReportStore, make_engine, upgrade
 
     engine = make_engine()
@@ -44,7 +44,7 @@ def _store():  # type: ignore[no-untyped-def]
     return ReportStore(engine)
 
 
-def _settings():  # type: ignore[no-untyped-def]
+def _settings():
     from panoramia.service.settings import ServiceSettings
 
     return ServiceSettings.from_env()
@@ -251,7 +251,7 @@ def report_lines(report: dict) -> list[str]:
         plain = plain_line(found)
         lines += [f"In short: {plain}" if plain else "",
                   f"{found['headline']} — {quote_text(found)}", found["sentence"]]  # fmt: skip
-    attacker = document.get("attacker") if isinstance(document.get("attacker"), dict) else {}
+    attacker = got if isinstance(got := document.get("attacker"), dict) else {}
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))
     groups = (

@@ -18,13 +18,16 @@ import math
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from panoramia.audit_settings import Augmentation, values
 from panoramia.data.files import check_npz_arrays
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 CIFAR_SIDE = 32
@@ -242,7 +245,9 @@ def read_images(path: str | Path, *, layout: str = "auto") -> ImageSet:
             layout = "cifar"
         else:
             layout = "folder"
-    readers = {"npz": read_npz, "folder": read_image_folder, "cifar": read_cifar_batches}
+    readers: dict[str, Callable[[Path], ImageSet]] = {
+        "npz": read_npz, "folder": read_image_folder, "cifar": read_cifar_batches,
+    }  # fmt: skip
     if layout not in readers:
         raise InputError(f"data.layout: {layout!r} is not auto, npz, folder or cifar")
     if not path.exists():

@@ -85,7 +85,8 @@ def infer_schema(frame: pd.DataFrame, label: str, *, source: str) -> TabularSche
         raise InputError(
             f"{source}: no label column {label!r}; has: {', '.join(map(str, frame.columns))}"
         )
-    continuous, categorical = [], []
+    continuous: list[str] = []
+    categorical: list[str] = []
     for column in frame.columns:
         if column == label:
             continue

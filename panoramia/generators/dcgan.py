@@ -12,6 +12,7 @@ boost to sample quality).
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, cast
 
 import lightning as L
 import torch
@@ -19,6 +20,9 @@ from torch import nn
 from torch.nn.utils import spectral_norm
 
 from panoramia.generators.ema import update_ema
+
+if TYPE_CHECKING:
+    from lightning.pytorch.core.optimizer import LightningOptimizer
 
 OVERSHOOT = 0.1
 """The output is (1 + OVERSHOOT)·tanh, clamped to [−1, 1]: black and white pixels are
@@ -100,7 +104,8 @@ class ConditionalDCGAN(L.LightningModule):
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> None:
         real, labels = batch
-        g_opt, d_opt = self.optimizers()  # type: ignore[misc]
+        # a list: configure_optimizers returns two
+        g_opt, d_opt = cast("list[LightningOptimizer]", self.optimizers())
         noise = torch.randn(real.shape[0], self.latent, device=real.device)
         fake = self.generator(noise, labels)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TYPE_CHECKING
 
 import lightning as L
 import torch
@@ -27,6 +28,9 @@ from torch.nn import functional as F
 
 from panoramia.generators.ema import update_ema
 from panoramia.generators.seeding import chunked_noise
+
+if TYPE_CHECKING:
+    from lightning.pytorch.utilities.types import OptimizerLRSchedulerConfig
 
 GROUPS = 8
 """GroupNorm groups: the width must be a multiple of it."""
@@ -111,6 +115,9 @@ class ConditionalUNet(nn.Module):
 class ConditionalDDPM(L.LightningModule):
     """Noise-regression steps on (image in [−1, 1], label) batches; Adam with a warm-up."""
 
+    alpha_bar: torch.Tensor
+    """ᾱ_t (:func:`cosine_alpha_bar`), a buffer that follows the module's device."""
+
     def __init__(
         self,
         channels: int,
@@ -158,7 +165,7 @@ class ConditionalDDPM(L.LightningModule):
         step = self.global_step
         update_ema(self.ema, self.network, min(self.ema_decay, (1 + step) / (10 + step)))
 
-    def configure_optimizers(self) -> dict:
+    def configure_optimizers(self) -> OptimizerLRSchedulerConfig:
         optimizer = torch.optim.Adam(self.network.parameters(), lr=self.learning_rate)
         warmup = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda step: min(1.0, (step + 1) / WARMUP_STEPS)

@@ -217,7 +217,7 @@ class ImageGenerator:
             return network(noise.to(device), classes.to(device))
         from panoramia.generators.ddpm import ddim_sample
 
-        height, width, channels = self.shape  # type: ignore[misc]
+        height, width, channels = self.shape
         return ddim_sample(
             network, classes, (channels, height, width),
             diffusion_steps=self.config.diffusion_steps,
@@ -246,7 +246,7 @@ class ImageGenerator:
 
         settings = json.loads((directory / SETTINGS).read_text())
         generator = cls(ImageGeneratorConfig(**settings["config"]))
-        generator.shape = tuple(settings["shape"])  # type: ignore[assignment]
+        generator.shape = tuple(settings["shape"])
         generator.class_prior = np.asarray(settings["class_prior"])
         network = generator._build(generator.shape, generator.class_prior.size)
         network.load_state_dict(load_file(directory / WEIGHTS))

@@ -5,8 +5,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch  # imported where used: sdv's tables need no torch at start-up
 
 
 @contextmanager
@@ -34,7 +38,7 @@ the images, so a seed gives the same images whatever number a device samples at 
 multiple of this)."""
 
 
-def chunked_noise(n: int, shape: tuple[int, ...], generator: object) -> object:
+def chunked_noise(n: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
     """float32 (n, *shape) standard normal noise from the CPU ``generator``, drawn
     ``NOISE_CHUNK`` rows at a time (the same rows for any split of n into multiples of it)."""
     import torch

@@ -15,6 +15,7 @@ import pickle
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,7 +99,8 @@ class TabularGenerator:
             )
         self.schema = schema
         self.config = config
-        self._synthesizer = None
+        # a SequentialCart (synthesizer=cart), else an sdv synthesizer (sdv ships no types)
+        self._synthesizer: Any = None
         self.point_masses: list[PointMass] = []
 
     def _metadata(self, members: pd.DataFrame):

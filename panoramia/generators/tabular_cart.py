@@ -16,10 +16,16 @@ that trained on D_G, which makes it harder for the attack, never easier.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from pandas.api.extensions import ExtensionDtype
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 
 @dataclass
@@ -27,7 +33,7 @@ class _ColumnModel:
     """How one column is drawn: the tree over earlier columns and each leaf's donor values."""
 
     column: str
-    tree: object
+    tree: DecisionTreeClassifier | DecisionTreeRegressor
     """A fitted ``DecisionTreeClassifier``/``DecisionTreeRegressor`` (``apply`` gives leaves)."""
     leaf_ids: np.ndarray
     """Sorted leaf ids, shape (n_leaves,)."""
@@ -47,7 +53,7 @@ class SequentialCart:
         self.categorical = set(categorical)
         self.min_leaf = min_leaf
         self.columns: list[str] = []
-        self.dtypes: dict[str, object] = {}
+        self.dtypes: dict[Hashable, np.dtype | ExtensionDtype] = {}  # D_G's, by column
         self.levels: dict[str, np.ndarray] = {}
         self.first: np.ndarray = np.empty(0)
         self.models: list[_ColumnModel] = []

@@ -18,6 +18,7 @@ finite float64 (``panoramia.data.tabular.conform``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -87,5 +88,6 @@ class MarginalMatch:
                 matched = np.interp(u * (len(real) - 1), np.arange(len(real)), real)
             if mapping.integral or pd.api.types.is_integer_dtype(out[column].dtype):
                 matched = np.rint(matched)
-            out[column] = matched.astype(out[column].dtype)
+            # conformed continuous columns have numpy dtypes (float64 or an integer type)
+            out[column] = matched.astype(cast(np.dtype, out[column].dtype))
         return out

@@ -49,7 +49,7 @@ class SupportScreen:
         second = real.iloc[order[len(real) // 2 :]]
         columns = [c for c in real.columns if real[c].nunique() <= max_levels]
         candidates = [(c,) for c in columns] + list(itertools.combinations(columns, 2))
-        checks = {}
+        checks: dict[tuple[str, ...], frozenset[str]] = {}
         for group in candidates:
             unseen = ~_keys(second, group).isin(set(_keys(first, group)))
             if unseen.mean() < novelty:

@@ -27,7 +27,7 @@ from panoramia.data.text import TextSet
 from panoramia.models.causal_lm import CausalLMConfig
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig
+    from transformers import PretrainedConfig, PreTrainedModel
 
 SETTINGS = "generator.json"
 
@@ -70,7 +70,7 @@ def continuation_pairs(chunks: TextSet, *, seed: int) -> np.ndarray:
 class TextGenerator:
     def __init__(self, config: TextGeneratorConfig) -> None:
         self.config = config
-        self.model = None
+        self.model: PreTrainedModel | None = None
         self.tokens_per_second: float | None = None
         """Generation throughput of the last :meth:`sample` call."""
 
@@ -98,7 +98,9 @@ class TextGenerator:
         )
         from panoramia.devices import inference_device
 
-        self.model = self.model.to(inference_device(self.config.accelerator, self.config.devices))
+        device = inference_device(self.config.accelerator, self.config.devices)
+        # transformers wraps Module.to with functools.wraps: its type takes `self` first
+        self.model = self.model.to(device)  # type: ignore[arg-type]
         return metrics
 
     def sample(self, prompts: TextSet, n: int, *, seed: int) -> TextSet:
@@ -118,7 +120,9 @@ class TextGenerator:
                 batch = torch.from_numpy(
                     prompts.tokens[which[start : start + self.config.generation_batch]]
                 ).to(device)
-                generated = self.model.generate(
+                # a causal LM's generate is GenerationMixin's, which PreTrainedModel's type lacks
+                # (nn.Module's __getattr__ answers: a Tensor or a Module)
+                generated = self.model.generate(  # type: ignore[operator]
                     input_ids=batch, attention_mask=torch.ones_like(batch), do_sample=True,
                     top_k=self.config.top_k, temperature=self.config.temperature,
                     max_new_tokens=length, min_new_tokens=length,

@@ -91,6 +91,8 @@ def groups_against_chance(
     attack, baseline = paired_members(attack_members, baseline_members, labels.size, "group test")
     if len(tested) != len(groups):
         raise InputError("group test: one 'tested' flag per group")
+    k: int
+    m: int
     k, m = attack.shape
     n_groups = len(groups)
     if not n_groups:
@@ -99,10 +101,10 @@ def groups_against_chance(
     # per set gives every share of a draw.
     layers: list[tuple[np.ndarray, list[int]]] = []
     for index, slots in enumerate(groups):
-        for codes, members in layers:
+        for codes, in_layer in layers:
             if np.all(codes[slots] < 0):
-                codes[slots] = len(members)
-                members.append(index)
+                codes[slots] = len(in_layer)
+                in_layer.append(index)
                 break
         else:
             codes = np.full(m, -1, np.int64)

@@ -4,6 +4,7 @@ attack scores."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class Measurement(GameBounds):
         """True when either maximiser has precision 1 (a count of error-free guesses)."""
         return self.baseline.best.saturated or self.attack.best.saturated
 
-    def detectable(self) -> dict[str, float | int]:
+    def detectable(self) -> dict[str, float | int | None]:
         """How much this audit could show at its size: ``members`` in the tested audit set,
         ``c_plus_eps_max`` = logit(α^(1/r)) with α the per-test level and r those members
         (the bound of r error-free member guesses: no attack can show more), and
@@ -69,7 +70,7 @@ class Measurement(GameBounds):
             "eps_tilde_max_doubled": number(max(0.0, doubled - self.c_lb)),
         }
 
-    def to_dict(self, *, include_table: bool = False) -> dict[str, object]:
+    def to_dict(self, *, include_table: bool = False) -> dict[str, Any]:
         """JSON-safe document; ``include_table`` adds every threshold's row (large for ``all``)."""
         return {
             **self.bounds_dict(),

@@ -200,6 +200,8 @@ def null_test(
                             split_seed)  # fmt: skip
     else:
         raise InputError(f"null test: unknown game {game!r}")
+    k: int
+    m: int
     k, m = attack.shape
     ones = np.ones(m, np.int64)
 

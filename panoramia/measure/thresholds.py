@@ -118,7 +118,7 @@ class SortedScores:
 
     def counts(self, taus: np.ndarray, *, inclusive: bool) -> tuple[np.ndarray, np.ndarray]:
         """(r, v) for each threshold: guess member iff score > τ (or >= τ when inclusive)."""
-        side = "left" if inclusive else "right"
+        side: Literal["left", "right"] = "left" if inclusive else "right"
         return self.counts_from_index(np.searchsorted(self.scores, taus, side=side))
 
     @cached_property

@@ -12,12 +12,16 @@ The epoch is chosen by the validation lower bound (see :mod:`panoramia.mia.disti
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from panoramia.data.images import ImageSet
 from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
 from panoramia.mia.selection import LOSS_FLOOR
+
+if TYPE_CHECKING:
+    from panoramia.data.image_module import Normalization
 
 
 @dataclass
@@ -38,10 +42,11 @@ def loss_features(losses: np.ndarray) -> np.ndarray:
 
 class ImageDistinguisher(NetworkDistinguisher):
     score_batch = 4096
+    config: ImageDistinguisherConfig
 
     def __init__(self, config: ImageDistinguisherConfig, *, seed: int) -> None:
         super().__init__(config, seed=seed)
-        self.normalization = None
+        self.normalization: Normalization | None = None
 
     side_features = staticmethod(loss_features)
 

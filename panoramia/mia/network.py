@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from panoramia.mia.selection import CandidateRecord
+
+if TYPE_CHECKING:
+    from panoramia.models.device_settings import LoaderOptions
 
 SIDE_STD_FLOOR = 1e-6
 VALIDATION_BATCH = 1024
@@ -107,7 +110,10 @@ class NetworkDistinguisher(ABC):
             network, learning_rate=config.learning_rate, weight_decay=config.weight_decay,
             thresholds=config.selection_thresholds, confidence=config.selection_confidence,
         )  # fmt: skip
-        options = {"num_workers": config.num_workers, "pin_memory": torch.cuda.is_available()}
+        options: LoaderOptions = {
+            "num_workers": config.num_workers,
+            "pin_memory": torch.cuda.is_available(),
+        }
         train_loader = DataLoader(
             self._dataset(*train), batch_size=config.batch_size, shuffle=True,
             generator=torch.Generator().manual_seed(self.seed), **options,

@@ -8,6 +8,7 @@ validation lower bound (:mod:`panoramia.mia.selection`). Scores are probabilitie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,9 @@ import pandas as pd
 from panoramia.data.encoding import TabularEncoder
 from panoramia.data.tabular import TabularSchema
 from panoramia.mia.selection import CandidateRecord, validation_lower_bound
+
+if TYPE_CHECKING:
+    import xgboost as xgb
 
 DEFAULT_GRID = (
     {"max_depth": 3, "n_estimators": 200, "learning_rate": 0.05},
@@ -43,7 +47,7 @@ class XGBoostDistinguisher:
         self.config = config
         self.seed = seed
         self.encoder: TabularEncoder | None = None
-        self.model = None
+        self.model: xgb.XGBClassifier | None = None
         self.candidates: list[CandidateRecord] = []
 
     def _features(self, rows: pd.DataFrame, side: np.ndarray) -> np.ndarray:
@@ -80,6 +84,7 @@ class XGBoostDistinguisher:
 
     def score(self, x: pd.DataFrame, side: np.ndarray) -> np.ndarray:
         """P(member) for each row, shape (n,)."""
+        assert self.model is not None  # fit chose one
         return self.model.predict_proba(self._features(x, side))[:, 1].astype(np.float64)
 
     @property

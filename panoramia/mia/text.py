@@ -52,6 +52,7 @@ def loss_sequence_features(losses: np.ndarray) -> np.ndarray:
 
 class TextDistinguisher(NetworkDistinguisher):
     score_batch = 1024
+    config: TextDistinguisherConfig
 
     def __init__(self, config: TextDistinguisherConfig, *, seed: int, vocab_size: int) -> None:
         super().__init__(config, seed=seed)

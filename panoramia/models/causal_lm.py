@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from panoramia.errors import InputError
-from panoramia.models.device_settings import DeviceSettings
+from panoramia.models.device_settings import DeviceSettings, LoaderOptions
 from panoramia.targets.causal_lm_losses import quiet_transformers, token_losses
 from panoramia.targets.manifest import MANIFEST
 
@@ -153,7 +153,10 @@ def fit_causal_lm(
     if len(train) == 0:
         raise InputError("text: no training chunks")
     L.seed_everything(seed, workers=True, verbose=False)
-    options = {"num_workers": config.num_workers, "pin_memory": torch.cuda.is_available()}
+    options: LoaderOptions = {
+        "num_workers": config.num_workers,
+        "pin_memory": torch.cuda.is_available(),
+    }
     train_loader = DataLoader(
         TensorDataset(torch.tensor(train)), batch_size=config.batch_size, shuffle=True,
         generator=torch.Generator().manual_seed(seed), **options,

@@ -18,6 +18,8 @@ class CausalLMModule(BestEpochModule):
     end of ``fit`` (:class:`~panoramia.models.training.BestEpochModule`).
     """
 
+    model: PreTrainedModel
+
     def __init__(self, model: PreTrainedModel, *, learning_rate: float, weight_decay: float):
         super().__init__(keep_best=True)
         self.model = model

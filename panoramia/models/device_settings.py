@@ -6,6 +6,7 @@ Kept free of torch and Lightning imports: configs are built at start-up, before 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TypedDict
 
 
 @dataclass
@@ -29,3 +30,10 @@ class DeviceSettings:
         settings = self.device_settings()
         del settings["num_workers"]
         return settings
+
+
+class LoaderOptions(TypedDict):
+    """What a training's DataLoaders take besides the data (``**options``)."""
+
+    num_workers: int
+    pin_memory: bool

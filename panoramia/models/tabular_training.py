@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import pandas as pd
 
@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from panoramia.models.dp_settings import DpSgdSettings
 
 MLP_MODULE = "panoramia.models.tabular_mlp:TabularMLP"
+
+
+class MlpKwargs(TypedDict):
+    """TabularMLP's arguments, as target.json's ``kwargs`` holds them."""
+
+    n_features: int
+    n_classes: int
+    hidden: list[int]
 
 
 @dataclass
@@ -61,7 +69,7 @@ def train_mlp_directory(
     from panoramia.models.training import TrainingConfig, fit_classifier
 
     encoder = TabularEncoder.fit(rows, schema)
-    kwargs = {
+    kwargs: MlpKwargs = {
         "n_features": encoder.n_features,
         "n_classes": encoder.n_classes,
         "hidden": list(config.hidden),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import lightning as L
 import numpy as np
@@ -21,6 +22,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from panoramia.devices import listed_devices
 from panoramia.errors import InputError
+
+if TYPE_CHECKING:
+    from lightning.pytorch.utilities.types import OptimizerLRSchedulerConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,9 @@ class BestEpochModule(L.LightningModule):
     process), so the caller never reads ``best_state`` itself.
     """
 
+    model: nn.Module
+    """The network trained (a subclass sets it)."""
+
     def __init__(self, keep_best: bool = True) -> None:
         super().__init__()
         self.keep_best = keep_best
@@ -93,7 +100,8 @@ def channels_last_on_cuda(module: L.LightningModule, network: nn.Module) -> None
     runs before the strategy moves the module to its device (``.to`` keeps the layout) and
     before data-parallel wrapping. A no-op on the CPU and for networks without 4-D weights."""
     if module.trainer.strategy.root_device.type == "cuda":
-        network.to(memory_format=torch.channels_last)
+        # torch's Module.to stub lacks memory_format
+        network.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
 
 class ClassifierModule(BestEpochModule):
@@ -127,7 +135,7 @@ class ClassifierModule(BestEpochModule):
         losses = nn.functional.cross_entropy(self.model(features), labels, reduction="none")
         self._val_losses.append(losses.detach().float())
 
-    def configure_optimizers(self) -> object:
+    def configure_optimizers(self) -> torch.optim.Optimizer | OptimizerLRSchedulerConfig:
         parameters = self.model.parameters()
         if self.optimizer == "adam":
             return torch.optim.Adam(
@@ -139,6 +147,7 @@ class ClassifierModule(BestEpochModule):
             parameters, lr=self.learning_rate, momentum=0.9, nesterov=True,
             weight_decay=self.weight_decay,
         )  # fmt: skip
+        assert self.trainer.max_epochs is not None  # make_trainer sets it
         cosine = torch.optim.lr_scheduler.CosineAnnealingLR(sgd, T_max=self.trainer.max_epochs)
         return {"optimizer": sgd, "lr_scheduler": cosine}
 
@@ -247,7 +256,8 @@ def make_trainer(
         accelerator=config.accelerator,
         devices=config.devices,
         strategy=parallel_strategy(config),
-        precision=default_precision(config.precision),
+        # a configured string, which Lightning checks; its type lists the literal values
+        precision=default_precision(config.precision),  # type: ignore[arg-type]
         deterministic=config.deterministic,
         logger=False,
         enable_checkpointing=False,

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -64,8 +65,9 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     from panoramia.pipeline.store import ArtifactStore
 
     try:
-        job = OmegaConf.to_object(cfg)
-        settings = OmegaConf.to_container(cfg, resolve=True)
+        # The modality's job schema (a JobConfigBase subclass), known only at run time.
+        job: Any = OmegaConf.to_object(cfg)
+        settings = cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True))
     except OmegaConfBaseException as error:  # an interpolation the preflight could not check
         raise InputError(f"config: {one_line(error)}") from None
     # Every setting's range and choice, and the rules across them (the claim, the threshold

@@ -9,8 +9,8 @@ dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import Field, asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from panoramia.audit_settings import (
     AttackSide,
@@ -260,3 +260,20 @@ class JobConfigBase:
     """Pin torch (and xgboost) threads (1 when jobs run in parallel on few cores)."""
     audit: AuditConfig = field(default_factory=AuditConfig)
     claim: ClaimConfig = field(default_factory=ClaimConfig)
+
+
+class ModalityJob(Protocol):
+    """A modality's job schema as the shared report code reads it: a :class:`JobConfigBase`
+    subclass, with the ``data`` and ``target`` sections every modality adds."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # a dataclass (``asdict`` takes it)
+    modality: str
+    seed: int
+    audit: AuditConfig
+    claim: ClaimConfig
+
+    @property
+    def data(self) -> DataConfigBase: ...
+
+    @property
+    def target(self) -> TargetConfigBase: ...

@@ -206,6 +206,8 @@ class AuditPipeline(ABC):
 
     sets: ExampleSets
     """How the modality's example sets are stored, stacked and dealt into the game."""
+    job: Any
+    """The modality's job schema (a ``JobConfigBase`` subclass; a modality's class names it)."""
 
     def __init__(self, job: Any, runner: StageRunner) -> None:
         """``job``: the modality's job schema (a ``JobConfigBase``); sets ``runner.total``."""

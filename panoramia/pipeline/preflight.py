@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import Container, DictConfig, DictKeyType, ListConfig, OmegaConf
 from omegaconf.errors import (
     InterpolationToMissingValueError,
     InterpolationValidationError,
@@ -94,6 +94,7 @@ def _override_lists(arguments: list[str]) -> list[list[str]]:
             key = f"{prefix}{override.get_key_element()}"
             sweeps.append((key, [f"{key}={v}" for v in override.sweep_string_iterator()]))
         else:
+            assert override.input_line is not None  # parse_overrides sets it on every override
             fixed.append(override.input_line)
     firsts = [values[0] for _, values in sweeps]
     lists = [fixed + firsts]
@@ -133,22 +134,24 @@ def _filled_at_launch(error: OmegaConfBaseException, *, multirun: bool) -> bool:
 
 
 def _unresolvable(
-    node: DictConfig | ListConfig, key: str | int, path: str, *, multirun: bool
+    node: DictConfig | ListConfig, key: DictKeyType, path: str, *, multirun: bool
 ) -> tuple[str, str] | None:
     """(path, one-line reason) of the first value under ``node[key]`` whose interpolation fails
     to resolve (unknown key or resolver, unset environment variable, a value of the wrong
     type); None when all resolve. Values left at ``???`` and values Hydra fills in at launch
     (:func:`_filled_at_launch`) are skipped."""
+    container: Container = node  # a ListConfig's keys are its int indices: Container takes either
     try:
         if OmegaConf.is_missing(node, key):
             return None
-        child = node._get_node(key)
+        child = container._get_node(key)
+        children: list[tuple[DictKeyType, str]]
         if isinstance(child, DictConfig) and not child._is_interpolation():
-            children = [(name, f"{path}.{name}") for name in child]
+            children = [(name, f"{path}.{name!s}") for name in child]
         elif isinstance(child, ListConfig) and not child._is_interpolation():
             children = [(index, f"{path}[{index}]") for index in range(len(child))]
         else:
-            node[key]  # resolves the interpolation and checks the value's type
+            container[key]  # resolves the interpolation and checks the value's type
             return None
     except OmegaConfBaseException as error:
         return None if _filled_at_launch(error, multirun=multirun) else (path, one_line(error))
@@ -182,11 +185,11 @@ def missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
     found = []
     for key in node:
         if OmegaConf.is_missing(node, key):
-            found.append(f"{prefix}{key}")
+            found.append(f"{prefix}{key!s}")
             continue
         child = node._get_node(key)
         if isinstance(child, DictConfig):
-            found += missing_keys(child, f"{prefix}{key}.")
+            found += missing_keys(child, f"{prefix}{key!s}.")
     return found
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from panoramia.accounting.claims import Claim
-from panoramia.accounting.report_section import claim_section
+from panoramia.accounting.report_section import ClaimSection, claim_section
 from panoramia.measure import measure, o1_audit, rmrn
 from panoramia.measure.null import NullTest, mirrored, null_test
 from panoramia.measure.two_sided import (
@@ -20,7 +20,7 @@ from panoramia.measure.two_sided import (
     rmrn_two_sided,
     two_sided_grid,
 )
-from panoramia.pipeline.config import JobConfigBase
+from panoramia.pipeline.config import ModalityJob
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.report.attacker import attacker_section
@@ -43,7 +43,7 @@ def _scores(stage: StageResult) -> dict[str, np.ndarray]:
     return dict(np.load(stage.directory / "scores.npz"))
 
 
-def claimed_guarantee(job: JobConfigBase, target_info: dict) -> tuple[Claim, str]:
+def claimed_guarantee(job: ModalityJob, target_info: dict) -> tuple[Claim, str]:
     """The guarantee shown beside the measurement, and where it comes from: the config's
     ``claim.*`` (``declared``), else the DP-SGD training of a demo target that happened in this
     audit (``training``: σ, q, T and N as Opacus ran them), else none."""
@@ -66,12 +66,12 @@ def claimed_guarantee(job: JobConfigBase, target_info: dict) -> tuple[Claim, str
     return claim, "training"
 
 
-def claimed_mu(section: object) -> float | None:
+def claimed_mu(section: ClaimSection) -> float | None:
     """The μ a claim guarantees under replace-one neighbours, the relation of the audit's game
     (docs/SPEC.md §2.8): μ* of the claim section's replace-one account (an add/remove DP-SGD
     claim re-accounted; its add/remove μ* would understate it, about twice as much for the
     demo's DP-SGD target). None for a bare (ε, δ), a tuned claim (its released curve is the
-    tuned profile's) or no claim. ``section`` is a ``ClaimSection``."""
+    tuned profile's) or no claim."""
     game = section.game_summary
     if game is None or game.mu is None or game.tuned:
         return None
@@ -79,7 +79,7 @@ def claimed_mu(section: object) -> float | None:
 
 
 def two_sided_section(
-    job: JobConfigBase,
+    job: ModalityJob,
     membership: np.ndarray,
     baseline: np.ndarray,
     attack: np.ndarray,
@@ -117,7 +117,7 @@ def _member_scores(stage: StageResult) -> np.ndarray:
 
 
 def null_section(
-    job: JobConfigBase, stages: dict[str, StageResult], membership: np.ndarray, game: str
+    job: ModalityJob, stages: dict[str, StageResult], membership: np.ndarray, game: str
 ) -> NullTest | dict[str, str]:
     """The quoted game's gap against this audit's null draws (docs/SPEC.md §3.1,
     :func:`panoramia.measure.null.null_test`); ``{"skipped": reason}`` when the baseline's side
@@ -139,7 +139,7 @@ def null_section(
 
 
 def build_report(
-    job: JobConfigBase,
+    job: ModalityJob,
     stages: dict[str, StageResult],
     runner: StageRunner,
     run_dir: Path,

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from rich.console import Console
 from rich.table import Table
 
@@ -90,7 +90,10 @@ def _generation_seed(report: dict) -> int:
 def _setting(run_dir: Path) -> set[str]:
     """The run's command-line overrides other than :data:`REPEATS`."""
     overrides_file = run_dir / ".hydra" / "overrides.yaml"
-    overrides = OmegaConf.load(overrides_file) if overrides_file.exists() else []
+    # Hydra writes the overrides as a list of strings
+    overrides: ListConfig | list[str] = (
+        cast(ListConfig, OmegaConf.load(overrides_file)) if overrides_file.exists() else []
+    )
     return {item for item in overrides if item.split("=")[0].lstrip("+~") not in REPEATS}
 
 
@@ -197,7 +200,7 @@ def validity(sweep_dir: Path, *, confidence: float = 0.95) -> dict | None:
     controls = {g: rows for g, rows in groups.items() if all(r["control"] for r in rows)}
     if not controls:
         return None
-    result: dict[str, dict] = {"controls": {}, "targets": {}}
+    result: dict[str, Any] = {"controls": {}, "targets": {}}  # and "generation_seeds": a list
     for name, rows in controls.items():
         result["controls"][name] = {"runs": len(rows)} | {
             game: _control_entry(rows, key, confidence)

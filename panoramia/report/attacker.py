@@ -38,7 +38,7 @@ def _pair(found: tuple[float, float] | None) -> list | None:
     return None if found is None else [number(found[0]), number(found[1])]
 
 
-def _side(  # type: ignore[no-untyped-def]
+def _side(
     result, scores: np.ndarray, membership: np.ndarray, count: int, *, draws: int,
     level: float, seed: int, pool: np.ndarray | None = None,
 ) -> dict:  # fmt: skip

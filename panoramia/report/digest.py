@@ -9,7 +9,7 @@ short lists. A document whose figures cannot be read gets ``verdict: None``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from panoramia.report.verdict import WORDS, verdict
 from panoramia.report.verdict import finite_number as number
@@ -51,7 +51,7 @@ def _verdict(document: dict) -> dict | None:
         return None
     interval = quote.get("interval")
     interval = [number(end) for end in interval] if isinstance(interval, list) else None
-    null = found.get("null") if isinstance(found.get("null"), dict) else {}
+    null = got if isinstance(got := found.get("null"), dict) else {}
     return {
         "level": found["level"],
         "headline": WORDS[found["level"]],
@@ -104,7 +104,9 @@ def _exposure(document: dict) -> dict | None:
     return {
         "tested": len(tested),
         "standing_out": sum(
-            1 for g in tested if g.get("stands_out") is True and number(g.get("p")) <= rate
+            1
+            for g in tested
+            if g.get("stands_out") is True and cast(float, number(g.get("p"))) <= rate  # tested
         ),
     }
 
@@ -120,7 +122,7 @@ def _attacker(document: dict) -> dict | None:
     )
 
     section = _section(document, "attacker")
-    sides = {}
+    sides: dict[str, dict[str, Any]] = {}
     for side in ("attack", "baseline"):
         found = _section(section, side)
         rates = _section(found, "tpr_at_fpr")

@@ -4,10 +4,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from panoramia.measure.gdp import gdp_bound, mu_lb
 from panoramia.measure.jsonable import number
+
+if TYPE_CHECKING:
+    from panoramia.measure import Measurement, RmRnResult
 
 MU_INTERPRETATION = (
     "μ̃ is not a lower bound on μ. The audit could not reject c-closeness of the generator for "
@@ -18,7 +23,7 @@ MU_INTERPRETATION = (
 
 
 def gdp_section(
-    measurement: object, rmrn_result: object | None, *, claimed_mu: float | None
+    measurement: Measurement, rmrn_result: RmRnResult | None, *, claimed_mu: float | None
 ) -> dict[str, object]:
     """The report's ``gdp`` section (docs/SPEC.md §2.8): μ̃ of the paper's game at c_lb, its
     reach ``mu_tilde_max`` (μ̃ if every member of the audit set were guessed and no other

@@ -329,7 +329,7 @@ def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
         )
     standing = [g for g in groups if g.get("stands_out")]
     rate = percent(float(section.get("false_alarm_rate") or 0.05))
-    found = document.get("verdict") if isinstance(document.get("verdict"), dict) else {}
+    found = got if isinstance(got := document.get("verdict"), dict) else {}
     if found.get("level") == "inconclusive" and not standing:
         return (
             "This run could not have called a leak (see the verdict), so it cannot show a "
@@ -579,8 +579,8 @@ def quote_text(found: dict) -> str:
     game = "two-sided game" if quote["game"] == "two_sided" else "paper's one-sided game"
     text = f"ε̃ = {quote['value']:.2f} ({game}"
     interval, rate = quote.get("interval"), found.get("false_alarm_rate")
-    null = found.get("null") if isinstance(found.get("null"), dict) else {}
-    decision = found.get("decision") if isinstance(found.get("decision"), dict) else {}
+    null = got if isinstance(got := found.get("null"), dict) else {}
+    decision = got if isinstance(got := found.get("decision"), dict) else {}
     if interval and rate and "p_value" in null:
         with_references = (
             f"; with the held-out rows' tests, {p_text(decision['p_value'])}"

@@ -13,11 +13,15 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from panoramia.measure import Measurement, max_precision_allowed
 from panoramia.measure.null import NullTest
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 ROLE_COLOURS = {
     "attack": "#b2182b",
@@ -33,7 +37,7 @@ GROUP_NAMES = {"synthetic": "generated non-members"}
 """How a chart names a group of records (the page's words)."""
 LOSS_FLOOR = 1e-6
 """Losses below this are drawn at it (log axis); the share at the floor is labelled."""
-FONTS = {
+FONTS: dict[RcKeyType, int] = {
     "font.size": 12,
     "axes.titlesize": 12,
     "axes.labelsize": 12,
@@ -69,7 +73,7 @@ def _figure(width: float = 6.8, height: float = 4.0) -> Iterator:
             plt.close(figure)
 
 
-def _png(figure) -> str:  # type: ignore[no-untyped-def]
+def _png(figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return base64.b64encode(buffer.getvalue()).decode()
@@ -372,7 +376,7 @@ def gallery_chart(galleries: dict[str, np.ndarray], columns: int = 8) -> list[Ch
     return charts
 
 
-def tradeoff_chart(section) -> Chart:  # type: ignore[no-untyped-def]
+def tradeoff_chart(section) -> Chart:
     """FNR against FPR: the claim's curves and the measured points with their CP boxes
     (``section``: a ``ClaimSection``)."""
     from matplotlib.patches import Rectangle

@@ -45,8 +45,8 @@ def run_reading(found: dict | None) -> dict[str, Any]:
     a digest's verdict (None: an unreadable run)."""
     if not isinstance(found, dict):
         return {"level": None, "p": None, "rate": None, "value": None, "game": None}
-    decided = found.get("decision") if isinstance(found.get("decision"), dict) else {}
-    null = found.get("null") if isinstance(found.get("null"), dict) else {}
+    decided = got if isinstance(got := found.get("decision"), dict) else {}
+    null = got if isinstance(got := found.get("null"), dict) else {}
     p = finite_number(decided.get("p_value"))
     if p is None:
         p = finite_number(found.get("decision_p_value"))  # a digest
@@ -54,7 +54,7 @@ def run_reading(found: dict | None) -> dict[str, Any]:
         p = finite_number(null.get("p_value"))
     if p is None and "decision" not in found and "decision_p_value" not in found:
         p = finite_number(found.get("p_value"))  # a digest without a decision
-    quote = found.get("quote") if isinstance(found.get("quote"), dict) else {}
+    quote = got if isinstance(got := found.get("quote"), dict) else {}
     level = found.get("level") if isinstance(found.get("level"), str) else None
     return {
         "level": level,

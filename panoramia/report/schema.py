@@ -30,7 +30,7 @@ class ReportDocument(BaseModel):
     Figures in nats; ``confidence`` a probability; ``m`` the audit set's size."""
 
     model_config = ConfigDict(extra="allow")
-    schema_version: SchemaVersion  # type: ignore[valid-type]
+    schema_version: SchemaVersion
     kind: Literal["panoramia-audit-report"]
     created: datetime
     modality: str = Field(min_length=1, max_length=40)

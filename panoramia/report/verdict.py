@@ -25,6 +25,7 @@ a game whose baseline measured the generator reading ε̃ above :data:`TOLERANCE
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from panoramia.measure import INTERPRETATION
 
@@ -66,7 +67,7 @@ def _count(value: object) -> int | None:
 def _games(document: dict) -> dict[str, dict]:
     """The games this run reports by key: the paper's one-sided game, and the two-sided one
     where it was played; each with its figures."""
-    games = {
+    games: dict[str, dict[str, Any]] = {
         "one_sided": {
             "key": "one_sided",
             "eps_tilde": float(document["eps_tilde"]),
@@ -182,13 +183,13 @@ def game_reach(document: dict, quoted: dict) -> float | None:
     if quoted["key"] == "two_sided":
         from panoramia.measure.bounds import saturation_ceiling
 
-        section = document.get("two_sided") if isinstance(document.get("two_sided"), dict) else {}
+        section = got if isinstance(got := document.get("two_sided"), dict) else {}
         alpha = finite_number(section.get("alpha_per_test"))
         m = finite_number(document.get("m"))
         if alpha is None or m is None or not 0 < alpha < 1 or m < 1:
             return None
         return max(0.0, float(saturation_ceiling(int(m), alpha)) - quoted["c_lb"])
-    reach = document.get("detectable") if isinstance(document.get("detectable"), dict) else {}
+    reach = got if isinstance(got := document.get("detectable"), dict) else {}
     return finite_number(reach.get("eps_tilde_max"))
 
 
@@ -314,7 +315,7 @@ def quoted_calls(document: dict, quoted: dict) -> dict[str, int] | None:
         if member is None or nonmember is None:
             return None
         return {"member": member, "nonmember": nonmember}
-    attack = document.get("attack") if isinstance(document.get("attack"), dict) else {}
+    attack = got if isinstance(got := document.get("attack"), dict) else {}
     member = _count(attack.get("r"))
     return None if member is None else {"member": member, "nonmember": 0}
 
@@ -330,7 +331,7 @@ def _baseline_best(document: dict, quoted: dict) -> tuple[int, int] | None:
         if None in made or None in right:
             return None
         return sum(made), sum(right)  # type: ignore[arg-type]
-    baseline = document.get("baseline") if isinstance(document.get("baseline"), dict) else {}
+    baseline = got if isinstance(got := document.get("baseline"), dict) else {}
     r, v = _count(baseline.get("r")), _count(baseline.get("v"))
     return None if r is None or v is None else (r, v)
 
@@ -469,15 +470,17 @@ def _sentence(
             f"{where} has no null to hold it to. Repeat the audit with mirrored sides (the "
             "defaults) and more held-out rows before acting on it."
         )
-    if level == "borderline" and held and reading_refs and not decided["detected"]:
-        ref = reading_refs[0]
-        return (
-            f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} at "
-            f"its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), and "
-            f"{where} (p = {held['p_value']:.3f}); held together to a {rate} false-alarm rate "
-            f"they do not call a leak ({p_text(decided['p_value'])}). Repeat the audit over "
-            "more seeds or with more held-out rows before acting on it."
-        )
+    if level == "borderline" and held and reading_refs:
+        assert decided is not None  # a held null always comes with its decision (_level)
+        if not decided["detected"]:
+            ref = reading_refs[0]
+            return (
+                f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} "
+                f"at its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), "
+                f"and {where} (p = {held['p_value']:.3f}); held together to a {rate} "
+                f"false-alarm rate they do not call a leak ({p_text(decided['p_value'])}). "
+                "Repeat the audit over more seeds or with more held-out rows before acting on it."
+            )
     if level == "borderline" and held and decided and decided["references"] and held["detected"]:
         return (
             f"Borderline: {where} beats this audit's null at p = {held['p_value']:.3f}, but held "
@@ -654,8 +657,8 @@ def _reach(document: dict, quoted: dict, claim: dict, quiet: bool) -> str | None
     members = finite_number(reach.get("members"))
     if most is None or doubled is None or members is None or doubled <= 0:
         return None
-    summary = claim.get("summary") if isinstance(claim.get("summary"), dict) else {}
-    epsilons = summary.get("epsilons") if isinstance(summary.get("epsilons"), dict) else {}
+    summary = got if isinstance(got := claim.get("summary"), dict) else {}
+    epsilons = got if isinstance(got := summary.get("epsilons"), dict) else {}
     claimed = finite_number(epsilons.get("1e-05"))
     beyond = claimed is not None and claimed > most
     if not (quiet or beyond):
@@ -728,8 +731,8 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
     """What to do next, per level and per finding (docs/SPEC.md §3.1): sentences a
     contributor or the model's owner can act on."""
     steps: list[str] = []
-    exposure = document.get("exposure") if isinstance(document.get("exposure"), dict) else {}
-    listed = exposure.get("groups") if isinstance(exposure.get("groups"), list) else []
+    exposure = got if isinstance(got := document.get("exposure"), dict) else {}
+    listed = got if isinstance(got := exposure.get("groups"), list) else []
     rate = finite_number(exposure.get("false_alarm_rate")) or 0.05
     standing = sum(
         1
@@ -738,7 +741,7 @@ def next_steps(document: dict, level: str, quoted: dict, null: dict | None = Non
         and g.get("stands_out") is True
         and (finite_number(g.get("p")) or 1.0) <= rate
     )
-    decided = quoted.get("decision") if isinstance(quoted.get("decision"), dict) else {}
+    decided = got if isinstance(got := quoted.get("decision"), dict) else {}
     retrain = (
         "For the model's owner: retrain with DP-SGD — `panoramia calibrate --epochs E "
         "--batch-size B --dataset-size N --target-advantage 0.1` (E epochs, B examples a "
@@ -838,7 +841,7 @@ def plain_line(found: dict | None) -> str | None:
     if not isinstance(found, dict) or found.get("level") not in PLAIN:
         return None
     line = PLAIN[found["level"]]
-    quote = found.get("quote") if isinstance(found.get("quote"), dict) else {}
+    quote = got if isinstance(got := found.get("quote"), dict) else {}
     calls = quote.get("calls", found.get("calls"))
     if (
         found["level"] in DETECTED

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -28,6 +29,10 @@ from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, Rep
 
 class AuditRows(StoreBase):
     """Audits: created within her limits, claimed fairly, beaten on, finished, recovered."""
+
+    if TYPE_CHECKING:  # provided by ModelRows in ReportStore
+
+        def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel: ...
 
     @retried
     def create_audit(
@@ -140,7 +145,7 @@ class AuditRows(StoreBase):
             return {}
         query = select(Report).where(Report.audit_id.in_(audit_ids))
         with self.sessions() as session:
-            return {report.audit_id: report for report in session.scalars(query)}  # type: ignore[misc]
+            return {report.audit_id: report for report in session.scalars(query)}
 
     def active_cost(self, contributor_id: int) -> float:
         """The summed cost estimates of the contributor's queued and running audits."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, Select, select
 from sqlalchemy.exc import OperationalError
@@ -92,6 +92,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@overload
+def as_utc(moment: datetime) -> datetime: ...
+@overload
+def as_utc(moment: None) -> None: ...
 def as_utc(moment: datetime | None) -> datetime | None:
     """Timezone-aware UTC (SQLite hands back naive datetimes; they are stored in UTC)."""
     if moment is None or moment.tzinfo is not None:

@@ -40,7 +40,7 @@ WRITE_OPTION = "panoramia_write"
 BUSY_TIMEOUT_MS = 30_000
 
 
-def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(connection, _record) -> None:
     connection.isolation_level = None  # SQLAlchemy, not pysqlite, begins transactions (below)
     cursor = connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
@@ -50,7 +50,7 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     cursor.close()
 
 
-def _sqlite_begin(connection) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_begin(connection) -> None:
     """``BEGIN IMMEDIATE`` for writes: the write lock is taken (waiting up to the busy timeout)
     before anything is read, so a transaction that reads then writes never fails on upgrading
     its lock ("database is locked", which SQLite raises at once, without waiting, when a
@@ -108,6 +108,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         connection = connection.execution_options(**{WRITE_OPTION: True})
         sqlite = connection.dialect.name == "sqlite"
         raw = connection.connection.dbapi_connection
+        assert raw is not None  # an open connection's
         if sqlite:  # outside any transaction, where the pragma takes effect
             raw.execute("PRAGMA foreign_keys=OFF")
         try:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 MIN_PROBABILITY = 1e-12
 """Probabilities are clipped here before the log, so a loss is at most ~27.6 nats."""
@@ -14,7 +13,7 @@ MIN_PROBABILITY = 1e-12
 class TargetModel(Protocol):
     """A classifier under audit, seen only through its per-example losses."""
 
-    def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
+    def per_example_loss(self, rows: Any) -> np.ndarray:
         """Cross-entropy (nats) of each example's true label; float64 array of shape (n,).
 
         ``rows`` is a DataFrame for tabular targets, a :class:`panoramia.data.images.ImageSet`

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,11 +23,14 @@ from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.targets.manifest import inside_model_directory
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 @dataclass
 class CausalLMTarget:
-    model: object
-    """A transformers causal LM (``PreTrainedModel``), in eval mode."""
+    model: PreTrainedModel
+    """A transformers causal LM, in eval mode."""
     folder: Path
     files: dict[str, str]
 
@@ -34,13 +38,14 @@ class CausalLMTarget:
         """Next-token cross-entropy (nats) of tokens 2…L of each chunk: float64 (N, L−1)."""
         from panoramia.targets.causal_lm_losses import token_losses
 
-        vocabulary = int(self.model.get_input_embeddings().num_embeddings)  # type: ignore[attr-defined]
+        # transformers types get_input_embeddings() as a bare nn.Module
+        vocabulary = int(self.model.get_input_embeddings().num_embeddings)  # type: ignore[arg-type]
         if len(chunks) and int(chunks.tokens.max()) >= vocabulary:
             raise InputError(
                 f"target: token id {int(chunks.tokens.max())} but the model's vocabulary has "
                 f"{vocabulary} entries (chunks tokenised with another tokenizer?)"
             )
-        return token_losses(self.model, chunks.tokens)  # type: ignore[arg-type]
+        return token_losses(self.model, chunks.tokens)
 
     def per_example_loss(self, chunks: TextSet) -> np.ndarray:
         """Mean per-token loss of each chunk, float64 of shape (N,)."""

@@ -27,6 +27,7 @@ import importlib
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TypeGuard
 
 from panoramia.errors import InputError
 
@@ -45,7 +46,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_DEPTH = 32
 
 
-def is_dotted_name(name: object) -> bool:
+def is_dotted_name(name: object) -> TypeGuard[str]:
     """Whether ``name`` is a plain dotted Python identifier (ASCII): ``pkg.mod``, ``pkg``."""
     return isinstance(name, str) and _DOTTED.fullmatch(name) is not None
 

@@ -166,7 +166,8 @@ class ImagePipeline(AuditPipeline):
                 n_extra = max(100, round(config.filter.extra_fraction * len(real)))
                 extra = draw(n_extra, "synthetic/extra")
                 factor /= 1.0 - config.filter.max_drop
-            matching = matching_info = None
+            matching = None
+            matching_info: dict[str, list[np.ndarray]] | None = None  # set with matching
             if config.loss_matching.enabled:
                 matching = cross_fitted_losses(
                     real, ImageModelConfig(
@@ -195,6 +196,7 @@ class ImagePipeline(AuditPipeline):
                         bins=config.loss_matching.bins, max_drop=config.loss_matching.max_drop,
                     )  # fmt: skip
                     batch = batch.take(np.flatnonzero(keep))
+                    assert matching_info is not None
                     matching_info["candidates"].append(losses)
                     matching_info["kept"].append(losses[keep])
                 return batch
@@ -223,9 +225,10 @@ class ImagePipeline(AuditPipeline):
                 self.sets.write(concat(pool_parts), np.arange(pool),
                                 directory / f"{POOL_SET}.npz")  # fmt: skip
             (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
-            info = {"drawn": drawn, "kept_fraction": kept_fraction, **needed, "pool": pool,
-                    "pool_drawn": pool_drawn}  # fmt: skip
+            info: dict[str, object] = {"drawn": drawn, "kept_fraction": kept_fraction, **needed,
+                                       "pool": pool, "pool_drawn": pool_drawn}  # fmt: skip
             if matching is not None:
+                assert matching_info is not None
                 info["loss_matching"] = matching_summary(
                     matching.held_out_real,
                     np.concatenate(matching_info["candidates"][:screened]),

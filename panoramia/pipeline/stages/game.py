@@ -18,7 +18,7 @@ def build_game(audit: Audit, split: StageResult, synthetic: StageResult) -> Stag
         m = int(split.info["members"]["audit"])
         rng = child_rng(audit.seed, "game")
         coins = rng.integers(0, 2, m).astype(np.int8)
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "coins": coins,
             "member_index": np.arange(m),
             "synthetic_index": np.arange(m),
@@ -30,7 +30,8 @@ def build_game(audit: Audit, split: StageResult, synthetic: StageResult) -> Stag
             arrays["reference_coins"] = (
                 child_rng(audit.seed, "game/reference").integers(0, 2, m_ref).astype(np.int8)
             )
-        np.savez(directory / "game.npz", **arrays)
+        # savez's stub: ** could fill allow_pickle: bool
+        np.savez(directory / "game.npz", **arrays)  # type: ignore[arg-type]
         return {
             "m": m,
             "members_in_audit": int(coins.sum()),

@@ -34,9 +34,11 @@ def build_losses(
             files.append(pool.directory / f"{POOL_SET}{audit.sets.suffix}")
         side = {file.stem: audit.side_losses(adapter, audit.sets.read(file)) for file in files}
         losses = {k: v.mean(axis=1) if v.ndim == 2 else v for k, v in side.items()}
-        np.savez(directory / "losses.npz", **losses)
+        # savez's stub: ** could fill allow_pickle: bool
+        np.savez(directory / "losses.npz", **losses)  # type: ignore[arg-type]
         if any(v.ndim == 2 for v in side.values()):
-            np.savez(directory / SEQUENCE_LOSSES, **side)
+            # savez's stub: ** could fill allow_pickle: bool
+            np.savez(directory / SEQUENCE_LOSSES, **side)  # type: ignore[arg-type]
         return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
 
     return audit.runner.run(

@@ -65,6 +65,7 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
         control.reset_index(drop=True).to_parquet(directory / CONTROL_POOL)
         nonmembers: pd.DataFrame | None = test
     else:
+        assert config.members_path is not None  # data_identity requires it (data=csv)
         schema = user_schema(config)
         members = read_table(config.members_path, schema)
         check_label(members, schema.label, source=f"data file {str(config.members_path)!r}")
@@ -86,6 +87,9 @@ def user_schema(config: TabularDataConfig) -> TabularSchema:
     """The declared schema, or, with neither ``data.categorical`` nor ``data.continuous``
     given, one read off the members file's column types (printed as the overrides that set
     it, so the run can be repeated or corrected)."""
+    # data_identity, which keys the data stage before it runs, requires both for data=csv
+    assert config.label is not None
+    assert config.members_path is not None
     if config.categorical or config.continuous:
         return TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
     source = f"data file {str(config.members_path)!r}"

@@ -55,7 +55,9 @@ class TabularPipeline(AuditPipeline):
 
             return ADULT_SCHEMA.columns
         if data.categorical or data.continuous:
-            return (data.label, *data.categorical, *data.continuous)
+            # data.label may still be None here: data_identity refuses that, but only once the
+            # stages start, after check_slices (an unknown slice then fails in its join)
+            return (data.label, *data.categorical, *data.continuous)  # type: ignore[arg-type]
         return None
 
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[pd.DataFrame, list[str]]:

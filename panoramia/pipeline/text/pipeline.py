@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -75,7 +75,10 @@ class TextPipeline(AuditPipeline):
         """The shared graph with the public base LM (stage ``base``) before the generator;
         the generator, h and the stand-ins start from it (they read it through
         :meth:`public_base`, which builds it once)."""
-        base = StageSpec("base", ("data",), lambda audit, built: audit.public_base(built["data"]))
+        base = StageSpec(  # the text graph runs only on a TextPipeline
+            "base", ("data",),
+            lambda audit, built: cast(TextPipeline, audit).public_base(built["data"]),
+        )  # fmt: skip
         graph: list[StageSpec] = []
         for spec in STAGE_GRAPH:
             if spec.name == "generator":

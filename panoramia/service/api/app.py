@@ -68,7 +68,8 @@ def create_app(
     )
     for router in (service_router, audits_router, reports_router, uploads_router):
         app.include_router(router(needs))
-    app.add_exception_handler(NotSignedIn, not_signed_in_redirect)
+    # Starlette types a handler as taking any Exception; this one takes its NotSignedIn.
+    app.add_exception_handler(NotSignedIn, not_signed_in_redirect)  # type: ignore[arg-type]
     app.include_router(
         console_router(
             settings,

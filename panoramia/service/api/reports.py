@@ -2,7 +2,7 @@
 their pages (served under a CSP that runs nothing)."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
@@ -27,6 +27,7 @@ from panoramia.service.submission.usage import file_bytes
 from panoramia.store.model_rows import ModelInUse
 from panoramia.store.repository import ModelRef as StoredModelRef
 from panoramia.store.repository import (
+    Principal,
     ReportContent,
     ReportFilter,
     as_utc,
@@ -44,8 +45,8 @@ NOT_FOUND = "not found"
 
 def _summary(report: Report) -> ReportSummary:
     digest = report.digest if isinstance(report.digest, dict) else {}
-    found = digest.get("verdict") if isinstance(digest.get("verdict"), dict) else {}
-    quote = found.get("quote") if isinstance(found.get("quote"), dict) else None
+    found = got if isinstance(got := digest.get("verdict"), dict) else {}
+    quote = got if isinstance(got := found.get("quote"), dict) else None
     return ReportSummary(
         id=report.id,
         model=report.model.name,
@@ -67,7 +68,10 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
     """The report and model routes."""
     router = APIRouter(tags=["reports"])
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    Caller = needs.contributor()
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
     ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
     ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
 

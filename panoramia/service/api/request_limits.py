@@ -67,7 +67,11 @@ class SpooledBody:
             if int(declared) > self.max_bytes:
                 await self._too_large(scope, receive, send)
                 return
-        with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY_BYTES, dir=self.spool_dir) as spool:
+        # typeshed's dir is str | None; tempfile takes any path (os.path.join)
+        with tempfile.SpooledTemporaryFile(
+            SPOOL_IN_MEMORY_BYTES,
+            dir=self.spool_dir,  # type: ignore[arg-type]
+        ) as spool:
             size = await self._spool(receive, spool)
             if size is None:  # the client went away
                 return

@@ -11,7 +11,7 @@ line.
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request, Response
@@ -129,17 +129,17 @@ def add_audit_pages(
         )  # fmt: skip
 
     @router.get("/audits/new")
-    def new_audit(request: Request, signed: session, members: str | None = None) -> Response:  # type: ignore[valid-type]
+    def new_audit(request: Request, signed: session, members: str | None = None) -> Response:
         principal, csrf = signed
         chosen = members if members and re.fullmatch(NAME_PATTERN, members) else None
         return form(request, principal, csrf, chosen)
 
     @router.post("/audits/new")
     @rate_limit
-    async def submit_form(request: Request, signed: session) -> Response:  # type: ignore[valid-type]
+    async def submit_form(request: Request, signed: session) -> Response:
         principal, csrf = signed
         fields = read_form(await request.body())
-        sent = (fields.get("csrf") or [None])[0]
+        sent = (fields.get("csrf") or cast("list[str | None]", [None]))[0]
         chosen = (fields.get("members") or [""])[0]
         if not form_is_genuine(request, csrf, sent):
             return form(request, principal, csrf, None, 403, "the form did not come from here")
@@ -174,7 +174,7 @@ def add_audit_pages(
     @router.get("/repeats/{group_id}")
     def repeats_page(
         request: Request,
-        signed: session,  # type: ignore[valid-type]
+        signed: session,
         group_id: str,
         follow: str | None = None,
     ) -> Response:

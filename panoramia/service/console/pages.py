@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -253,7 +253,7 @@ def _plot(
             if not drawn:
                 continue
             xs = [x for x, _ in drawn]
-            ys = [p[1] for _, p in drawn]
+            ys = [cast(float, p[1]) for _, p in drawn]  # not None (drawn)
             # a bootstrap interval need not hold its own figure: bars never go below 0
             low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
             high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
@@ -526,7 +526,7 @@ def console_router(
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
             rows=history_rows(lines, groups, pooled), latest=latest,
-            latest_group=pooled.get(groups.get(latest["audit_id"] or "")) if latest else None,
+            latest_group=pooled.get(groups.get(latest["audit_id"] or "", "")) if latest else None,
             audits=audits, plot=history_plot(lines), plot_text=history_text(lines),
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,

@@ -55,14 +55,14 @@ def add_upload_pages(
         )  # fmt: skip
 
     @router.get("/uploads")
-    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:  # type: ignore[valid-type]
+    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:
         principal, csrf = signed
         shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
         return listing(request, principal, csrf, done=shown)
 
     @router.post("/uploads")
     @rate_limit
-    async def upload_form(request: Request, signed: session) -> Response:  # type: ignore[valid-type]
+    async def upload_form(request: Request, signed: session) -> Response:
         principal, csrf = signed
         try:
             form = await request.form(max_files=1, max_fields=5)
@@ -106,7 +106,7 @@ def add_upload_pages(
 
     @router.post("/uploads/{upload_id}/delete")
     @rate_limit
-    async def delete_form(request: Request, signed: session, upload_id: str) -> Response:  # type: ignore[valid-type]
+    async def delete_form(request: Request, signed: session, upload_id: str) -> Response:
         principal, csrf = signed
         form = await request.form(max_files=0, max_fields=5)
         sent = form.get("csrf")

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any, cast
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -308,7 +309,7 @@ def check_composes(overrides: list[str], limits: AuditLimits | None = None) -> d
         composed = compose_job(overrides)
     except InputError as error:
         raise RequestProblem(("overrides",), str(error)) from None
-    container = OmegaConf.to_container(composed, resolve=False)
+    container = cast("dict[str, Any]", OmegaConf.to_container(composed, resolve=False))
     try:
         check_settings(container)  # ranges, choices and rules, then the service's limits
         check_limits(container, limits or AuditLimits())

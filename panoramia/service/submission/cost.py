@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import SupportsFloat, cast
 
 from panoramia.errors import InputError
 
@@ -116,8 +117,8 @@ def _number(config: Mapping, key: str, default: float = 0.0) -> float:
     value = _value(config, key)
     if isinstance(value, bool) or value is None:
         return default
-    try:
-        return float(value)
+    try:  # a config scalar; float() rejects anything else, caught below
+        return float(cast("str | SupportsFloat", value))
     except (TypeError, ValueError):
         return default
 

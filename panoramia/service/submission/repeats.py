@@ -50,15 +50,15 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
         return None
     reports = store.reports_of_audits([audit.id for audit in audits])
     planned = (audits[0].request or {}).get("repeat") or {}
-    size = planned.get("of") if isinstance(planned.get("of"), int) else len(audits)
-    runs = []
+    size = got if isinstance(got := planned.get("of"), int) else len(audits)
+    runs: list[dict[str, Any]] = []
     for audit in audits:
         report = reports.get(audit.id)
         digest = report.digest if report is not None and isinstance(report.digest, dict) else {}
         runs.append({
             "audit": audit,
             "report_id": report.id if report is not None else None,
-            "verdict": digest.get("verdict") if isinstance(digest.get("verdict"), dict) else None,
+            "verdict": got if isinstance(got := digest.get("verdict"), dict) else None,
         })  # fmt: skip
     ended = sum(1 for audit in audits if audit.status in ENDED)
     pooled = paired = None

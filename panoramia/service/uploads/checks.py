@@ -36,6 +36,7 @@ import tarfile
 import warnings
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -176,7 +177,8 @@ class _Capped(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+    # BufferedReader hands it a memoryview; RawIOBase's type takes any writable buffer
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         data = self.stream.read(len(buffer))
         self.left -= len(data)
         if self.left < 0:
@@ -189,13 +191,18 @@ class _Capped(io.RawIOBase):
         super().close()
 
 
-def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOBase:
+def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOWrapper:
     """The CSV's text, decompressed where its suffix says, cut off past ``max_bytes``."""
     import bz2
     import gzip
     import lzma
 
-    openers = {".csv.gz": gzip.open, ".csv.bz2": bz2.open, ".csv.xz": lzma.open}
+    # each opened with "rb": a binary stream
+    openers: dict[str, Callable[..., io.BufferedIOBase]] = {
+        ".csv.gz": gzip.open,
+        ".csv.bz2": bz2.open,
+        ".csv.xz": lzma.open,
+    }
     raw = openers.get(suffix, open)(path, "rb")  # closed with the wrapper
     capped = io.BufferedReader(_Capped(raw, max_bytes, shown), 1 << 20)
     return io.TextIOWrapper(capped, encoding="utf-8", newline="")
@@ -317,7 +324,8 @@ def survey_tar(archive: Path, *, max_bytes: int, shown: str) -> None:
     holds more than :data:`MAX_ENTRIES` entries or :data:`MAX_FOLDERS` folders (named or
     implied by a file's path), a name deeper than :data:`MAX_DEPTH`, or files past
     ``max_bytes`` counting :data:`ENTRY_BYTES` for each entry."""
-    entries, total, folders = 0, 0, set()
+    entries, total = 0, 0
+    folders: set[tuple[str, ...]] = set()  # each a path's leading parts
     try:
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:

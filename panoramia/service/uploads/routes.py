@@ -26,7 +26,7 @@ Another contributor's upload answers 404, as an unknown one does.
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
@@ -80,7 +80,10 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     router = APIRouter(tags=["uploads"])
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
     rows = UploadRows(store)
-    Caller = needs.contributor()
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
     UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
     IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
 
@@ -199,7 +202,10 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
             "message": erased.sentence(),
         }
 
-    Worker = needs.worker()
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Worker: TypeAlias = Principal
+    else:
+        Worker = needs.worker()
 
     def in_use(upload_id: str) -> tuple[Upload, Path]:
         """A ready upload that a running audit names, and its data's path; else 404."""

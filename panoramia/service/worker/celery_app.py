@@ -16,7 +16,7 @@ from panoramia.service.settings import ServiceSettings
 
 
 @cache
-def _worker_store():  # type: ignore[no-untyped-def]
+def _worker_store():
     from panoramia.store import ReportStore, make_engine
 
     settings = ServiceSettings.from_env()

@@ -141,6 +141,7 @@ def _run_claimed(
         command = launcher(rules, command, chdir=run_dir)
         env |= private_folders(run_dir)
     started = time.perf_counter()
+    assert audit.started_at is not None  # set when the worker claimed it
     queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
     log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
     try:

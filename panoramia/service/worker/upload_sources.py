@@ -31,7 +31,7 @@ __all__ = ["PREFIX", "LocalUploads", "RemoteUploads", "UploadSource"]
 class LocalUploads:
     """Uploads on this machine's disk, as the service keeps them."""
 
-    def __init__(self, store, uploads_dir: Path):  # type: ignore[no-untyped-def]
+    def __init__(self, store, uploads_dir: Path):
         self.store, self.uploads_dir = store, uploads_dir
 
     def copy(self, upload_id: str, destination: Path) -> str:
@@ -62,7 +62,7 @@ class RemoteUploads:
             timeout=timeout,
         )  # fmt: skip
 
-    def _get(self, path: str):  # type: ignore[no-untyped-def]
+    def _get(self, path: str):
         import httpx
 
         try:

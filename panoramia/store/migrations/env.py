@@ -8,7 +8,7 @@ from panoramia.store.tables import Base
 connection = context.config.attributes.get("connection")
 
 
-def run(bind) -> None:  # type: ignore[no-untyped-def]
+def run(bind) -> None:
     context.configure(connection=bind, target_metadata=Base.metadata, render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
