@@ -109,6 +109,8 @@ RANGES: dict[str, Range] = {name: allowed for names, allowed in _TABLE for name 
 MAX_LIST = {"hidden": 32, "packages": 64, "categorical": 10_000, "continuous": 10_000,
             "grid": 1_000, "trusted_modules": 100, "slices": 8}  # fmt: skip
 """The most entries a list setting may hold."""
+MIN_LIST = {"grid": 1}
+"""The fewest entries a list setting may hold (a distinguisher needs one candidate)."""
 SKIPPED = ("claim.", "hydra.")
 
 
@@ -293,6 +295,8 @@ def _leaves(node: object, where: str = "") -> Iterator[tuple[str, str, object]]:
         limit = MAX_LIST.get(name)
         if limit is not None and len(node) > limit:
             raise InputError(f"{where}: {len(node)} entries, at most {limit}")
+        if len(node) < MIN_LIST.get(name, 0):
+            raise InputError(f"{where}: {len(node)} entries, at least {MIN_LIST[name]}")
         for position, child in enumerate(node):
             if isinstance(child, dict | list):
                 yield from _leaves(child, f"{where}[{position}]")
@@ -637,8 +641,10 @@ def ranges_markdown() -> str:
         for modality, narrowed in MODALITY_CHOICES.items()
         for key, allowed in sorted(narrowed.items())
     ]
-    lines += ["", "| list setting | most entries |", "|---|---|"]
-    lines += [f"| `{name}` | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)]
+    lines += ["", "| list setting | fewest entries | most entries |", "|---|---|---|"]
+    lines += [
+        f"| `{name}` | {MIN_LIST.get(name, 0)} | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)
+    ]
     lines += ["", "Then, in this order, the rules across settings:", ""]
     lines += [f"{number}. {rule.says}" for number, rule in enumerate(RULES, 1)]
     return "\n".join(lines) + "\n"

@@ -186,7 +186,8 @@ def _composed(primary: str, *overrides: str) -> dict:
      ("config", ["claim.tuning.kind=dice"], "claim.tuning.kind: must be"),
      ("config", ["claim.kind=dpsgd", "claim.noise_multiplier=0.01", "claim.sample_rate=0.01",
                  "claim.steps=100"], "claim: noise multiplier σ = 0.01 is outside"),
-     ("config", ["audit.slices=[a,b,c,d,e,f,g,h,i]"], "audit.slices: 9 entries, at most 8")],
+     ("config", ["audit.slices=[a,b,c,d,e,f,g,h,i]"], "audit.slices: 9 entries, at most 8"),
+     ("config", ["distinguisher.grid=[]"], "distinguisher.grid: 0 entries, at least 1")],
 )  # fmt: skip
 def test_a_rule_across_settings_names_the_key(
     primary: str, overrides: list[str], message: str
@@ -240,3 +241,19 @@ def test_the_job_refuses_before_any_stage(
         _task(config)
     assert exited.value.code == 2
     assert capsys.readouterr().err.startswith(f"panoramia-audit: error: {message}")
+
+
+def test_an_unknown_slice_of_a_csv_without_its_label_is_one_line(tmp_path: Path) -> None:
+    """A CSV's declared columns with no ``data.label`` yet: the unknown slice is refused in
+    one line naming the columns known so far (the missing label is the data stage's line)."""
+    from panoramia.pipeline.tabular.pipeline import TabularPipeline
+
+    config = compose_job(["--config-name=config", "data=csv", "data.categorical=[colour]",
+                          "data.continuous=[height]", "audit.slices=[nope]",
+                          f"artifacts_dir={tmp_path}"])  # fmt: skip
+    pipeline = TabularPipeline.__new__(TabularPipeline)
+    pipeline.job = config
+    assert pipeline.slice_columns() == ("colour", "height")
+    with pytest.raises(InputError, match=re.escape("audit.slices: ['nope'] not among the data's "
+                                                   "columns (colour, height)")):  # fmt: skip
+        pipeline.check_slices()

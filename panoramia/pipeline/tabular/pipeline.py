@@ -55,9 +55,10 @@ class TabularPipeline(AuditPipeline):
 
             return ADULT_SCHEMA.columns
         if data.categorical or data.continuous:
-            # data.label may still be None here: data_identity refuses that, but only once the
-            # stages start, after check_slices (an unknown slice then fails in its join)
-            return (data.label, *data.categorical, *data.continuous)  # type: ignore[arg-type]
+            # data.label may still be None here (data_identity refuses that in its own line
+            # once the stages start): the declared columns are the known ones then
+            label = () if data.label is None else (data.label,)
+            return (*label, *data.categorical, *data.continuous)
         return None
 
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[pd.DataFrame, list[str]]:
