@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from panoramia.cli.common import exits_on_input_error, print_json, table_console
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import MODALITIES
+
+if TYPE_CHECKING:
+    from panoramia.client import ServiceClient
 
 MODALITY_NAMES = ", ".join(MODALITIES)
 SOURCES_BY_MODALITY = "; ".join(
@@ -30,7 +33,7 @@ reports = typer.Typer(help="Query and upload leakage reports.", no_args_is_help=
 audits = typer.Typer(help="Submit and follow audits on the service.", no_args_is_help=True)
 
 
-def _client(url: str, token: str | None):
+def _client(url: str, token: str | None) -> ServiceClient:
     from panoramia.client import ServiceClient
 
     return ServiceClient(url, token)
@@ -419,18 +422,18 @@ def audits_submit(
             typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
 
 
-def _wait_for_repeats(client: object, group: str) -> None:
+def _wait_for_repeats(client: ServiceClient, group: str) -> None:
     """Follow a group of repeats to its end (each run's status on stderr), then print each
     run's line and the pooled verdict; exit 1 where no run succeeded."""
     shown = None
-    found = client.repeats(group)  # type: ignore[attr-defined]
+    found = client.repeats(group)
     while found["pooled"] is None:
         now = f"{found['ended']} of {len(found['runs'])} runs ended"
         if now != shown:
             typer.echo(now, err=True)
             shown = now
         time.sleep(2)
-        found = client.repeats(group)  # type: ignore[attr-defined]
+        found = client.repeats(group)
     typer.echo("\n".join(repeat_lines(found)))
     if not any(run["status"] == "succeeded" for run in found["runs"]):
         raise typer.Exit(1)
