@@ -22,7 +22,7 @@ UPLOAD_PREFIX = "upload:"
 
 
 class UploadSource(Protocol):
-    """Where a worker copies uploads from (:mod:`panoramia.service.uploads.sources`)."""
+    """Where a worker copies uploads from (:mod:`panoramia.service.worker.upload_sources`)."""
 
     def copy(self, upload_id: str, destination: Path) -> str:
         """Copy the upload to ``destination`` plus its format suffix (a file) or to

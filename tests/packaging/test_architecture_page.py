@@ -1,6 +1,7 @@
 """docs/ARCHITECTURE.md's table of what lies inside ``panoramia/`` is checked against the code,
-as the import contracts are: every module and sub-package is named in its package's row, and
-every file the table names exists there."""
+as the import contracts are: every module and sub-package, at every depth, is named in its
+top-level package's row, every file the table names exists there, and every dotted name a
+docstring cites exists."""
 
 from __future__ import annotations
 
@@ -43,14 +44,19 @@ def test_every_module_and_package_of_panoramia_is_on_the_architecture_page() -> 
         if row is None:
             missing.append(f"panoramia/{entry.name}/")
             continue
-        for inner in sorted(entry.iterdir()):
-            if inner.name.startswith("_") or inner.name in ("py.typed",):
+        for inner in sorted(entry.rglob("*")):
+            relative = inner.relative_to(entry)
+            if any(part.startswith("_") for part in relative.parts) or relative.parts[:2] == (
+                "migrations",
+                "versions",
+            ):  # alembic's revisions are named by their folder
                 continue
             named = inner.name if inner.suffix == ".py" else f"{inner.name}/"
-            if (inner.suffix == ".py" or (inner / "__init__.py").is_file()) and (
-                f"`{named}`" not in row and f"`{named.rstrip('/')}" not in row
+            if (inner.suffix == ".py" or (inner / "__init__.py").is_file()) and not any(
+                f"{form}`" in row and f"`{form}" in row or f"/{named}`" in row
+                for form in (named, named.rstrip("/"))
             ):
-                missing.append(f"panoramia/{entry.name}/{named}")
+                missing.append(f"panoramia/{entry.name}/{relative}")
     assert not missing, f"not on docs/ARCHITECTURE.md's table: {missing}"
 
 
@@ -63,3 +69,44 @@ def test_every_file_the_architecture_page_names_exists() -> None:
             if not any(list(folder.rglob(Path(named).name)) for folder in where):
                 absent.append(f"{first}: {named}")
     assert not absent, f"named on docs/ARCHITECTURE.md but not in the code: {absent}"
+
+
+def _defined_names(module: Path) -> set[str]:
+    """The names a module defines or imports at any depth (classes, functions, assignments)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    path = ROOT.joinpath(*parts)
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
+
+
+def test_every_dotted_name_a_docstring_cites_exists() -> None:
+    """A ``panoramia.…`` name in backticks (``:mod:``, ``:func:``, ``` `` ```) names a module
+    that exists and, after it, a name that module defines: a moved or renamed module cannot
+    leave its old name behind in the prose."""
+    cited = re.compile(r"(?<=[`~])panoramia(?:\.\w+)+")
+    stale = []
+    for source in sorted(PACKAGE.rglob("*.py")):
+        for match in cited.finditer(source.read_text()):
+            parts = match.group(0).split(".")
+            depth = next((k for k in range(len(parts), 0, -1) if _module_file(parts[:k])), 0)
+            module = _module_file(parts[:depth]) if depth else None
+            rest = parts[depth:]
+            if module is None or (rest and rest[0] not in _defined_names(module)):
+                stale.append(f"{source.relative_to(ROOT)}: {match.group(0)}")
+    assert not stale, f"docstrings cite names that do not exist: {stale}"
