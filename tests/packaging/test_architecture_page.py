@@ -53,7 +53,7 @@ def test_every_module_and_package_of_panoramia_is_on_the_architecture_page() -> 
                 continue
             named = inner.name if inner.suffix == ".py" else f"{inner.name}/"
             if (inner.suffix == ".py" or (inner / "__init__.py").is_file()) and not any(
-                f"{form}`" in row and f"`{form}" in row or f"/{named}`" in row
+                (f"{form}`" in row and f"`{form}" in row) or f"/{named}`" in row
                 for form in (named, named.rstrip("/"))
             ):
                 missing.append(f"panoramia/{entry.name}/{relative}")
