@@ -52,6 +52,6 @@ demos() {  # DEMOS_AT_ONCE=1: the three side by side (a short loan), with the GP
   run demo images "${DEMO_IMAGES_TIMEOUT:-200}" --config-name image target=cnn_overfit
   run demo text "${DEMO_TEXT_TIMEOUT:-200}" --config-name text target=gpt2_many_epochs
   wait $(jobs -p | grep -vx "${sampler:-none}") 2>/dev/null
-  [ -n "$sampler" ] && kill "$sampler"
+  if [ -n "$sampler" ]; then kill "$sampler"; fi
 }
 for part in ${PARTS:-bench tests demos}; do "$part"; done  # PARTS: a subset, in another order

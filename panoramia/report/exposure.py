@@ -7,12 +7,13 @@ stage's ``member_index`` is the identity). For the members among the slots:
   their values as the modality shows them (a table's columns, an image's label, a text chunk);
 - **groups**: for each column named (the label's classes first, then ``audit.slices``), each
   value's share of members the attack flags at one threshold over all slots, the one at which
-  ``fpr`` of the generated non-members are wrongly flagged (1 %, or 10 % where fewer than 100
-  non-member slots make 1 % unresolvable), beside the baseline's share of the same members
-  at its own threshold of the same rate; each group of at least ``min_group`` audited members
-  is tested against chance (:mod:`panoramia.measure.groups`: it *stands out* when the attack
-  flags it more than the baseline by more than the in-audit null's draws allow, family-wise
-  over the groups shown). A smaller group is listed with its count, not ranked or tested.
+  ``fpr`` of the generated non-members are wrongly flagged (``audit.group_fpr``; by default
+  1 %, and 10 % at least where fewer than 100 non-member slots make less unresolvable),
+  beside the baseline's share of the same members at its own threshold of the same rate;
+  each group of at least ``min_group`` audited members is tested against chance
+  (:mod:`panoramia.measure.groups`: it *stands out* when the attack flags it more than the
+  baseline by more than the in-audit null's draws allow, family-wise over the groups shown).
+  A smaller group is listed with its count, not ranked or tested.
 
 A numeric column of many values is cut at its quartiles. The section holds the contributor's
 own rows: a report is stored under its owner only (SECURITY.md).
