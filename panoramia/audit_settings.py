@@ -138,6 +138,15 @@ REFERENCE = "+reference_models"
 """The ending of the sides whose distinguishers also see the other stand-ins' losses."""
 
 
+class GroupStatistic(StrEnum):
+    """``audit.group_statistic``: what decides that a group of members stands out
+    (docs/SPEC.md §3, ``exposure``): the share flagged at ``audit.group_fpr``, or the group's
+    AUC against the non-members (every rate at once); both are read and reported."""
+
+    SHARE = "share"
+    RANK = "rank"
+
+
 class StandInRecipe(StrEnum):
     """``audit.stand_in.recipe``."""
 
@@ -232,6 +241,7 @@ def values(choice: Iterable[StrEnum]) -> tuple[str, ...]:
 CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "audit.attack_side": AttackSide,
     "audit.baseline_side": BaselineSide,
+    "audit.group_statistic": GroupStatistic,
     "audit.stand_in.recipe": StandInRecipe,
     "audit.stand_in.training_data": StandInData,
     "base.source": PublicBaseSource,

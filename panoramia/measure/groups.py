@@ -10,6 +10,13 @@ and the ensemble's k members with replacement, attack and baseline together, and
 both thresholds and every group's difference; the family-wise error over the groups is held
 by the single-step max-T adjustment (Westfall and Young 1993; Romano and Wolf 2005).
 
+Two statistics are tested, each in its own max-T family, and ``statistic`` says which one sets
+``p`` and ``stands_out``: ``share``, the difference of the shares flagged at one false-positive
+rate, and ``rank``, the difference of the group's AUC against the non-members (the mean over
+its members of the weighted share of non-members scored below them, ties counted half): the
+share flagged averaged over every false-positive rate, which uses every member–non-member pair
+where a small group holds few flags at one low rate (docs/SPEC.md §3, ``exposure``).
+
 Scores are probabilities of "member" (1 = member, the positive class), one row per member of
 the ensemble: shape (k, m). Shares are fractions of a group's audited members in [0, 1].
 """
@@ -22,6 +29,22 @@ import numpy as np
 
 from panoramia.errors import InputError
 from panoramia.measure.null import paired_members
+
+STATISTICS = ("share", "rank")
+"""The group statistics, in the order :class:`GroupTest`'s ``tests`` holds them."""
+
+
+@dataclass(frozen=True)
+class StatisticTest:
+    """One statistic's family-wise adjusted reading of a group."""
+
+    p: float | None
+    """Max-T adjusted p-value of "no more than the baseline"; None for an untested group."""
+    stands_out: bool
+    """p ≤ α."""
+    detectable: float | None
+    """The smallest attack − baseline difference (the statistic's unit: a share of the
+    group's members, or AUC) that would have stood out at this size; None when untested."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +65,14 @@ class GroupTest:
     """The smallest share − baseline_share (a fraction of the group's members) that would
     have stood out at this size: the max-T's (1 − α) quantile times the group's spread of
     the draws; None for an untested group. Descriptive: it says what this audit could see."""
+    auc: float = float("nan")
+    """The attack's AUC of the group's members against all non-members (0.5: no better than a
+    coin; the ``rank`` statistic's reading)."""
+    baseline_auc: float = float("nan")
+    """The baseline's AUC of the same members against the same non-members."""
+    tests: dict[str, StatisticTest] | None = None
+    """Each statistic's reading by name (``share``, ``rank``); ``p``, ``stands_out`` and
+    ``detectable`` repeat the chosen one's."""
 
 
 def flag_threshold(scores: np.ndarray, weights: np.ndarray, fpr: float) -> float:
@@ -55,6 +86,62 @@ def flag_threshold(scores: np.ndarray, weights: np.ndarray, fpr: float) -> float
     cumulative = np.cumsum(weights[order])
     index = int(np.searchsorted(cumulative, (1.0 - fpr) * total - 1e-9, side="left"))
     return float(scores[order][min(index, scores.size - 1)])
+
+
+def below_levels(scores: np.ndarray, weights: np.ndarray, nonmembers: np.ndarray) -> np.ndarray:
+    """Per slot: the weighted share of the non-member slots scored below it, ties counted half
+    (a member's contribution to the AUC). ``scores`` and ``weights`` (m,), ``nonmembers`` (m,)
+    bool; 0.5 everywhere when the non-members hold no weight."""
+    negative = scores[nonmembers]
+    order = np.argsort(negative, kind="stable")
+    sorted_scores = negative[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(weights[nonmembers][order], dtype=np.float64)])
+    total = cumulative[-1]
+    if total <= 0:
+        return np.full(scores.size, 0.5)
+    low = cumulative[np.searchsorted(sorted_scores, scores, side="left")]
+    high = cumulative[np.searchsorted(sorted_scores, scores, side="right")]
+    return (low + 0.5 * (high - low)) / total
+
+
+def _layers(groups: list[np.ndarray], m: int) -> list[tuple[np.ndarray, list[int]]]:
+    """One code array (m,) per set of disjoint groups (a column's values), with the groups it
+    codes in order, so that one bincount per set gives every share of a draw."""
+    layers: list[tuple[np.ndarray, list[int]]] = []
+    for index, slots in enumerate(groups):
+        for codes, in_layer in layers:
+            if np.all(codes[slots] < 0):
+                codes[slots] = len(in_layer)
+                in_layer.append(index)
+                break
+        else:
+            codes = np.full(m, -1, np.int64)
+            codes[slots] = 0
+            layers.append((codes, [index]))
+    return layers
+
+
+def _readings(
+    sides: tuple[np.ndarray, np.ndarray],
+    weights: np.ndarray,
+    nonmembers: np.ndarray,
+    layers: list[tuple[np.ndarray, list[int]]],
+    n_groups: int,
+    fpr: float,
+) -> np.ndarray:
+    """(2 sides, 2 statistics, groups): each side's weighted share of a group's slots flagged
+    at its own ``fpr`` threshold, and the group's AUC against the non-members. ``sides``: the
+    attack's and the baseline's scores (m,); ``weights`` (m,) counts of each slot."""
+    out = np.empty((2, 2, n_groups))
+    counts = weights.astype(np.float64)
+    for side_index, scores in enumerate(sides):
+        threshold = flag_threshold(scores[nonmembers], weights[nonmembers], fpr)
+        per_slot = ((scores > threshold).astype(np.float64),
+                    below_levels(scores, counts, nonmembers))  # fmt: skip
+        for statistic_index, values in enumerate(per_slot):
+            for codes, ids in layers:
+                out[side_index, statistic_index, ids] = _shares(codes, len(ids), values, counts)
+    return out
 
 
 def _shares(
@@ -79,6 +166,7 @@ def groups_against_chance(
     draws: int = 999,
     false_alarm_rate: float = 0.05,
     seed: int = 0,
+    statistic: str = "share",
 ) -> list[GroupTest]:
     """Test each group of member slots against the baseline's reading.
 
@@ -86,7 +174,10 @@ def groups_against_chance(
     scores of the ensembles' members in seed order; ``groups``: per group, the indices of its
     member slots (groups of one column may not overlap; columns may); ``tested``: which groups
     enter the family (the others get p None); ``fpr``: the share of generated non-members each
-    side's threshold flags. Deterministic in ``seed``."""
+    side's threshold flags; ``statistic``: the one (of :data:`STATISTICS`) that sets ``p``
+    and ``stands_out``, both being read. Deterministic in ``seed``."""
+    if statistic not in STATISTICS:
+        raise InputError(f"group test: statistic must be one of {', '.join(STATISTICS)}")
     labels = np.asarray(membership).astype(bool)
     attack, baseline = paired_members(attack_members, baseline_members, labels.size, "group test")
     if len(tested) != len(groups):
@@ -97,63 +188,78 @@ def groups_against_chance(
     n_groups = len(groups)
     if not n_groups:
         return []
-    # One code array per set of disjoint groups (a column's values), so that one bincount
-    # per set gives every share of a draw.
-    layers: list[tuple[np.ndarray, list[int]]] = []
-    for index, slots in enumerate(groups):
-        for codes, in_layer in layers:
-            if np.all(codes[slots] < 0):
-                codes[slots] = len(in_layer)
-                in_layer.append(index)
-                break
-        else:
-            codes = np.full(m, -1, np.int64)
-            codes[slots] = 0
-            layers.append((codes, [index]))
+    layers = _layers(groups, m)
     nonmembers = ~labels
 
-    def shares(members: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = []
-        for side in (attack, baseline):
-            scores = side[members].mean(axis=0)
-            threshold = flag_threshold(scores[nonmembers], weights[nonmembers], fpr)
-            flagged = (scores > threshold).astype(np.float64)
-            found = np.empty(n_groups)
-            for codes, ids in layers:
-                found[ids] = _shares(codes, len(ids), flagged, weights.astype(np.float64))
-            out.append(found)
-        return out[0], out[1]
+    def readings(members: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return _readings((attack[members].mean(axis=0), baseline[members].mean(axis=0)),
+                         weights, nonmembers, layers, n_groups, fpr)  # fmt: skip
 
-    share, base = shares(np.arange(k), np.ones(m, np.int64))
-    observed = share - base
+    observed_readings = readings(np.arange(k), np.ones(m, np.int64))
+    share, base = observed_readings[0, 0], observed_readings[1, 0]
+    observed = observed_readings[0] - observed_readings[1]  # (statistic, group)
     rng = np.random.default_rng(seed)
     drawn_share = np.empty((draws, n_groups))
-    drawn_diff = np.empty((draws, n_groups))
+    drawn_diff = np.empty((draws, 2, n_groups))
     for b in range(draws):
         weights = np.bincount(rng.integers(0, m, m), minlength=m)
         members = rng.integers(0, k, k)
-        a, s = shares(members, weights)
-        drawn_share[b] = np.where(np.isnan(a), share, a)
-        drawn_diff[b] = np.where(np.isnan(a - s), observed, a - s)
+        drawn = readings(members, weights)
+        drawn_share[b] = np.where(np.isnan(drawn[0, 0]), share, drawn[0, 0])
+        difference = drawn[0] - drawn[1]
+        drawn_diff[b] = np.where(np.isnan(difference), observed, difference)
     sizes = np.array([max(len(slots), 1) for slots in groups], dtype=np.float64)
-    spread = np.maximum(drawn_diff.std(axis=0), 1.0 / (2.0 * sizes))
-    statistic = observed / spread
-    centred = (drawn_diff - observed) / spread
     family = np.asarray(tested, dtype=bool)
-    maxima = centred[:, family].max(axis=1) if family.any() else np.zeros(draws)
     low_q, high_q = np.quantile(drawn_share, [false_alarm_rate, 1 - false_alarm_rate], axis=0)
-    critical = float(np.quantile(maxima, 1 - false_alarm_rate))
+    by_statistic = [
+        _max_t(observed[i], drawn_diff[:, i], 1.0 / (2.0 * sizes), family, false_alarm_rate)
+        for i in range(len(STATISTICS))
+    ]
+    chosen = STATISTICS.index(statistic)
     results = []
     for g in range(n_groups):
-        p = float((1 + np.sum(maxima >= statistic[g])) / (draws + 1)) if family[g] else None
+        tests = {name: found[g] for name, found in zip(STATISTICS, by_statistic, strict=True)}
+        pick = by_statistic[chosen][g]
         results.append(
             GroupTest(
                 share=float(share[g]),
                 baseline_share=float(base[g]),
                 interval=(float(low_q[g]), float(high_q[g])),
+                p=pick.p,
+                stands_out=pick.stands_out,
+                detectable=pick.detectable,
+                auc=float(observed_readings[0, 1, g]),
+                baseline_auc=float(observed_readings[1, 1, g]),
+                tests=tests,
+            )
+        )
+    return results
+
+
+def _max_t(
+    observed: np.ndarray,
+    drawn: np.ndarray,
+    floor: np.ndarray,
+    family: np.ndarray,
+    false_alarm_rate: float,
+) -> list[StatisticTest]:
+    """The single-step max-T reading of one statistic: ``observed`` (groups,) differences,
+    ``drawn`` (draws, groups) their draws, ``floor`` (groups,) the least spread a group's
+    draws are given, ``family`` which groups are tested."""
+    draws = drawn.shape[0]
+    spread = np.maximum(drawn.std(axis=0), floor)
+    statistic = observed / spread
+    centred = (drawn - observed) / spread
+    maxima = centred[:, family].max(axis=1) if family.any() else np.zeros(draws)
+    critical = float(np.quantile(maxima, 1 - false_alarm_rate))
+    out = []
+    for g in range(observed.size):
+        p = float((1 + np.sum(maxima >= statistic[g])) / (draws + 1)) if family[g] else None
+        out.append(
+            StatisticTest(
                 p=p,
                 stands_out=p is not None and p <= false_alarm_rate,
                 detectable=float(min(1.0, critical * spread[g])) if family[g] else None,
             )
         )
-    return results
+    return out

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from panoramia.audit_settings import (
     AttackSide,
     BaselineSide,
+    GroupStatistic,
     StandInData,
     StandInRecipe,
     TargetKind,
@@ -137,6 +138,11 @@ class AuditConfig:
     members whose groups are tested against chance (docs/SPEC.md §3, ``exposure``). None:
     1 %, or 10 % where the audit set holds fewer than 100 non-member slots; a rate is raised
     to that 10 % too where the slots are that few."""
+    group_statistic: str = GroupStatistic.SHARE.value
+    """What makes a group stand out (both are read and reported): ``share``, the attack's
+    share flagged at ``group_fpr`` above the baseline's; ``rank``, the group's AUC against
+    the non-members above the baseline's (the share averaged over every rate: more power
+    where a class holds a few dozen members)."""
     fpr_negatives: int = 1000
     """Generated non-members the attacker's rates (TPR at 0.1 % and 1 % FPR) read their
     false positives from, at least: where the audit set holds fewer, the synthetic stage

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
 from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import ClaimSection, claim_section
-from panoramia.measure import measure, o1_audit, rmrn
+from panoramia.measure import Measurement, O1Result, RmRnResult, measure, o1_audit, rmrn
 from panoramia.measure.null import NullTest, mirrored, null_test
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
@@ -117,11 +119,16 @@ def _member_scores(stage: StageResult) -> np.ndarray:
 
 
 def null_section(
-    job: ModalityJob, stages: dict[str, StageResult], membership: np.ndarray, game: str
+    job: ModalityJob,
+    membership: np.ndarray,
+    attack_members: np.ndarray,
+    baseline_members: np.ndarray,
+    game: str,
 ) -> NullTest | dict[str, str]:
     """The quoted game's gap against this audit's null draws (docs/SPEC.md §3.1,
-    :func:`panoramia.measure.null.null_test`); ``{"skipped": reason}`` when the baseline's side
-    does not mirror the attack's (no null hypothesis makes the two exchangeable)."""
+    :func:`panoramia.measure.null.null_test`) on the ensembles' member scores, (k, m) each;
+    ``{"skipped": reason}`` when the baseline's side does not mirror the attack's (no null
+    hypothesis makes the two exchangeable)."""
     audit = job.audit
     if not mirrored(audit.attack_side, audit.baseline_side):
         return {
@@ -130,12 +137,316 @@ def null_section(
             f"audit.attack_side={audit.attack_side}), so no null makes them exchangeable"
         }
     return null_test(
-        membership, _member_scores(stages["attack"]), _member_scores(stages["baseline"]),
+        membership, attack_members, baseline_members,
         game=game, thresholds=audit.thresholds, confidence=audit.confidence,
         gamma=audit.gamma, delta=audit.delta, draws=audit.null.draws,
         false_alarm_rate=audit.null.false_alarm_rate, seed=child_seed(job.seed, "null"),
         split_seed=child_seed(job.seed, "measure/split"),
     )  # fmt: skip
+
+
+# --- what the report is built from ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What one run's report is built from: what the finished stages produced (loaded once),
+    the readings that more than one section or the page uses, and the page's own inputs. Built
+    by :func:`report_context`; the section builders (:data:`SECTIONS`) read nothing else."""
+
+    job: ModalityJob
+    stages: Mapping[str, StageResult]
+    timings: dict[str, dict[str, object]]
+    """The stages' timings (:meth:`StageRunner.timings`)."""
+    membership: np.ndarray
+    """The audit set's coins (1 = member), the attack's and the baseline's alike."""
+    attack: dict[str, np.ndarray]
+    """The attack stage's ``scores.npz``: ``scores``, ``membership``, maybe ``pool_scores``."""
+    baseline: dict[str, np.ndarray]
+    """The baseline stage's ``scores.npz``, the same keys."""
+    attack_members: np.ndarray
+    """The attack's ensemble members' scores in seed order, (k, m)."""
+    baseline_members: np.ndarray
+    """The baseline's ensemble members' scores in seed order, (k, m)."""
+    rmrn_game: tuple[np.ndarray, np.ndarray] | None
+    """The RM;RN game's (scores, membership) on real non-members, where its stage ran."""
+    losses_target: dict[str, np.ndarray]
+    """``losses.npz`` of f (target), h (helper) and the first stand-in (where one ran)."""
+    losses_helper: dict[str, np.ndarray]
+    losses_stand_in: dict[str, np.ndarray] | None
+    measurement: Measurement
+    """The paper's game (docs/SPEC.md §2)."""
+    o1: O1Result | None
+    rmrn: RmRnResult | None
+    two_sided: dict[str, object]
+    """The two-sided game's section (:func:`two_sided_section`)."""
+    null: NullTest | dict[str, str]
+    """The quoted game's null test, or why there is none (:func:`null_section`)."""
+    claim: ClaimSection
+    claim_source: str
+    """Where the claim comes from (:func:`claimed_guarantee`)."""
+    members: tuple | None
+    examples: dict[str, list[str]] | None
+    galleries: dict[str, np.ndarray] | None
+
+
+def _losses(stage: StageResult) -> dict[str, np.ndarray]:
+    return dict(np.load(stage.directory / "losses.npz"))
+
+
+def _measure(
+    job: ModalityJob, attack: dict[str, np.ndarray], baseline: dict[str, np.ndarray]
+) -> Measurement:
+    audit = job.audit
+    return measure(
+        attack["membership"], baseline_scores=baseline["scores"], attack_scores=attack["scores"],
+        thresholds=audit.thresholds, confidence=audit.confidence, gamma=audit.gamma,
+        delta=audit.delta, seed=child_seed(job.seed, "measure/split"),
+    )  # fmt: skip
+
+
+def _o1(
+    job: ModalityJob, stages: Mapping[str, StageResult], losses_target: dict[str, np.ndarray]
+) -> O1Result | None:
+    """The O(1) reference audit on the target's losses of the real members and non-members the
+    game drew coins for; None where the config does not ask for it or the game drew none."""
+    game = dict(np.load(stages["game"].directory / "game.npz"))
+    if not job.audit.real_nonmembers.o1 or "reference_coins" not in game:
+        return None
+    coins = game["reference_coins"]
+    m_ref = coins.size
+    loss = np.where(
+        coins == 1, losses_target["member_audit"][:m_ref], losses_target["nonmember_audit"][:m_ref]
+    )
+    return o1_audit(
+        coins, -loss, confidence=job.audit.confidence, delta=job.audit.delta,
+        seed=child_seed(job.seed, "o1"),
+    )  # fmt: skip
+
+
+def _rmrn(job: ModalityJob, game: tuple[np.ndarray, np.ndarray] | None) -> RmRnResult | None:
+    """The RM;RN reference audit, where its stage ran."""
+    if game is None:
+        return None
+    scores, reference = game
+    audit = job.audit
+    return rmrn(
+        reference, scores, thresholds=audit.thresholds, confidence=audit.confidence,
+        delta=audit.delta, seed=child_seed(job.seed, "measure/split"),
+    )  # fmt: skip
+
+
+def report_context(
+    job: ModalityJob,
+    stages: Mapping[str, StageResult],
+    runner: StageRunner,
+    *,
+    galleries: dict[str, np.ndarray] | None = None,
+    examples: dict[str, list[str]] | None = None,
+    members: tuple | None = None,
+) -> ReportContext:
+    """Load what the stages produced and take the readings the sections share."""
+    attack, baseline = _scores(stages["attack"]), _scores(stages["baseline"])
+    membership = attack["membership"]
+    reference = _scores(stages["attack_rmrn"]) if "attack_rmrn" in stages else None
+    rmrn_game = None if reference is None else (reference["scores"], reference["membership"])
+    attack_members = _member_scores(stages["attack"])
+    baseline_members = _member_scores(stages["baseline"])
+    losses_target = _losses(stages["losses_target"])
+    two_sided = two_sided_section(job, membership, baseline["scores"], attack["scores"], rmrn_game)
+    quoted_game = "two_sided" if "eps_tilde" in two_sided else "one_sided"
+    games = {"attack": (attack["scores"], membership), "baseline": (baseline["scores"], membership)}
+    if rmrn_game is not None:
+        games["rmrn"] = rmrn_game
+    claim, claim_source = claimed_guarantee(job, stages["target"].info)
+    return ReportContext(
+        job=job, stages=stages, timings=runner.timings(), membership=membership,
+        attack=attack, baseline=baseline,
+        attack_members=attack_members, baseline_members=baseline_members, rmrn_game=rmrn_game,
+        losses_target=losses_target, losses_helper=_losses(stages["losses_helper"]),
+        losses_stand_in=(
+            _losses(stages["losses_stand_in_1"]) if "losses_stand_in_1" in stages else None
+        ),
+        measurement=_measure(job, attack, baseline), o1=_o1(job, stages, losses_target),
+        rmrn=_rmrn(job, rmrn_game), two_sided=two_sided,
+        null=null_section(job, membership, attack_members, baseline_members, quoted_game),
+        claim=claim_section(claim, games, confidence=job.audit.confidence),
+        claim_source=claim_source, members=members, examples=examples, galleries=galleries,
+    )  # fmt: skip
+
+
+# --- the document, a section a builder -----------------------------------------------------
+
+
+Builder = Callable[[ReportContext, dict[str, Any]], Any]
+"""A section of the document from the context and the document so far (only the verdict reads
+the latter); None where the document has no such section."""
+
+
+def _head(context: ReportContext) -> dict[str, Any]:
+    """The document's head (:func:`panoramia.report.document.report_document`): the paper's
+    game, the reference audits (O(1), RM;RN), the target, the data and the run's provenance."""
+    job, stages = context.job, context.stages
+    target = {
+        "name": job.target.name,
+        "kind": job.target.kind,
+        "key": stages["target"].key,
+        **stages["target"].info,
+    }
+    data = {
+        "source": job.data.source,
+        "key": stages["data"].key,
+        "split": stages["split"].info,
+        "synthetic": stages["synthetic"].info,
+        "game": stages["game"].info,
+        **stages["data"].info,
+    }
+    return report_document(
+        modality=job.modality, measurement=context.measurement, o1=context.o1,
+        rmrn=context.rmrn, seed=job.seed, config=asdict(job), timings=context.timings,
+        target=target, data=data,
+        distinguishers={side: stages[side].info for side in ("baseline", "attack")},
+    )  # fmt: skip
+
+
+def _two_sided(context: ReportContext, document: dict[str, Any]) -> dict[str, object]:
+    return context.two_sided
+
+
+def _null(context: ReportContext, document: dict[str, Any]) -> dict:
+    null = context.null
+    return null.to_dict() if isinstance(null, NullTest) else null
+
+
+def _sides(context: ReportContext, document: dict[str, Any]) -> dict[str, str]:
+    audit = context.job.audit
+    return {"attack": audit.attack_side, "baseline": audit.baseline_side}
+
+
+def _stand_ins(context: ReportContext, document: dict[str, Any]) -> list[dict] | None:
+    stages = context.stages
+    found = [stages[name] for name in sorted(stages) if name.startswith("stand_in_")]
+    return [{"key": stage.key, **stage.info} for stage in found] or None
+
+
+def _unreliable(context: ReportContext, document: dict[str, Any]) -> list[str] | None:
+    if context.measurement.c_lb != 0:
+        return None
+    return [
+        "the baseline's bound c_lb is 0, so ε̃ is the attack's raw bound {c+ε}_lb, not a "
+        "gap over a generator the baseline could measure"
+    ]
+
+
+def _claim(context: ReportContext, document: dict[str, Any]) -> dict[str, object]:
+    return context.claim.to_dict() | {"source": context.claim_source}
+
+
+def _gdp(context: ReportContext, document: dict[str, Any]) -> dict[str, object]:
+    return gdp_section(context.measurement, context.rmrn, claimed_mu=claimed_mu(context.claim))
+
+
+def _attacker(context: ReportContext, document: dict[str, Any]) -> dict:
+    attack, baseline, null = context.attack, context.baseline, context.job.audit.null
+    pool = (
+        (attack["pool_scores"], baseline["pool_scores"])
+        if "pool_scores" in attack and "pool_scores" in baseline
+        else None
+    )
+    return attacker_section(
+        context.measurement, context.membership, attack["scores"], baseline["scores"],
+        context.two_sided, draws=null.draws, level=1 - 2 * null.false_alarm_rate,
+        seed=child_seed(context.job.seed, "attacker"), pool=pool,
+    )  # fmt: skip
+
+
+def _exposure(context: ReportContext, document: dict[str, Any]) -> dict | None:
+    if context.members is None:
+        return None
+    table, group_columns = context.members
+    audit = context.job.audit
+    return exposure_section(
+        table, group_columns, context.membership, context.attack["scores"],
+        baseline_scores=context.baseline["scores"], attack_members=context.attack_members,
+        baseline_members=context.baseline_members,
+        tested=mirrored(audit.attack_side, audit.baseline_side), fpr=audit.group_fpr,
+        statistic=audit.group_statistic, false_alarm_rate=audit.null.false_alarm_rate,
+        draws=audit.null.draws, seed=child_seed(context.job.seed, "exposure"),
+    )  # fmt: skip
+
+
+def _verdict(context: ReportContext, document: dict[str, Any]) -> dict:
+    return verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
+
+
+def _examples(context: ReportContext, document: dict[str, Any]) -> dict | None:
+    return context.examples or None
+
+
+SECTIONS: tuple[tuple[str, Builder], ...] = (
+    ("two_sided", _two_sided),
+    ("null", _null),
+    ("sides", _sides),
+    ("stand_ins", _stand_ins),
+    ("unreliable", _unreliable),
+    ("claim", _claim),
+    ("gdp", _gdp),
+    ("attacker", _attacker),
+    ("exposure", _exposure),
+    ("verdict", _verdict),
+    ("examples", _examples),
+)
+"""The document's sections after its head, in the order ``report.json`` keeps them (the
+verdict, last but the examples, reads the figures before it)."""
+
+
+def report_document_of(context: ReportContext) -> dict[str, Any]:
+    """The document: its head, then each section of :data:`SECTIONS` that the run has."""
+    document = _head(context)
+    for key, build in SECTIONS:
+        section = build(context, document)
+        if section is not None:
+            document[key] = section
+    return document
+
+
+# --- checked, then written ----------------------------------------------------------------
+
+
+def check_schema(document: dict[str, Any]) -> None:
+    """Check the document against :class:`ReportDocument`, the type the service's upload and
+    worker read; a mismatch is a bug, raised before anything is written."""
+    try:
+        ReportDocument.model_validate(document)
+    except ValidationError as error:
+        raise RuntimeError(
+            f"report.json does not match its schema (a bug): {str(error).splitlines()[0:3]}"
+        ) from None
+
+
+def write_report(context: ReportContext, document: dict[str, Any], run_dir: Path) -> None:
+    """Write report.json, then render and write report.html, into ``run_dir``."""
+    write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
+    membership = context.membership
+    roc_curves = {
+        "baseline": (context.baseline["scores"], membership),
+        "attack": (context.attack["scores"], membership),
+    }
+    loss_groups = {
+        model: {"members": table["member_audit"], "synthetic": table["synthetic_audit"],
+                "real non-members": table.get("nonmember_audit", np.zeros(0))}
+        for model, table in (("f (target)", context.losses_target),
+                             ("h (helper)", context.losses_helper),
+                             ("f̂_1 (stand-in)", context.losses_stand_in))
+        if table is not None
+    }  # fmt: skip
+    null = context.null
+    page = render_html(
+        document, context.measurement, roc_curves, loss_groups, context.galleries,
+        claim=context.claim, examples=context.examples,
+        null=null if isinstance(null, NullTest) else None,
+    )  # fmt: skip
+    write_atomic(run_dir / "report.html", page)
 
 
 def build_report(
@@ -156,146 +467,10 @@ def build_report(
     (:meth:`panoramia.pipeline.graph.AuditPipeline.audit_members`), for the exposed records
     and groups.
     """
-    baseline, attack = _scores(stages["baseline"]), _scores(stages["attack"])
-    membership = attack["membership"]
-    audit = job.audit
-    result = measure(
-        membership, baseline_scores=baseline["scores"], attack_scores=attack["scores"],
-        thresholds=audit.thresholds, confidence=audit.confidence, gamma=audit.gamma,
-        delta=audit.delta, seed=child_seed(job.seed, "measure/split"),
-    )  # fmt: skip
-    losses_f = dict(np.load(stages["losses_target"].directory / "losses.npz"))
-    losses_h = dict(np.load(stages["losses_helper"].directory / "losses.npz"))
-    losses_s = (
-        dict(np.load(stages["losses_stand_in_1"].directory / "losses.npz"))
-        if "losses_stand_in_1" in stages
-        else None
+    context = report_context(
+        job, stages, runner, galleries=galleries, examples=examples, members=members
     )
-    game = dict(np.load(stages["game"].directory / "game.npz"))
-    o1 = None
-    if audit.real_nonmembers.o1 and "reference_coins" in game:
-        coins = game["reference_coins"]
-        m_ref = coins.size
-        loss = np.where(
-            coins == 1, losses_f["member_audit"][:m_ref], losses_f["nonmember_audit"][:m_ref]
-        )
-        o1 = o1_audit(
-            coins,
-            -loss,
-            confidence=audit.confidence,
-            delta=audit.delta,
-            seed=child_seed(job.seed, "o1"),
-        )
-    rmrn_result = None
-    games = {
-        "attack": (attack["scores"], membership),
-        "baseline": (baseline["scores"], membership),
-    }
-    if "attack_rmrn" in stages:
-        reference = _scores(stages["attack_rmrn"])
-        games["rmrn"] = (reference["scores"], reference["membership"])
-        rmrn_result = rmrn(
-            reference["membership"],
-            reference["scores"],
-            thresholds=audit.thresholds,
-            confidence=audit.confidence,
-            delta=audit.delta,
-            seed=child_seed(job.seed, "measure/split"),
-        )
-    target_info = {
-        "name": job.target.name,
-        "kind": job.target.kind,
-        "key": stages["target"].key,
-        **stages["target"].info,
-    }
-    data_info = {
-        "source": job.data.source,
-        "key": stages["data"].key,
-        "split": stages["split"].info,
-        "synthetic": stages["synthetic"].info,
-        "game": stages["game"].info,
-        **stages["data"].info,
-    }
-    distinguishers = {side: stages[side].info for side in ("baseline", "attack")}
-    document = report_document(
-        modality=job.modality, measurement=result, o1=o1, rmrn=rmrn_result, seed=job.seed,
-        config=asdict(job), timings=runner.timings(), target=target_info, data=data_info,
-        distinguishers=distinguishers,
-    )  # fmt: skip
-    document["two_sided"] = two_sided_section(
-        job, membership, baseline["scores"], attack["scores"], games.get("rmrn")
-    )
-    quoted_game = "two_sided" if "eps_tilde" in document["two_sided"] else "one_sided"
-    null = null_section(job, stages, membership, quoted_game)
-    document["null"] = null.to_dict() if isinstance(null, NullTest) else null
-    document["sides"] = {
-        "attack": job.audit.attack_side,
-        "baseline": job.audit.baseline_side,
-    }
-    stand_ins = [stages[name] for name in sorted(stages) if name.startswith("stand_in_")]
-    if stand_ins:
-        document["stand_ins"] = [{"key": stage.key, **stage.info} for stage in stand_ins]
-    if result.c_lb == 0:
-        document["unreliable"] = [
-            "the baseline's bound c_lb is 0, so ε̃ is the attack's raw bound {c+ε}_lb, not a "
-            "gap over a generator the baseline could measure"
-        ]
-    claim, claim_source = claimed_guarantee(job, stages["target"].info)
-    section = claim_section(claim, games, confidence=audit.confidence)
-    document["claim"] = section.to_dict() | {"source": claim_source}
-    document["gdp"] = gdp_section(result, rmrn_result, claimed_mu=claimed_mu(section))
-    pool = (
-        (attack["pool_scores"], baseline["pool_scores"])
-        if "pool_scores" in attack and "pool_scores" in baseline
-        else None
-    )
-    document["attacker"] = attacker_section(
-        result, membership, attack["scores"], baseline["scores"], document["two_sided"],
-        draws=audit.null.draws, level=1 - 2 * audit.null.false_alarm_rate,
-        seed=child_seed(job.seed, "attacker"), pool=pool,
-    )  # fmt: skip
-    if members is not None:
-        table, group_columns = members
-        document["exposure"] = exposure_section(
-            table, group_columns, membership, attack["scores"],
-            baseline_scores=baseline["scores"], attack_members=_member_scores(stages["attack"]),
-            baseline_members=_member_scores(stages["baseline"]),
-            tested=mirrored(audit.attack_side, audit.baseline_side), fpr=audit.group_fpr,
-            false_alarm_rate=audit.null.false_alarm_rate, draws=audit.null.draws,
-            seed=child_seed(job.seed, "exposure"),
-        )  # fmt: skip
-    document["verdict"] = verdict(document)  # read off the figures above (docs/SPEC.md §3.1)
-    if examples:
-        document["examples"] = examples
-    roc_curves = {
-        "baseline": (baseline["scores"], membership),
-        "attack": (attack["scores"], membership),
-    }
-    loss_groups = {
-        model: {"members": table["member_audit"], "synthetic": table["synthetic_audit"],
-                "real non-members": table.get("nonmember_audit", np.zeros(0))}
-        for model, table in (("f (target)", losses_f), ("h (helper)", losses_h),
-                             ("f̂_1 (stand-in)", losses_s))
-        if table is not None
-    }  # fmt: skip
-    write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
-    write_atomic(
-        run_dir / "report.html",
-        render_html(
-            document,
-            result,
-            roc_curves,
-            loss_groups,
-            galleries,
-            claim=section,
-            examples=examples,
-            null=null if isinstance(null, NullTest) else None,
-        ),
-    )
-    try:  # the type the service's upload and worker read; written first, so nothing is lost
-        ReportDocument.model_validate(document)
-    except ValidationError as error:
-        raise RuntimeError(
-            f"report.json does not match its schema (a bug): {str(error).splitlines()[0:3]}"
-        ) from None
+    document = report_document_of(context)
+    check_schema(document)
+    write_report(context, document, run_dir)
     return document

@@ -93,8 +93,9 @@ def _pair(value: Any) -> list[float] | None:
 
 
 def _exposure(document: dict) -> dict | None:
-    """How many groups were tested and how many stand out (counts only: the groups' values
-    are her data, which a deletion takes out of the document, not the digest)."""
+    """How many groups were tested and how many stand out, and by which statistic (counts
+    only: the groups' values are her data, which a deletion takes out of the document, not
+    the digest)."""
     section = _section(document, "exposure")
     groups = section.get("groups")
     if not isinstance(groups, list):
@@ -102,6 +103,7 @@ def _exposure(document: dict) -> dict | None:
     tested = [g for g in groups if isinstance(g, dict) and number(g.get("p")) is not None]
     rate = number(section.get("false_alarm_rate")) or 0.05
     return {
+        "statistic": "rank" if section.get("statistic") == "rank" else "share",
         "tested": len(tested),
         "standing_out": sum(
             1

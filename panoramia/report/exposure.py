@@ -75,6 +75,7 @@ def exposure_section(
     baseline_members: np.ndarray | None = None,
     tested: bool = True,
     fpr: float | None = None,
+    statistic: str = "share",
     false_alarm_rate: float = 0.05,
     draws: int = 999,
     seed: int = 0,
@@ -90,8 +91,10 @@ def exposure_section(
     (:func:`panoramia.measure.groups.groups_against_chance`), run where ``tested`` (the sides
     mirror each other) and a baseline is given; else every ``p`` is None. ``fpr``: the rate the
     groups are read at (``audit.group_fpr``; None: 1 %), at least 10 % with under 100
-    non-member slots."""
-    from panoramia.measure.groups import flag_threshold, groups_against_chance
+    non-member slots. ``statistic`` (``audit.group_statistic``): ``share`` or ``rank`` decides
+    ``p`` and ``stands_out``; each group's ``tests`` holds both readings, and ``auc`` and
+    ``baseline_auc`` the rank statistic's figures."""
+    from panoramia.measure.groups import flag_threshold
 
     coins = np.asarray(coins).astype(bool)
     scores = np.asarray(attack_scores, dtype=float)
@@ -124,31 +127,23 @@ def exposure_section(
                 "column": column, "value": str(value), "members": count, "share": share,
                 "tpr": share, "baseline_share": None, "interval": None, "p": None,
                 "stands_out": False, "small": count < min_group, "detectable": None,
+                "auc": None, "baseline_auc": None, "tests": None,
             })  # fmt: skip
             indices.append(slots[np.asarray(index, dtype=np.int64)])
     if baseline_scores is not None and groups:
-        attack_k = scores[None, :] if attack_members is None else np.asarray(attack_members)
-        baseline_k = (
-            np.asarray(baseline_scores, dtype=float)[None, :]
-            if baseline_members is None
-            else np.asarray(baseline_members)
-        )
-        found = groups_against_chance(
-            coins, attack_k, baseline_k, indices,
-            tested=[tested and not g["small"] for g in groups], fpr=rate,
-            draws=draws, false_alarm_rate=false_alarm_rate, seed=seed,
+        baseline = np.asarray(baseline_scores, dtype=float)
+        _test_groups(
+            groups, indices, coins, scores if attack_members is None else attack_members,
+            baseline if baseline_members is None else baseline_members,
+            tested=tested, fpr=rate, statistic=statistic, draws=draws,
+            false_alarm_rate=false_alarm_rate, seed=seed,
         )  # fmt: skip
-        for group, result in zip(groups, found, strict=True):
-            group["baseline_share"] = number(result.baseline_share)
-            group["interval"] = [number(result.interval[0]), number(result.interval[1])]
-            group["p"] = number(result.p) if result.p is not None else None
-            group["stands_out"] = result.stands_out
-            group["detectable"] = number(result.detectable)
     groups.sort(key=lambda g: (g["small"], not g["stands_out"], -(g["share"] or 0.0),
                                g["column"], g["value"]))  # fmt: skip
     return {
         "threshold": number(threshold),
         "fpr": rate,
+        "statistic": statistic,
         "min_group": min_group,
         "members": int(slots.size),
         "overall_tpr": number(float(flagged.mean())) if slots.size else None,
@@ -160,3 +155,42 @@ def exposure_section(
         "groups": groups,
         "unknown_columns": unknown,
     }
+
+
+def _test_groups(
+    groups: list[dict],
+    indices: list[np.ndarray],
+    coins: np.ndarray,
+    attack: object,
+    baseline: object,
+    *,
+    tested: bool,
+    fpr: float,
+    statistic: str,
+    draws: int,
+    false_alarm_rate: float,
+    seed: int,
+) -> None:
+    """Fill each group entry's test against chance in place (baseline share, interval, p,
+    stands_out, detectable, AUCs and both statistics' readings). ``attack`` and ``baseline``:
+    the sides' scores, (m,) or the ensembles' (k, m)."""
+    from panoramia.measure.groups import groups_against_chance
+
+    found = groups_against_chance(
+        coins, np.atleast_2d(np.asarray(attack)), np.atleast_2d(np.asarray(baseline)), indices,
+        tested=[tested and not g["small"] for g in groups], fpr=fpr, draws=draws,
+        false_alarm_rate=false_alarm_rate, seed=seed, statistic=statistic,
+    )  # fmt: skip
+    for group, result in zip(groups, found, strict=True):
+        group["baseline_share"] = number(result.baseline_share)
+        group["interval"] = [number(result.interval[0]), number(result.interval[1])]
+        group["p"] = number(result.p) if result.p is not None else None
+        group["stands_out"] = result.stands_out
+        group["detectable"] = number(result.detectable)
+        group["auc"] = number(result.auc)
+        group["baseline_auc"] = number(result.baseline_auc)
+        group["tests"] = {
+            name: {"p": number(test.p), "stands_out": test.stands_out,
+                   "detectable": number(test.detectable)}
+            for name, test in (result.tests or {}).items()
+        }  # fmt: skip

@@ -299,10 +299,11 @@ def attacker_html(document: dict) -> str:
     )
 
 
-def detectable_words(groups: list[dict]) -> str:
-    """What this audit's group test could have seen: the smallest excess share a tested group
-    needed to stand out, over the groups' sizes (or "small differences may go undetected"
-    for a document without it)."""
+def detectable_words(groups: list[dict], statistic: str = "share") -> str:
+    """What this audit's group test could have seen: the smallest excess a tested group needed
+    to stand out (``share``: percentage points of its members flagged; ``rank``: points of
+    its AUC against the non-members), over the groups' sizes (or "small differences may go
+    undetected" for a document without it)."""
     found = [
         (g["detectable"], g.get("members"))
         for g in groups
@@ -312,10 +313,20 @@ def detectable_words(groups: list[dict]) -> str:
         return "small differences may go undetected."
     smallest = min(found, key=lambda pair: pair[0])
     largest = max(found, key=lambda pair: pair[0])
+    span = (
+        f"{100 * smallest[0]:.0f} (a group of {smallest[1]}) to {100 * largest[0]:.0f} (a group "
+        f"of {largest[1]})"
+    )
+    if statistic == "rank":
+        return (
+            f"at this audit's size a group stands out only where the attack ranks its members "
+            f"above the generated non-members at least {span} percentage points more often "
+            f"than the baseline does (AUC): smaller differences go undetected; a larger audit "
+            f"set sees more."
+        )
     return (
         f"at this audit's size a group stands out only where the attack flags at least "
-        f"{100 * smallest[0]:.0f} (a group of {smallest[1]}) to {100 * largest[0]:.0f} (a group "
-        f"of {largest[1]}) percentage points more of its members than the baseline does: "
+        f"{span} percentage points more of its members than the baseline does: "
         f"smaller differences go undetected; a larger audit set sees more."
     )
 
@@ -340,14 +351,19 @@ def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
             "No group stands out: no group is shown to be flagged more by the attack than "
             "the data alone (the baseline) explains, beyond what chance gives one of the "
             f"groups shown (false alarms over all groups held to {rate}); "
-            f"{detectable_words(groups)}"
+            f"{detectable_words(groups, str(section.get('statistic') or 'share'))}"
         )
     names = ", ".join(f"{g['column']} = {g['value']}" for g in standing[:5])
+    how = (
+        "ranks their members above the generated non-members more often (AUC)"
+        if section.get("statistic") == "rank"
+        else "flags their members more"
+    )
     more = f" and {len(standing) - 5} more" if len(standing) > 5 else ""
     return (
         f"{len(standing)} group{'s stand' if len(standing) > 1 else ' stands'} out: {names}"
-        f"{more}. The attack flags their members more than the data alone does, beyond "
-        f"chance (false alarms over all groups held to {rate})."
+        f"{more}. The attack {how} than the data alone does, beyond chance (false alarms over "
+        f"all groups held to {rate})."
     )
 
 
@@ -373,10 +389,25 @@ def exposure_html(document: dict) -> str:
             "</p>"
         )
 
+        ranked = section.get("statistic") == "rank"
+        if ranked:
+            parts.append(
+                "<p>A group stands out here by its rank: how often the attack scores its "
+                "members above the generated non-members (its AUC, 50 % a coin's), against "
+                "the baseline's on the same records, over every rate at once.</p>"
+            )
+
         def row(g: dict) -> str:
             share = g.get("share", g.get("tpr"))
+            ranks = (
+                f"<td>{html.escape(_with_interval(g.get('auc'), None, True))}</td>"
+                f"<td>{html.escape(_with_interval(g.get('baseline_auc'), None, True))}</td>"
+                if ranked
+                else ""
+            )
             if g["small"]:
                 flagged, base, verdict = "too few to rank", "", "not tested"
+                ranks = "<td></td><td></td>" if ranked else ""
             else:
                 flagged = _with_interval(share, g.get("interval"), True)
                 base = _with_interval(g.get("baseline_share"), None, True)
@@ -390,7 +421,7 @@ def exposure_html(document: dict) -> str:
             return (
                 f"<tr><th scope=row>{html.escape(g['column'])} = "
                 f"{html.escape(str(g['value']))}</th><td>{int(g['members']):,}</td>"
-                f"<td>{html.escape(flagged)}</td><td>{html.escape(base)}</td>"
+                f"<td>{html.escape(flagged)}</td><td>{html.escape(base)}</td>{ranks}"
                 f"<td>{html.escape(verdict)}</td></tr>"
             )
 
@@ -398,7 +429,14 @@ def exposure_html(document: dict) -> str:
         parts.append(
             f"{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
             "<th scope=col>audited members</th><th scope=col>flagged with the model</th>"
-            "<th scope=col>without it</th><th scope=col>stands out</th></tr></thead>"
+            "<th scope=col>without it</th>"
+            + (
+                "<th scope=col>ranked above non-members (AUC) with the model</th>"
+                "<th scope=col>without it</th>"
+                if ranked
+                else ""
+            )
+            + "<th scope=col>stands out</th></tr></thead>"
             f"<tbody>{body}</tbody></table></div>"
         )
     unknown = section.get("unknown_columns") or []
@@ -407,37 +445,44 @@ def exposure_html(document: dict) -> str:
             "<p class=warn>Not columns of your data, so not grouped: "
             f"{html.escape(', '.join(unknown))}.</p>"
         )
-    records = section.get("records") or []
-    if records:
-        columns = list(records[0]["values"])
-        head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in columns)
-        body = "".join(
-            f"<tr><th scope=row>{int(r['rank'])}</th><td>{r['score']:.3f}</td>"
-            + "".join(f"<td>{html.escape(str(r['values'][c]))}</td>" for c in columns)
-            + "</tr>"
-            for r in records
-        )
-        found = document.get("verdict") or {}
-        meaning = (
-            "This run calls no leak, so these records are not shown to be more exposed than "
-            "the ones the baseline (no model) is surest about: they are where the attack "
-            "would look first."
-            if found and not found.get("detected")
-            else "These are the records an attacker with the model would find first."
-        )
-        hidden = (section.get("record_columns") or {}).get("hidden") or []
-        hidden_note = (
-            f" Columns not shown: {html.escape(', '.join(map(str, hidden)))}." if hidden else ""
-        )
-        parts.append(
-            f"<h3>The {len(records)} members the attack is surest about</h3><p>Your own rows "
-            "(this report is yours alone), with the attack's score (1: surely a member). "
-            f"{html.escape(meaning)}{hidden_note}</p>"
-            f"{scroll('the members the attack is surest about')}<table><thead><tr>"
-            f"<th scope=col>rank</th><th scope=col>score</th>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>"
-        )
+    parts.append(_records_html(section, document))
     return "".join(parts) + "</section>"
+
+
+def _records_html(section: dict, document: dict) -> str:
+    """The members the attack is surest about: the contributor's own rows, what they mean on
+    a run that calls no leak, and the columns left out."""
+    records = section.get("records") or []
+    if not records:
+        return ""
+    columns = list(records[0]["values"])
+    head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        f"<tr><th scope=row>{int(r['rank'])}</th><td>{r['score']:.3f}</td>"
+        + "".join(f"<td>{html.escape(str(r['values'][c]))}</td>" for c in columns)
+        + "</tr>"
+        for r in records
+    )
+    found = document.get("verdict") or {}
+    meaning = (
+        "This run calls no leak, so these records are not shown to be more exposed than "
+        "the ones the baseline (no model) is surest about: they are where the attack "
+        "would look first."
+        if found and not found.get("detected")
+        else "These are the records an attacker with the model would find first."
+    )
+    hidden = (section.get("record_columns") or {}).get("hidden") or []
+    hidden_note = (
+        f" Columns not shown: {html.escape(', '.join(map(str, hidden)))}." if hidden else ""
+    )
+    return (
+        f"<h3>The {len(records)} members the attack is surest about</h3><p>Your own rows "
+        "(this report is yours alone), with the attack's score (1: surely a member). "
+        f"{html.escape(meaning)}{hidden_note}</p>"
+        f"{scroll('the members the attack is surest about')}<table><thead><tr>"
+        f"<th scope=col>rank</th><th scope=col>score</th>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 READING = (

@@ -25,6 +25,8 @@ a game whose baseline measured the generator reading ε̃ above :data:`TOLERANCE
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from panoramia.measure import INTERPRETATION
@@ -406,15 +408,34 @@ def _reference_meaning(decided: dict) -> str:
     )
 
 
-def _sentence(
-    level: str, quoted: dict, null: dict | None, claim: dict, document: dict | None = None
-) -> str:
+@dataclass(frozen=True)
+class _Said:
+    """What the verdict's sentence of every level draws on."""
+
+    eps: float
+    """The quoted ε̃."""
+    game: str
+    """The quoted game in words."""
+    where: str
+    """"ε̃ = … in <game>", with this run's interval where a null holds the call."""
+    held: dict | None
+    """The null that holds the call (None where there is none, or it was skipped)."""
+    rate: str
+    """The held null's false-alarm rate in words ("" without one)."""
+    within: str
+    """" It stays within the declared guarantee." where one is declared and not violated."""
+    decided: dict | None
+    calls: dict[str, int] | None
+    quoted: dict
+    null: dict | None
+    claim: dict
+    document: dict
+
+
+def _said(quoted: dict, null: dict | None, claim: dict, document: dict) -> _Said:
     eps, game = quoted["eps_tilde"], quoted["game"]
     held = null if null and "skipped" not in null else None
-    document = document or {}
-    decided = quoted.get("decision")
-    calls = quoted_calls(document, quoted) if held else None
-    where = f"ε̃ = {eps:.2f} in {game}"
+    where, rate = f"ε̃ = {eps:.2f} in {game}", ""
     if held:
         low, high = held["interval"]
         span = 1 - 2 * held["false_alarm_rate"]
@@ -425,63 +446,93 @@ def _sentence(
         if claim.get("source") not in (None, "none") and not claim.get("violation")
         else ""
     )
-    if level == "leak_beyond_claim":
+    return _Said(
+        eps=eps, game=game, where=where, held=held, rate=rate, within=within,
+        decided=quoted.get("decision"),
+        calls=quoted_calls(document, quoted) if held else None,
+        quoted=quoted, null=null, claim=claim, document=document,
+    )  # fmt: skip
+
+
+def _beyond_claim_sentence(said: _Said) -> str:
+    return (
+        "This model leaks more than its declared guarantee allows: "
+        f"{said.claim.get('banner') or 'a measured point lies below the claim’s trade-off curve'}"
+        f" ({said.where})."
+    )
+
+
+def _clear_leak_sentence(said: _Said) -> str | None:
+    held, eps, quoted = said.held, said.eps, said.quoted
+    if not held:
+        return None
+    reading = (
+        _counts_reading(said.document, quoted, said.calls)
+        if quoted["saturated"]
+        else f" Even the interval's low end multiplies an attacker's odds of a right guess "
+        f"by {_odds(held['interval'][0])} over what the generated data gives away (at the "
+        f"figure itself: {_odds(eps)})."
+    )
+    held_to = _found(said.decided, held) or f" The call is held to a {said.rate} false-alarm rate."
+    return (
+        f"This model clearly leaks information about its training data: "
+        f"{said.where}{_carried(said.calls)}.{reading}{held_to}{said.within}"
+    )
+
+
+def _leak_sentence(said: _Said) -> str | None:
+    held, decided, within = said.held, said.decided, said.within
+    if not held:
+        return None
+    if decided and "null" not in decided["found_by"]:
         return (
-            "This model leaks more than its declared guarantee allows: "
-            f"{claim.get('banner') or 'a measured point lies below the claim’s trade-off curve'}"
-            f" ({where})."
+            "This model leaks information about its training data."
+            f"{_found(decided, held)}{_reference_meaning(decided)} In {said.game}, against "
+            f"generated rows, ε̃ = {said.eps:.2f} "
+            f"(this run's {percent(1 - 2 * held['false_alarm_rate'])} interval "
+            f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}, p = "
+            f"{held['p_value']:.3f}) did not reach its share of the combined test (p ≤ "
+            f"{percent(held['false_alarm_rate'] / 2)}).{within}"
         )
-    if level == "clear_leak" and held:
-        reading = (
-            _counts_reading(document, quoted, calls)
-            if quoted["saturated"]
-            else f" Even the interval's low end multiplies an attacker's odds of a right guess "
-            f"by {_odds(held['interval'][0])} over what the generated data gives away (at the "
-            f"figure itself: {_odds(eps)})."
-        )
-        held_to = _found(decided, held) or f" The call is held to a {rate} false-alarm rate."
-        return (
-            f"This model clearly leaks information about its training data: "
-            f"{where}{_carried(calls)}.{reading}{held_to}{within}"
-        )
-    if level == "leak_detected" and held:
-        if decided and "null" not in decided["found_by"]:
-            return (
-                "This model leaks information about its training data."
-                f"{_found(decided, held)}{_reference_meaning(decided)} In {game}, against "
-                f"generated rows, ε̃ = {eps:.2f} "
-                f"(this run's {percent(1 - 2 * held['false_alarm_rate'])} interval "
-                f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}, p = "
-                f"{held['p_value']:.3f}) did not reach its share of the combined test (p ≤ "
-                f"{percent(held['false_alarm_rate'] / 2)}).{within}"
-            )
-        held_to = _found(decided, held) or f" The call is held to a {rate} false-alarm rate."
-        return (
-            f"This model leaks information about its training data: {where}{_carried(calls)}, "
-            f"above the {held['threshold']:.2f} that this audit's null draws exceed only "
-            f"{rate} of the time.{held_to}{within}"
-        )
-    reading_refs = (decided or {}).get("reading") or quoted.get("reading") or []
-    if level == "borderline" and not held and reading_refs:
-        ref = reading_refs[0]
+    held_to = _found(decided, held) or f" The call is held to a {said.rate} false-alarm rate."
+    return (
+        f"This model leaks information about its training data: {said.where}"
+        f"{_carried(said.calls)}, above the {held['threshold']:.2f} that this audit's null "
+        f"draws exceed only {said.rate} of the time.{held_to}{within}"
+    )
+
+
+def _reading_sentence(said: _Said, ref: dict) -> str | None:
+    """Borderline on a reference audit's reading: without a null, or held with it and not
+    called together."""
+    held, decided, where = said.held, said.decided, said.where
+    if not held:
         return (
             f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} at "
             f"its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), while "
             f"{where} has no null to hold it to. Repeat the audit with mirrored sides (the "
             "defaults) and more held-out rows before acting on it."
         )
-    if level == "borderline" and held and reading_refs:
-        assert decided is not None  # a held null always comes with its decision (_level)
-        if not decided["detected"]:
-            ref = reading_refs[0]
-            return (
-                f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} "
-                f"at its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), "
-                f"and {where} (p = {held['p_value']:.3f}); held together to a {rate} "
-                f"false-alarm rate they do not call a leak ({p_text(decided['p_value'])}). "
-                "Repeat the audit over more seeds or with more held-out rows before acting on it."
-            )
-    if level == "borderline" and held and decided and decided["references"] and held["detected"]:
+    assert decided is not None  # a held null always comes with its decision (_level)
+    if decided["detected"]:
+        return None
+    return (
+        f"Borderline: {REFERENCE_WORDS[ref['test']]} reads ε_lb = {ref['eps_lb']:.2f} "
+        f"at its {percent(ref['confidence'])} confidence ({p_text(ref['p_value'])}), "
+        f"and {where} (p = {held['p_value']:.3f}); held together to a {said.rate} "
+        f"false-alarm rate they do not call a leak ({p_text(decided['p_value'])}). "
+        "Repeat the audit over more seeds or with more held-out rows before acting on it."
+    )
+
+
+def _borderline_sentence(said: _Said) -> str | None:
+    held, decided, where, rate = said.held, said.decided, said.where, said.rate
+    reading_refs = (decided or {}).get("reading") or said.quoted.get("reading") or []
+    if reading_refs and (found := _reading_sentence(said, reading_refs[0])) is not None:
+        return found
+    if not held:
+        return None
+    if decided and decided["references"] and held["detected"]:
         return (
             f"Borderline: {where} beats this audit's null at p = {held['p_value']:.3f}, but held "
             f"together with the held-out rows' tests each gets half the {rate} false-alarm "
@@ -489,53 +540,65 @@ def _sentence(
             f"combined p is {decided['p_value']:.3f}. Repeat the audit over more seeds or with "
             "more held-out rows before acting on it."
         )
-    if level == "borderline" and held:
-        shown_p = decided["p_value"] if decided else held["p_value"]
-        return (
-            f"Borderline: {where} is above most of this audit's null draws, but not far "
-            f"enough to call at a {rate} false-alarm rate (p = {shown_p:.3f}). Repeat "
-            "the audit over more seeds (a multirun) or with a larger audit set before acting "
-            "on it."
-        )
-    if level == "no_leak_detected" and held:
-        references = (decided or {}).get("references") or []
-        also = (
-            " Nor did "
-            + " or ".join(
-                f"{REFERENCE_WORDS[r['test']]} ({p_text(r['p_value'])})" for r in references
-            )
-            + "."
-            if references
-            else ""
-        )
-        return (
-            f"No leak detected: ε̃ = {eps:.2f} in {game} is within what this audit's null "
-            f"draws reach (p = {held['p_value']:.3f}).{also} This run's "
-            f"{percent(1 - 2 * held['false_alarm_rate'])} interval for ε̃ is "
-            f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}: a reading of this run, not a "
-            "guarantee. It does not show the model is private: a stronger attack or a larger "
-            "audit may find a leak."
-        )
-    if level == "inconclusive" and held and "reach" in quoted:
+    shown_p = decided["p_value"] if decided else held["p_value"]
+    return (
+        f"Borderline: {where} is above most of this audit's null draws, but not far "
+        f"enough to call at a {rate} false-alarm rate (p = {shown_p:.3f}). Repeat "
+        "the audit over more seeds (a multirun) or with a larger audit set before acting "
+        "on it."
+    )
+
+
+def _no_leak_sentence(said: _Said) -> str | None:
+    held = said.held
+    if not held:
+        return None
+    references = (said.decided or {}).get("references") or []
+    also = (
+        " Nor did "
+        + " or ".join(f"{REFERENCE_WORDS[r['test']]} ({p_text(r['p_value'])})" for r in references)
+        + "."
+        if references
+        else ""
+    )
+    return (
+        f"No leak detected: ε̃ = {said.eps:.2f} in {said.game} is within what this audit's null "
+        f"draws reach (p = {held['p_value']:.3f}).{also} This run's "
+        f"{percent(1 - 2 * held['false_alarm_rate'])} interval for ε̃ is "
+        f"{held['interval'][0]:.2f}–{held['interval'][1]:.2f}: a reading of this run, not a "
+        "guarantee. It does not show the model is private: a stronger attack or a larger "
+        "audit may find a leak."
+    )
+
+
+def _inconclusive_sentence(said: _Said) -> str | None:
+    held, null, quoted = said.held, said.null, said.quoted
+    if held and "reach" in quoted:
         return (
             f"Inconclusive: at this size the audit could not have called a leak. Even an "
             f"attack right on every guess could not show ε̃ above {quoted['reach']:.2f} in "
-            f"{game}, within what this audit's null draws reach ({held['threshold']:.2f}): "
+            f"{said.game}, within what this audit's null draws reach ({held['threshold']:.2f}): "
             f"the baseline alone already tells the generated records from yours (c_lb = "
             f"{quoted['c_lb']:.2f}). A larger audit set or a closer generator is needed for an "
             "answer."
         )
-    if level == "inconclusive" and null and "skipped" in null:
+    if null and "skipped" in null:
         return (
-            f"Inconclusive: {where}, but {null['skipped']}, so the gap cannot be held to a "
+            f"Inconclusive: {said.where}, but {null['skipped']}, so the gap cannot be held to a "
             "false-alarm rate."
         )
-    # Documents before the in-audit null (schema < 1.4) keep their rule's sentences.
+    return None
+
+
+def _rule_before_null_sentence(level: str, said: _Said) -> str:
+    """The sentences of documents before the in-audit null (schema < 1.4), and of a level
+    whose own sentence does not apply."""
+    where = said.where
     if level == "leak_detected":
         return (
             f"This model leaks information about its training data: the audit measured {where}, "
             f"above the {TOLERANCE:g} that models which never saw these records read on "
-            f"average.{within}"
+            f"average.{said.within}"
         )
     if level == "inconclusive":
         return (
@@ -547,6 +610,27 @@ def _sentence(
         f"This audit found no leak beyond what the generated data explains ({where}). That "
         "does not show the model is private: a stronger attack or a larger audit may find one."
     )
+
+
+_LEVEL_SENTENCES: dict[str, Callable[[_Said], str | None]] = {
+    "leak_beyond_claim": _beyond_claim_sentence,
+    "clear_leak": _clear_leak_sentence,
+    "leak_detected": _leak_sentence,
+    "borderline": _borderline_sentence,
+    "no_leak_detected": _no_leak_sentence,
+    "inconclusive": _inconclusive_sentence,
+}
+"""Each level's sentence; None where it does not apply (no null holds the call, say), and the
+rule before the in-audit null's sentence is said instead."""
+
+
+def _sentence(
+    level: str, quoted: dict, null: dict | None, claim: dict, document: dict | None = None
+) -> str:
+    said = _said(quoted, null, claim, document or {})
+    by_level = _LEVEL_SENTENCES.get(level)
+    found = by_level(said) if by_level is not None else None
+    return found if found is not None else _rule_before_null_sentence(level, said)
 
 
 def _o1(document: dict) -> float | None:

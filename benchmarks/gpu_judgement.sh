@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A validity judgement on one lent GPU (docs/SPEC.md §3.1), within a short loan: the leaking
+# target's runs and its control's runs as two multiruns side by side, each with its own stage store
+# (no stage is shared between them, so neither waits on nor races the other; the seed-independent
+# stages are built twice, which the GPU's idle half absorbs). From the project root, after
+#   source .whl/setup.sh
+#   CONFIG=image LEAKING=cnn_overfit CONTROL=cnn_disjoint GEN=303 SEEDS=0,1,2,3,4 \
+#     bash benchmarks/gpu_judgement.sh [extra settings ...]
+# CONFIG, LEAKING and CONTROL default to the text audit's gpt2_many_epochs and gpt2_disjoint; the
+# extra settings go to both halves. Every run's report.json (and each half's summary) is packed
+# into $OUT/reports.tgz every 15 s, so what finished comes back even when the loan's limit cuts the
+# rest short.
+set -uo pipefail
+out=${OUT:-/tmp/gpu-judgement}
+mkdir -p "$out"
+sweep=/tmp/judgement
+config=${CONFIG:-text}
+experiment=validity_$config
+[ "$config" = tabular ] && experiment=validity
+pack() { (cd "$sweep" 2>/dev/null && find . -name report.json -o -name 'summary.*' -o -name validity.json \
+  | tar czf "$out/reports.tgz.part" -T - && mv "$out/reports.tgz.part" "$out/reports.tgz") 2>/dev/null; }
+half() {  # name, target, extra settings
+  local name=$1 target=$2
+  shift 2
+  PANORAMIA_HOME=$(mktemp -d) timeout "${LIMIT:-470}" python3 -m panoramia.pipeline.app \
+    --config-name "$config" "+experiment=$experiment" "target=$target" "generation_seed=${GEN:?}" \
+    "seed=${SEEDS:?}" "hydra.sweep.dir=$sweep/$name" "$@" > "$out/$name.log" 2>&1
+  echo "$name: exit $?, $SECONDS s" | tee -a "$out/halves.log"
+}
+started=$SECONDS
+half leaking "${LEAKING:-gpt2_many_epochs}" "$@" & a=$!
+half control "${CONTROL:-gpt2_disjoint}" "$@" & b=$!
+while kill -0 $a 2>/dev/null || kill -0 $b 2>/dev/null; do pack; sleep 15; done
+pack
+echo "all: $((SECONDS - started)) s" | tee -a "$out/halves.log"
