@@ -257,11 +257,8 @@ def report_lines(report: dict) -> list[str]:
     attacker = got if isinstance(got := document.get("attacker"), dict) else {}
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))
-    groups = (
-        (document.get("exposure") or {}).get("groups")
-        if isinstance(document.get("exposure"), dict)
-        else None
-    )
+    exposure = got if isinstance(got := document.get("exposure"), dict) else {}
+    groups = exposure.get("groups")
     if isinstance(groups, list):
         tested = [g for g in groups if isinstance(g, dict) and g.get("p") is not None]
         standing = [f"{g.get('column')} = {g.get('value')}" for g in tested if g.get("stands_out")]
@@ -271,7 +268,7 @@ def report_lines(report: dict) -> list[str]:
                 f"({len(standing)} of {len(tested)} tested)"
                 if standing
                 else f"No group stands out beyond chance ({len(tested)} tested): "
-                f"{detectable_words(tested)}"
+                f"{detectable_words(tested, str(exposure.get('statistic') or 'share'))}"
             )
     if isinstance(found, dict) and found.get("next_steps"):
         lines += ["What to do next:", *(f"  - {step}" for step in found["next_steps"])]
@@ -374,17 +371,7 @@ def audits_submit(
     """Submit an audit; prints its id (with --repeats: the group's id). With --wait: progress
     on stderr, then the verdict and the report (or the pooled verdict) on stdout."""
     target = {"config": target_config} if target_config else {"path": target_path}
-    data: dict = {"source": source or ("csv" if members is not None else "adult")}
-    if members is not None:
-        data["members"] = members
-    if label is not None:
-        data["label"] = label
-    if nonmembers is not None:
-        data["nonmembers"] = nonmembers
-    if categorical:
-        data["categorical"] = categorical
-    if continuous:
-        data["continuous"] = continuous
+    data = _audit_data(source, members, label, nonmembers, categorical, continuous)
     client = _client(url, token)
     audit = client.submit_audit(
         {
@@ -403,23 +390,53 @@ def audits_submit(
             _wait_for_repeats(client, group)
         return
     typer.echo(audit["id"])
+    if wait:
+        _wait_for_audit(client, audit)
+
+
+def _audit_data(
+    source: str | None,
+    members: str | None,
+    label: str | None,
+    nonmembers: str | None,
+    categorical: list[str] | None,
+    continuous: list[str] | None,
+) -> dict:
+    """The request's ``data`` section from ``audits submit``'s options (each given one only;
+    the source: csv with members, else adult)."""
+    data: dict = {"source": source or ("csv" if members is not None else "adult")}
+    if members is not None:
+        data["members"] = members
+    if label is not None:
+        data["label"] = label
+    if nonmembers is not None:
+        data["nonmembers"] = nonmembers
+    if categorical:
+        data["categorical"] = categorical
+    if continuous:
+        data["continuous"] = continuous
+    return data
+
+
+def _wait_for_audit(client: ServiceClient, audit: dict) -> None:
+    """Follow an audit to its end (each stage once on stderr), then print its status line and
+    its report's lines; exit 1 where it did not succeed."""
     shown = None
-    while wait and audit["status"] in ("queued", "running"):
+    while audit["status"] in ("queued", "running"):
         time.sleep(2)
         audit = client.audit(audit["id"])
         now = _progress_line(audit)
         if now != shown:  # each stage once, on the error stream (the output stays parseable)
             typer.echo(now, err=True)
             shown = now
-    if wait:
-        typer.echo(
-            f"{audit['status']} {_stages_done(audit)} report={audit['report_id']} "
-            f"error={audit['error']}"
-        )
-        if audit["status"] != "succeeded":
-            raise typer.Exit(1)
-        if audit.get("report_id"):  # the answer itself, not only where to find it
-            typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
+    typer.echo(
+        f"{audit['status']} {_stages_done(audit)} report={audit['report_id']} "
+        f"error={audit['error']}"
+    )
+    if audit["status"] != "succeeded":
+        raise typer.Exit(1)
+    if audit.get("report_id"):  # the answer itself, not only where to find it
+        typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
 
 
 def _wait_for_repeats(client: ServiceClient, group: str) -> None:

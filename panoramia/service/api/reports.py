@@ -64,19 +64,32 @@ def _summary(report: Report) -> ReportSummary:
     )
 
 
+ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
+ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
+
+
 def reports_router(needs: RouteNeeds) -> APIRouter:
     """The report and model routes."""
     router = APIRouter(tags=["reports"])
+    _add_report_upload(router, needs)
+    _add_model_routes(router, needs)
+    _add_report_listing(router, needs)
+    _add_report_reading(router, needs)
+    return router
+
+
+def _stored_ref(model: ModelRef) -> StoredModelRef:
+    """The store's reference to the model an upload names."""
+    return StoredModelRef(model.name, model.version, model.declared, model.claim)
+
+
+def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
+    """Add ``POST /v1/reports`` (a CLI run's report stored) to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
     if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
         Caller: TypeAlias = Principal
     else:
         Caller = needs.contributor()
-    ReportId = Annotated[IdentifierType, FastApiPath(description="The report's id.")]
-    ModelName = Annotated[NameType, FastApiPath(description="The model's name.")]
-
-    def stored_ref(model: ModelRef) -> StoredModelRef:
-        return StoredModelRef(model.name, model.version, model.declared, model.claim)
 
     @router.post("/v1/reports", status_code=201, tags=["reports"])
     @rate_limit
@@ -91,13 +104,22 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
         )
         report = store.add_report(
             principal,
-            stored_ref(body.model),
+            _stored_ref(body.model),
             content,
             max_bytes=settings.max_storage_bytes,
             file_bytes=file_bytes(store, settings, principal.contributor_id),
         )
         response.headers["Location"] = f"/v1/reports/{report.id}"
         return _summary(report)
+
+
+def _add_model_routes(router: APIRouter, needs: RouteNeeds) -> None:
+    """Add ``GET /v1/models`` (hers) and ``DELETE /v1/models/{model}`` to ``router``."""
+    settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
 
     @router.get("/v1/models", tags=["reports"])
     def list_models(
@@ -138,6 +160,15 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
             audits=len(deleted.audits), message=model_deletion_sentence(deleted),
         )  # fmt: skip
 
+
+def _add_report_listing(router: APIRouter, needs: RouteNeeds) -> None:
+    """Add ``GET /v1/models/{model}/reports`` (her reports of a model) to ``router``."""
+    store = needs.store
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
+
     @router.get("/v1/models/{model}/reports", tags=["reports"])
     def list_reports(
         model: ModelName,
@@ -156,6 +187,16 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
         if reports is None:
             raise HTTPException(404, NOT_FOUND)
         return [_summary(r) for r in reports]
+
+
+def _add_report_reading(router: APIRouter, needs: RouteNeeds) -> None:
+    """Add ``GET /v1/reports/{id}`` (a report with its document) and ``GET
+    /v1/reports/{id}/html`` (its page, under :data:`HTML_POLICY`) to ``router``."""
+    store = needs.store
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
 
     @router.get("/v1/reports/{report_id}", tags=["reports"])
     def get_report(report_id: ReportId, principal: Caller) -> ReportView:
@@ -177,5 +218,3 @@ def reports_router(needs: RouteNeeds) -> APIRouter:
             raise HTTPException(404, NOT_FOUND)
         headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
         return HTMLResponse(page, headers=headers)
-
-    return router

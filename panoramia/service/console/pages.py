@@ -15,7 +15,7 @@ import functools
 import io
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -354,35 +354,35 @@ def _same_origin(request: Request) -> bool:
     return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
 
 
-def console_router(
-    settings: ServiceSettings,
-    store: ReportStore,
-    *,
-    report_policy: str,
-    rate_limit: Callable[[Callable], Callable],
-    limit_by: Callable[[Callable[[Request], str]], Callable[[Callable], Callable]],
-    checks: CheckPool,
-    queue: Queue,
-) -> APIRouter:
-    """The console's routes; ``report_policy`` is the CSP of stored report pages (the API's),
-    ``rate_limit`` the limiter's decorator for the sign-in form, ``limit_by(key)`` the
-    API's rate limit counted by ``key(request)`` (her forms), ``checks`` the pool uploads'
-    checks run in, ``queue`` where the audit form's audits go."""
-    router = APIRouter(prefix="/console", include_in_schema=False)
-    templates = _templates()
-    key = sessions.session_key(settings.home)
+class _Pages:
+    """The console's page maker: ``page(request, template, status, **context)`` renders one of
+    its templates with :data:`PAGE_HEADERS`; :meth:`not_found` is its 404 page."""
 
-    def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def __init__(self, templates: Environment) -> None:
+        self.templates = templates
+
+    def __call__(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> HTMLResponse:
         context.setdefault("principal", None)
         context.setdefault("refresh", None)
-        html = templates.get_template(template).render(request=request, **context)
+        html = self.templates.get_template(template).render(request=request, **context)
         return HTMLResponse(html, status, headers=PAGE_HEADERS)
 
     def not_found(
-        request: Request, session: tuple[Principal, str] | None, what: str
+        self, request: Request, session: tuple[Principal, str] | None, what: str
     ) -> HTMLResponse:
+        """The 404 page for ``what`` (signed in with ``session``, or not)."""
         principal, csrf = session or (None, "")
-        return page(request, "not_found.html", 404, principal=principal, csrf=csrf, what=what)
+        return self(request, "not_found.html", 404, principal=principal, csrf=csrf, what=what)
+
+
+SignedIn = Callable[[Request], Awaitable[tuple[Principal, str]]]
+"""The console's session dependency: a request's principal and its forms' CSRF token."""
+
+
+def _signed_in(store: ReportStore, key: bytes) -> SignedIn:
+    """The dependency of a signed-in page: sessions sealed with ``key``, checked in ``store``."""
 
     async def signed_in(request: Request) -> tuple[Principal, str]:
         """The principal and the forms' CSRF token of a valid session; else NotSignedIn."""
@@ -399,13 +399,38 @@ def console_router(
             raise NotSignedIn
         return principal, sessions.csrf_token(key, cookie or "")
 
+    return signed_in
+
+
+def _secure(request: Request) -> bool:
+    """Whether the request came over HTTPS (its cookies are then sent only over HTTPS)."""
+    return request.url.scheme == "https"
+
+
+def _form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
+    """Whether a form came from this origin with the session's CSRF token ``csrf``."""
+    return _same_origin(request) and sessions.csrf_matches(csrf, sent)
+
+
+def console_router(
+    settings: ServiceSettings,
+    store: ReportStore,
+    *,
+    report_policy: str,
+    rate_limit: Callable[[Callable], Callable],
+    limit_by: Callable[[Callable[[Request], str]], Callable[[Callable], Callable]],
+    checks: CheckPool,
+    queue: Queue,
+) -> APIRouter:
+    """The console's routes; ``report_policy`` is the CSP of stored report pages (the API's),
+    ``rate_limit`` the limiter's decorator for the sign-in form, ``limit_by(key)`` the
+    API's rate limit counted by ``key(request)`` (her forms), ``checks`` the pool uploads'
+    checks run in, ``queue`` where the audit form's audits go."""
+    router = APIRouter(prefix="/console", include_in_schema=False)
+    page = _Pages(_templates())
+    key = sessions.session_key(settings.home)
+    signed_in = _signed_in(store, key)
     Session = Annotated[tuple[Principal, str], Depends(signed_in)]
-
-    def secure(request: Request) -> bool:
-        return request.url.scheme == "https"
-
-    def form_is_genuine(request: Request, csrf: str, sent: str | None) -> bool:
-        return _same_origin(request) and sessions.csrf_matches(csrf, sent)
 
     def signed_in_key(request: Request) -> str:
         """Her forms' rate-limit bucket: the API's for her token, else the address's."""
@@ -413,14 +438,38 @@ def console_router(
         return "token:" + found[0] if found else "address:" + (request.client or ("-",))[0]
 
     add_upload_pages(
-        router, settings, store, page=page, session=Session, form_is_genuine=form_is_genuine,
+        router, settings, store, page=page, session=Session, form_is_genuine=_form_is_genuine,
         rate_limit=limit_by(signed_in_key), checks=checks,
     )  # fmt: skip
     add_audit_pages(
         router, settings, store, queue, page=page, session=Session,
-        form_is_genuine=form_is_genuine, rate_limit=limit_by(signed_in_key),
+        form_is_genuine=_form_is_genuine, rate_limit=limit_by(signed_in_key),
         refresh_s=REFRESH_S,
     )  # fmt: skip
+    add_sign_in_pages(router, store, key, page=page, rate_limit=rate_limit)
+    add_sign_out(router, store, page=page, signed_in=signed_in)
+    add_model_pages(router, store, page=page, signed_in=signed_in)
+    add_model_deletion(
+        router, settings, store, page=page, signed_in=signed_in,
+        rate_limit=limit_by(signed_in_key),
+    )  # fmt: skip
+    add_report_pages(router, store, page=page, signed_in=signed_in, report_policy=report_policy)
+    add_audit_page(router, store, page=page, signed_in=signed_in)
+    add_other_pages(router, page=page)
+    return router
+
+
+def add_sign_in_pages(
+    router: APIRouter,
+    store: ReportStore,
+    key: bytes,
+    *,
+    page: _Pages,
+    rate_limit: Callable[[Callable], Callable],
+) -> None:
+    """Add ``/console`` (to her models or the sign-in page) and ``/console/login`` (GET: the
+    form; POST: sign in, held to ``rate_limit``) to ``router``; sessions are sealed with
+    ``key``."""
 
     @router.get("")
     @router.get("/")
@@ -439,7 +488,7 @@ def console_router(
         response = page(request, "login.html", 401 if failed else 200, csrf=nonce, message=message)
         response.set_cookie(
             sessions.LOGIN_CSRF_COOKIE, nonce, max_age=3600, path="/console",
-            httponly=True, samesite="strict", secure=secure(request),
+            httponly=True, samesite="strict", secure=_secure(request),
         )  # fmt: skip
         return response
 
@@ -464,10 +513,17 @@ def console_router(
         response.set_cookie(
             sessions.SESSION_COOKIE, sessions.new_session(key, hash_token(token)),
             max_age=sessions.SESSION_S, path="/console", httponly=True, samesite="strict",
-            secure=secure(request),
+            secure=_secure(request),
         )  # fmt: skip
         response.delete_cookie(sessions.LOGIN_CSRF_COOKIE, path="/console")
         return response
+
+
+def add_sign_out(
+    router: APIRouter, store: ReportStore, *, page: _Pages, signed_in: SignedIn
+) -> None:
+    """Add ``/console/logout`` (POST: every session of hers ends) to ``router``."""
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
 
     @router.post("/logout")
     async def logout(request: Request, session: Session) -> Response:
@@ -479,6 +535,14 @@ def console_router(
         response = RedirectResponse("/console/login", 303)
         response.delete_cookie(sessions.SESSION_COOKIE, path="/console")
         return response
+
+
+def add_model_pages(
+    router: APIRouter, store: ReportStore, *, page: _Pages, signed_in: SignedIn
+) -> None:
+    """Add ``/console/models`` (her models, a page at a time, with what a deletion removed)
+    and ``/console/models/{name}`` (a model's history, plot and audits) to ``router``."""
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
 
     @router.get("/models")
     def models(
@@ -514,10 +578,10 @@ def console_router(
     ) -> Response:
         principal, csrf = session
         if not _valid(NAME_PATTERN, name, 100):
-            return not_found(request, session, "model")
+            return page.not_found(request, session, "model")
         reports, audits = store.model_history(principal, name, limit=MAX_HISTORY)
         if not reports and not audits:
-            return not_found(request, session, "model")
+            return page.not_found(request, session, "model")
         lines = [report_line(report) for report in reversed(reports)]  # oldest first
         latest = lines[-1] if lines else None
         active = any(audit.status in ACTIVE for audit in audits)
@@ -535,26 +599,53 @@ def console_router(
             or any(r.contributor_id == principal.contributor_id for r in reports),
         )  # fmt: skip
 
+
+def add_model_deletion(
+    router: APIRouter,
+    settings: ServiceSettings,
+    store: ReportStore,
+    *,
+    page: _Pages,
+    signed_in: SignedIn,
+    rate_limit: Callable[[Callable], Callable],
+) -> None:
+    """Add ``/console/models/{name}/delete`` (POST, held to ``rate_limit``: her model entry,
+    its reports, audits and run folders, then back to her models) to ``router``."""
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
+
     @router.post("/models/{name}/delete")
-    @limit_by(signed_in_key)
+    @rate_limit
     async def delete_model(request: Request, session: Session, name: str) -> Response:
         principal, csrf = session
         fields = _form(await request.body())
         if not _same_origin(request) or not sessions.csrf_matches(csrf, fields.get("csrf")):
             return page(request, "not_found.html", 403, principal=principal, csrf=csrf, what="form")
         if not _valid(NAME_PATTERN, name, 100):
-            return not_found(request, session, "model")
+            return page.not_found(request, session, "model")
         try:
             deleted = await run_in_threadpool(store.delete_model, principal, name, None)
         except ModelInUse as error:
             return page(request, "not_found.html", 409, principal=principal, csrf=csrf,
                         what="model", problem=str(error))  # fmt: skip
         if deleted is None:
-            return not_found(request, session, "model")
+            return page.not_found(request, session, "model")
         await run_in_threadpool(remove_run_folders, settings, deleted.audits)
         said = urlencode({"deleted": name, "versions": ",".join(deleted.versions),
                           "reports": deleted.reports, "audits": len(deleted.audits)})  # fmt: skip
         return RedirectResponse(f"/console/models?{said}", 303)  # a reload does not re-post
+
+
+def add_report_pages(
+    router: APIRouter,
+    store: ReportStore,
+    *,
+    page: _Pages,
+    signed_in: SignedIn,
+    report_policy: str,
+) -> None:
+    """Add ``/console/reports/{id}`` (a report's figures) and ``/console/reports/{id}/page``
+    (its stored page, under ``report_policy``) to ``router``."""
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
 
     @router.get("/reports/{report_id}")
     def report(
@@ -564,10 +655,10 @@ def console_router(
     ) -> Response:
         principal, csrf = session
         if not _valid(IDENTIFIER_PATTERN, report_id, 36):
-            return not_found(request, session, "report")
+            return page.not_found(request, session, "report")
         found = store.get_report(principal, report_id, with_document=False)
         if found is None:
-            return not_found(request, session, "report")
+            return page.not_found(request, session, "report")
         has_page = store.has_report_page(principal, report_id)
         return page(
             request, "report.html", principal=principal, csrf=csrf, report=found,
@@ -582,12 +673,20 @@ def console_router(
     ) -> Response:
         principal = session[0]
         if not _valid(IDENTIFIER_PATTERN, report_id, 36):
-            return not_found(request, session, "report page")
+            return page.not_found(request, session, "report page")
         html = store.get_report_html(principal, report_id)
         if html is None:
-            return not_found(request, session, "report page")
+            return page.not_found(request, session, "report page")
         headers = PAGE_HEADERS | {"Content-Security-Policy": report_policy}
         return HTMLResponse(html, headers=headers)
+
+
+def add_audit_page(
+    router: APIRouter, store: ReportStore, *, page: _Pages, signed_in: SignedIn
+) -> None:
+    """Add ``/console/audits/{id}`` (an audit, with its report's line once there is one) to
+    ``router``."""
+    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
 
     @router.get("/audits/{audit_id}")
     def audit(
@@ -598,10 +697,10 @@ def console_router(
     ) -> Response:
         principal, csrf = session
         if not _valid(IDENTIFIER_PATTERN, audit_id, 36):
-            return not_found(request, session, "audit")
+            return page.not_found(request, session, "audit")
         found: Audit | None = store.get_audit(principal, audit_id)
         if found is None:
-            return not_found(request, session, "audit")
+            return page.not_found(request, session, "audit")
         report_id = store.report_of_audit(found.id)
         report = store.get_report(principal, report_id, with_document=False) if report_id else None
         return page(
@@ -612,6 +711,11 @@ def console_router(
             following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
 
+
+def add_other_pages(router: APIRouter, *, page: _Pages) -> None:
+    """Add ``/console/static/console.css`` and, last, every other console address (the 404
+    page) to ``router``."""
+
     @router.get("/static/console.css")
     def stylesheet() -> Response:
         headers = {"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"}
@@ -620,9 +724,7 @@ def console_router(
     @router.get("/{rest:path}")
     def elsewhere(request: Request, rest: str) -> Response:
         """Any other console address: the same 404 page (signed in or not)."""
-        return not_found(request, None, "page")
-
-    return router
+        return page.not_found(request, None, "page")
 
 
 def not_signed_in_redirect(_request: Request, _error: NotSignedIn) -> Response:

@@ -2,6 +2,7 @@
 ``PANORAMIA_MAX_UPLOAD_MB``; larger ones with ``panoramia data upload``, which resumes), and
 a button to delete each one with everything derived from it."""
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +42,30 @@ def add_upload_pages(
     sent)`` checks a form's origin and CSRF token, ``rate_limit`` holds each form to the
     API's rate limit per contributor (counted by her token, each route on its own as the
     API's are), and uploads are checked in ``checks`` as the API's are."""
-    import re
-
     rows = UploadRows(store)
+    listing = _listing(settings, rows, page)
+
+    @router.get("/uploads")
+    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:
+        principal, csrf = signed
+        shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
+        return listing(request, principal, csrf, done=shown)
+
+    _add_upload_form(
+        router, settings, store, listing=listing, session=session,
+        form_is_genuine=form_is_genuine, rate_limit=rate_limit, checks=checks,
+    )  # fmt: skip
+    _add_delete_form(
+        router, settings, store, rows, listing=listing, session=session,
+        form_is_genuine=form_is_genuine, rate_limit=rate_limit,
+    )  # fmt: skip
+
+
+def _listing(
+    settings: ServiceSettings, rows: UploadRows, page: Callable[..., Response]
+) -> Callable[..., Response]:
+    """``listing(request, principal, csrf, status=200, **said)``: the page of her uploads,
+    with the upload form and what was ``said`` of the last request."""
 
     def listing(
         request: Request, principal: Any, csrf: str, status: int = 200, **said: Any
@@ -54,11 +76,22 @@ def add_upload_pages(
             form_limit=settings.max_upload_bytes, **said,
         )  # fmt: skip
 
-    @router.get("/uploads")
-    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:
-        principal, csrf = signed
-        shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
-        return listing(request, principal, csrf, done=shown)
+    return listing
+
+
+def _add_upload_form(
+    router: APIRouter,
+    settings: ServiceSettings,
+    store: ReportStore,
+    *,
+    listing: Callable[..., Response],
+    session: Any,
+    form_is_genuine: Callable[[Request, str, str | None], bool],
+    rate_limit: Callable[[Callable], Callable],
+    checks: CheckPool,
+) -> None:
+    """Add ``/console/uploads`` (POST: one whole file, checked as the API's uploads are) to
+    ``router``; a refusal answers her ``listing`` with one line."""
 
     @router.post("/uploads")
     @rate_limit
@@ -103,6 +136,21 @@ def add_upload_pages(
         finally:
             await file.close()
         return RedirectResponse(f"/console/uploads?done={name}", 303)
+
+
+def _add_delete_form(
+    router: APIRouter,
+    settings: ServiceSettings,
+    store: ReportStore,
+    rows: UploadRows,
+    *,
+    listing: Callable[..., Response],
+    session: Any,
+    form_is_genuine: Callable[[Request, str, str | None], bool],
+    rate_limit: Callable[[Callable], Callable],
+) -> None:
+    """Add ``/console/uploads/{id}/delete`` (POST: her upload and everything derived from it
+    erased) to ``router``; the answer is her ``listing``, saying what was removed."""
 
     @router.post("/uploads/{upload_id}/delete")
     @rate_limit

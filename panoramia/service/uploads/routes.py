@@ -74,27 +74,42 @@ def is_chunk(method: str, path: str) -> bool:
     return method == "PATCH" and path.startswith("/v1/uploads/")
 
 
+UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
+IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
+
+
 def uploads_router(needs: RouteNeeds) -> APIRouter:
     """The upload routes, and the routes a worker on another machine reads an audit's
     uploads by (a worker's token)."""
     router = APIRouter(tags=["uploads"])
+    rows = UploadRows(needs.store)
+    _add_creation_route(router, needs, rows)
+    _add_chunk_routes(router, needs, rows)
+    _add_held_routes(router, needs, rows)
+    _add_worker_routes(router, needs, rows)
+    return router
+
+
+def _owned(rows: UploadRows, principal: Principal, id_or_name: str) -> Upload:
+    """Her upload ``id_or_name``; else 404."""
+    upload = rows.find(principal.contributor_id, id_or_name)
+    if upload is None:
+        raise HTTPException(404, NOT_FOUND)
+    return upload
+
+
+def _folder(needs: RouteNeeds, upload: Upload) -> UploadFolder:
+    """Where the upload's bytes are kept."""
+    return UploadFolder.of(needs.settings.uploads_dir, upload.contributor_id, upload.id)
+
+
+def _add_creation_route(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
+    """Add ``POST /v1/uploads`` (a file announced, checked before any byte) to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    rows = UploadRows(store)
     if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
         Caller: TypeAlias = Principal
     else:
         Caller = needs.contributor()
-    UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
-    IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
-
-    def owned(principal: Principal, id_or_name: str) -> Upload:
-        upload = rows.find(principal.contributor_id, id_or_name)
-        if upload is None:
-            raise HTTPException(404, NOT_FOUND)
-        return upload
-
-    def folder(upload: Upload) -> UploadFolder:
-        return UploadFolder.of(settings.uploads_dir, upload.contributor_id, upload.id)
 
     @router.post("/v1/uploads", status_code=201)
     @rate_limit
@@ -120,10 +135,20 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
             )
         except NameTaken:
             raise HTTPException(409, f"you already have an upload named {body.name!r}") from None
-        folder(upload).create()
+        _folder(needs, upload).create()
         response.headers["Location"] = f"/v1/uploads/{upload.id}"
         response.headers["Upload-Offset"] = "0"
         return upload_view(upload)
+
+
+def _add_chunk_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
+    """Add ``PATCH /v1/uploads/{id}`` (a chunk; the last completes the upload) and ``HEAD
+    /v1/uploads/{id}`` (the bytes held) to ``router``."""
+    settings, store = needs.settings, needs.store
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
 
     @router.patch("/v1/uploads/{upload_id}")
     async def send_chunk(
@@ -139,7 +164,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
         if upload.state != RECEIVING:
             headers = {"Upload-Offset": str(upload.size)} if upload.state == READY else {}
             raise HTTPException(409, f"this upload is {upload.state}", headers)
-        place = folder(upload)
+        place = _folder(needs, upload)
         try:
             held = await append_chunk(place, offset, upload.size, request.stream(), MAX_CHUNK_BYTES)
         except ChunkRefused as error:
@@ -162,10 +187,20 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     @router.head("/v1/uploads/{upload_id}")
     def upload_offset(upload_id: UploadId, principal: Caller) -> Response:
         """``Upload-Offset``: the bytes held (resume from there); ``Upload-Length``: all."""
-        upload = owned(principal, upload_id)
-        held = upload.size if upload.state == READY else folder(upload).held()
+        upload = _owned(rows, principal, upload_id)
+        held = upload.size if upload.state == READY else _folder(needs, upload).held()
         headers = {"Upload-Offset": str(held), "Upload-Length": str(upload.size)}
         return Response(status_code=200, headers=headers | {"Cache-Control": "no-store"})
+
+
+def _add_held_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
+    """Add ``GET /v1/uploads`` (hers), ``GET /v1/uploads/{id or name}`` and ``DELETE
+    /v1/uploads/{id or name}`` to ``router``."""
+    settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
+    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
+        Caller: TypeAlias = Principal
+    else:
+        Caller = needs.contributor()
 
     @router.get("/v1/uploads")
     def list_uploads(principal: Caller) -> list[UploadView]:
@@ -174,7 +209,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
 
     @router.get("/v1/uploads/{id_or_name}")
     def get_upload(id_or_name: IdOrName, principal: Caller) -> UploadView:
-        return upload_view(owned(principal, id_or_name))
+        return upload_view(_owned(rows, principal, id_or_name))
 
     @router.delete("/v1/uploads/{id_or_name}", response_model=None)
     @rate_limit
@@ -183,7 +218,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     ) -> dict | JSONResponse:
         """Delete the upload and everything derived from it: its staged copies, the stages
         trained or drawn from it, and its records in your reports (their figures stay)."""
-        upload = owned(principal, id_or_name)
+        upload = _owned(rows, principal, id_or_name)
         try:
             erased = erase_upload(store, settings, upload)
         except DeletionDeferred as error:
@@ -202,6 +237,12 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
             "message": erased.sentence(),
         }
 
+
+def _add_worker_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
+    """Add ``GET /v1/worker/uploads/{id}`` (a running audit's upload's files) and
+    ``GET /v1/worker/uploads/{id}/files/{path}`` (one of them) to ``router`` (a worker's
+    token)."""
+    settings = needs.settings
     if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
         Worker: TypeAlias = Principal
     else:
@@ -216,13 +257,13 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
             or not rows.audits_naming(upload.contributor_id, upload.id, status="running")
         ):
             raise HTTPException(404, NOT_FOUND)
-        return upload, folder(upload).data_path(upload.filename)
+        return upload, _folder(needs, upload).data_path(upload.filename)
 
     @router.get("/v1/worker/uploads/{upload_id}", tags=["workers"])
     def worker_listing(upload_id: UploadId, _worker: Worker) -> dict:
         """The files of a running audit's upload, each with its SHA-256 (a worker token)."""
         upload, data = in_use(upload_id)
-        prefix = folder(upload).recorded_prefix(upload.filename)
+        prefix = _folder(needs, upload).recorded_prefix(upload.filename)
         if prefix is None:
             return {"suffix": suffix_of(upload.filename), "folder": False,
                     "files": {data.name: upload.sha256}}  # fmt: skip
@@ -237,7 +278,7 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
     def worker_file(upload_id: UploadId, relative: str, _worker: Worker) -> StreamingResponse:
         """One file of a running audit's upload, streamed (a worker token)."""
         upload, data = in_use(upload_id)
-        prefix = folder(upload).recorded_prefix(upload.filename)
+        prefix = _folder(needs, upload).recorded_prefix(upload.filename)
         if prefix is None:
             if relative != data.name:
                 raise HTTPException(404, NOT_FOUND)
@@ -258,8 +299,6 @@ def uploads_router(needs: RouteNeeds) -> APIRouter:
                     yield block
 
         return StreamingResponse(blocks(), media_type="application/octet-stream")
-
-    return router
 
 
 def _rejected(message: str, field: str) -> HTTPException:

@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from panoramia.errors import InputError
 from panoramia.sandbox import landlock_abi, launcher
@@ -93,6 +94,15 @@ def run_audit(
             shutil.rmtree(settings.audits_dir / audit.id, ignore_errors=True)
 
 
+class _Ended(Exception):
+    """A run that ended before its child's outcome: :func:`run_audit` returns ``status``
+    (FAILED, recorded already; None: the claim was lost)."""
+
+    def __init__(self, status: AuditStatus | None) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 def _run_claimed(
     store: ReportStore,
     settings: ServiceSettings,
@@ -107,6 +117,43 @@ def _run_claimed(
     for stale in ("report.json", "report.html", "progress.json"):
         (run_dir / stale).unlink(missing_ok=True)
     log_file = run_dir / f"attempt-{audit.attempts}.log"
+    try:
+        overrides, staged_names = _staged(store, settings, audit, worker, run_dir)
+        command, env, confinement, confined = _child_command(
+            store, settings, audit, worker, run_dir, overrides
+        )
+        started = time.perf_counter()
+        assert audit.started_at is not None  # set when the worker claimed it
+        queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
+        log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
+        process = _start_child(
+            store, settings, audit_id, worker, run_dir, log_file, command, env, confined
+        )
+    except _Ended as ended:
+        return ended.status
+    try:
+        outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
+    except ClaimLost:
+        log.warning("audit %s: claim lost (presumed dead); stopped", audit_id)
+        return None
+    timings = {
+        "queued_s": round(queued_s, 3),
+        "run_s": round(time.perf_counter() - started, 3),
+        "attempt": audit.attempts,
+        "confinement": confinement,
+    }
+    return _record(
+        store, settings, audit, worker, run_dir, log_file, process, outcome, timings, staged_names
+    )
+
+
+def _staged(
+    store: ReportStore, settings: ServiceSettings, audit: Audit, worker: str, run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The audit's overrides with each data path a copy under ``run_dir``, and each copy's
+    name as she knows it (:func:`stage_data_files`, heartbeats sent meanwhile); ``_Ended``
+    where a copy fails (FAILED, recorded) or the claim was lost while copying (None)."""
+    audit_id = audit.id
     try:  # the child reads copies made now, never the contributor's paths (no window)
         with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
             overrides, staged_names = stage_data_files(
@@ -115,10 +162,24 @@ def _run_claimed(
             )  # fmt: skip
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
-        return AuditStatus.FAILED
+        raise _Ended(AuditStatus.FAILED) from None
     if beating.claim_lost:
         log.warning("audit %s: claim lost while copying its data; stopped", audit_id)
-        return None
+        raise _Ended(None)
+    return overrides, staged_names
+
+
+def _child_command(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit: Audit,
+    worker: str,
+    run_dir: Path,
+    overrides: list[str],
+) -> tuple[list[str], dict[str, str], str, bool]:
+    """The child's command line, its environment, the confinement in one line and whether
+    it is confined (Landlock); ``_Ended`` (FAILED, recorded) where the confinement required
+    is unavailable."""
     artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
     if settings.remote_worker:  # nothing of hers outlives the audit on this machine
         artifacts_dir = run_dir / "stages"
@@ -133,22 +194,34 @@ def _run_claimed(
     try:
         confinement = settings.check_sandbox()
     except InputError as error:
-        store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
-        return AuditStatus.FAILED
+        store.release(audit.id, worker, AuditStatus.FAILED, str(error), {})
+        raise _Ended(AuditStatus.FAILED) from None
     confined = bool(settings.sandbox and landlock_abi())
     if confined:
         rules = audit_confinement(settings, run_dir, artifacts_dir, audit.request)
         command = launcher(rules, command, chdir=run_dir)
         env |= private_folders(run_dir)
-    started = time.perf_counter()
-    assert audit.started_at is not None  # set when the worker claimed it
-    queued_s = (as_utc(audit.started_at) - as_utc(audit.created_at)).total_seconds()
-    log.info("audit %s attempt %d started by %s", audit_id, audit.attempts, worker)
+    return command, env, confinement, confined
+
+
+def _start_child(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit_id: str,
+    worker: str,
+    run_dir: Path,
+    log_file: Path,
+    command: list[str],
+    env: dict[str, str],
+    confined: bool,
+) -> subprocess.Popen:
+    """The child started (its output to ``log_file``) under the audit's memory ceiling;
+    ``_Ended`` (FAILED, recorded) where the log cannot be opened."""
     try:
         output = open_log(log_file)
     except OSError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, f"log: {error.strerror}", {})
-        return AuditStatus.FAILED
+        raise _Ended(AuditStatus.FAILED) from None
     try:
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
@@ -157,17 +230,25 @@ def _run_claimed(
     finally:
         os.close(output)
     cap_memory(process.pid, settings.audit_memory_bytes)
-    try:
-        outcome = _watch(process, store, settings, audit_id, worker, run_dir, shutting_down)
-    except ClaimLost:
-        log.warning("audit %s: claim lost (presumed dead); stopped", audit_id)
-        return None
-    timings = {
-        "queued_s": round(queued_s, 3),
-        "run_s": round(time.perf_counter() - started, 3),
-        "attempt": audit.attempts,
-        "confinement": confinement,
-    }
+    return process
+
+
+def _record(
+    store: ReportStore,
+    settings: ServiceSettings,
+    audit: Audit,
+    worker: str,
+    run_dir: Path,
+    log_file: Path,
+    process: subprocess.Popen,
+    outcome: tuple[AuditStatus, str] | None,
+    timings: dict[str, Any],
+    staged_names: dict[str, str],
+) -> AuditStatus:
+    """Record how the run ended (``outcome``: what stopped it early; None: it exited by
+    itself, and its report or its failure is read from ``run_dir``), expire her inputs
+    where it ended, log it; returns its status."""
+    audit_id = audit.id
     if outcome is None:
         shown = ContributorView(staged_names, run_dir, settings.home)
         finished = finished_report(
