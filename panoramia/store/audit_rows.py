@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from panoramia.store.common import (
@@ -75,17 +75,7 @@ class AuditRows(StoreBase):
         group = str(uuid.uuid4()) if len(requests) > 1 else None
         with self.writes.begin() as session:
             if max_active is not None or budget is not None:
-                # PostgreSQL: the contributor's row lock serialises its submissions.
-                session.execute(
-                    select(Contributor.id)
-                    .where(Contributor.id == principal.contributor_id)
-                    .with_for_update()
-                )
-                active = self._active_requests(session, principal)
-                if max_active is not None and active >= max_active:
-                    raise TooManyAudits(max_active)
-                if budget is not None:
-                    budget(self._active_cost(session, principal.contributor_id))
+                _check_limits(session, principal, max_active, budget)
             refs = models if models is not None else [model] * len(requests)
             entries: dict[tuple[str, str], AuditedModel] = {}
             for ref in refs:
@@ -113,21 +103,6 @@ class AuditRows(StoreBase):
                 created.append(audit)
         return created
 
-    @staticmethod
-    def _active_requests(session: Session, principal: Principal) -> int:
-        """The contributor's queued or running requests: single audits, and groups of
-        repeats counted once."""
-        active = (Audit.contributor_id == principal.contributor_id, Audit.status.in_(ACTIVE))
-        single = session.scalar(
-            select(func.count(Audit.id)).where(*active, Audit.repeat_group.is_(None))
-        )
-        groups = session.scalar(
-            select(func.count(func.distinct(Audit.repeat_group))).where(
-                *active, Audit.repeat_group.is_not(None)
-            )
-        )
-        return int(single or 0) + int(groups or 0)
-
     def repeat_audits(self, principal: Principal, group: str) -> list[Audit]:
         """The audits of one group of repeats, in the order submitted (their seeds' order);
         [] where ``principal`` may see none of them."""
@@ -150,17 +125,7 @@ class AuditRows(StoreBase):
     def active_cost(self, contributor_id: int) -> float:
         """The summed cost estimates of the contributor's queued and running audits."""
         with self.sessions() as session:
-            return self._active_cost(session, contributor_id)
-
-    @staticmethod
-    def _active_cost(session: Session, contributor_id: int) -> float:
-        """The summed ``request["cost"]`` of the contributor's queued and running audits."""
-        requests = session.scalars(
-            select(Audit.request).where(
-                Audit.contributor_id == contributor_id, Audit.status.in_(ACTIVE)
-            )
-        )
-        return float(sum(float((r or {}).get("cost") or 0) for r in requests))
+            return _active_cost(session, contributor_id)
 
     def get_audit(self, principal: Principal | None, audit_id: str) -> Audit | None:
         """The audit, if it exists and ``principal`` may see it (``None`` = internal use)."""
@@ -227,31 +192,7 @@ class AuditRows(StoreBase):
         contributor's queued audits thus wait behind at most one audit of each other
         contributor's, however many she or they queued. Races between workers are settled by
         :meth:`claim`'s conditional update: a lost candidate gives way to the next."""
-        running = (
-            select(Audit.contributor_id, func.count().label("running"))
-            .where(Audit.status == AuditStatus.RUNNING)
-            .group_by(Audit.contributor_id)
-            .subquery()
-        )
-        served = (
-            select(Audit.contributor_id, func.max(Audit.started_at).label("last_start"))
-            .where(Audit.started_at.is_not(None))
-            .group_by(Audit.contributor_id)
-            .subquery()
-        )
-        query = (
-            select(Audit.id)
-            .outerjoin(running, running.c.contributor_id == Audit.contributor_id)
-            .outerjoin(served, served.c.contributor_id == Audit.contributor_id)
-            .where(Audit.status == AuditStatus.QUEUED)
-            .order_by(
-                func.coalesce(running.c.running, 0),
-                served.c.last_start.asc().nulls_first(),
-                Audit.created_at,
-                Audit.id,
-            )
-            .limit(candidates)
-        )
+        query = _fairest_queued(candidates)
         for _ in range(3):
             with self.sessions() as session:
                 ids = list(session.scalars(query))
@@ -340,21 +281,10 @@ class AuditRows(StoreBase):
                 .with_for_update()
             ).all()
             for audit in orphans:
-                lost = (
-                    f"worker {audit.worker} stopped sending heartbeats (attempt {audit.attempts})"
-                )
-                audit.worker = None
-                if audit.cancel_requested:
-                    audit.status, audit.error = AuditStatus.CANCELLED, f"cancelled; {lost}"
-                    audit.finished_at = utcnow()
-                elif audit.attempts < max_attempts:
-                    audit.status, audit.error = AuditStatus.QUEUED, f"re-queued: {lost}"
-                    audit.heartbeat_at = None
+                outcome = _recover_orphan(audit, max_attempts)
+                if outcome == AuditStatus.QUEUED:
                     requeued.append(audit.id)
-                else:
-                    audit.status = AuditStatus.FAILED
-                    audit.error = f"failed after {audit.attempts} attempts: {lost}"
-                    audit.finished_at = utcnow()
+                elif outcome == AuditStatus.FAILED:
                     failed.append(audit.id)
         return requeued, failed
 
@@ -366,3 +296,95 @@ def _repeat_index(audit: Audit) -> tuple[int, int]:
     repeat = repeat if isinstance(repeat, dict) else {}
     index = repeat.get("index")
     return (1 if repeat.get("role") == "control" else 0, index if isinstance(index, int) else 0)
+
+
+def _check_limits(
+    session: Session,
+    principal: Principal,
+    max_active: int | None,
+    budget: Callable[[float], None] | None,
+) -> None:
+    """Refuse a submission over the principal's ``max_active`` requests or her ``budget``,
+    counted under her contributor row's lock (PostgreSQL: it serialises her submissions)."""
+    session.execute(
+        select(Contributor.id).where(Contributor.id == principal.contributor_id).with_for_update()
+    )
+    active = _active_requests(session, principal)
+    if max_active is not None and active >= max_active:
+        raise TooManyAudits(max_active)
+    if budget is not None:
+        budget(_active_cost(session, principal.contributor_id))
+
+
+def _active_requests(session: Session, principal: Principal) -> int:
+    """The contributor's queued or running requests: single audits, and groups of
+    repeats counted once."""
+    active = (Audit.contributor_id == principal.contributor_id, Audit.status.in_(ACTIVE))
+    single = session.scalar(
+        select(func.count(Audit.id)).where(*active, Audit.repeat_group.is_(None))
+    )
+    groups = session.scalar(
+        select(func.count(func.distinct(Audit.repeat_group))).where(
+            *active, Audit.repeat_group.is_not(None)
+        )
+    )
+    return int(single or 0) + int(groups or 0)
+
+
+def _active_cost(session: Session, contributor_id: int) -> float:
+    """The summed ``request["cost"]`` of the contributor's queued and running audits."""
+    requests = session.scalars(
+        select(Audit.request).where(
+            Audit.contributor_id == contributor_id, Audit.status.in_(ACTIVE)
+        )
+    )
+    return float(sum(float((r or {}).get("cost") or 0) for r in requests))
+
+
+def _fairest_queued(candidates: int) -> Select[str]:
+    """The ids of the ``candidates`` queued audits fairest to run next, in that order (see
+    :meth:`AuditRows.claim_next`)."""
+    running = (
+        select(Audit.contributor_id, func.count().label("running"))
+        .where(Audit.status == AuditStatus.RUNNING)
+        .group_by(Audit.contributor_id)
+        .subquery()
+    )
+    served = (
+        select(Audit.contributor_id, func.max(Audit.started_at).label("last_start"))
+        .where(Audit.started_at.is_not(None))
+        .group_by(Audit.contributor_id)
+        .subquery()
+    )
+    return (
+        select(Audit.id)
+        .outerjoin(running, running.c.contributor_id == Audit.contributor_id)
+        .outerjoin(served, served.c.contributor_id == Audit.contributor_id)
+        .where(Audit.status == AuditStatus.QUEUED)
+        .order_by(
+            func.coalesce(running.c.running, 0),
+            served.c.last_start.asc().nulls_first(),
+            Audit.created_at,
+            Audit.id,
+        )
+        .limit(candidates)
+    )
+
+
+def _recover_orphan(audit: Audit, max_attempts: int) -> AuditStatus:
+    """Release an orphaned running audit: cancelled (its cancel was asked), re-queued (it has
+    attempts left) or failed; returns its new status."""
+    lost = f"worker {audit.worker} stopped sending heartbeats (attempt {audit.attempts})"
+    audit.worker = None
+    if audit.cancel_requested:
+        audit.status, audit.error = AuditStatus.CANCELLED, f"cancelled; {lost}"
+        audit.finished_at = utcnow()
+        return AuditStatus.CANCELLED
+    if audit.attempts < max_attempts:
+        audit.status, audit.error = AuditStatus.QUEUED, f"re-queued: {lost}"
+        audit.heartbeat_at = None
+        return AuditStatus.QUEUED
+    audit.status = AuditStatus.FAILED
+    audit.error = f"failed after {audit.attempts} attempts: {lost}"
+    audit.finished_at = utcnow()
+    return AuditStatus.FAILED

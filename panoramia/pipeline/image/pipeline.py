@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from panoramia.data.images import ImageSet, concat, read_npz
 from panoramia.pipeline.graph import AuditPipeline
-from panoramia.pipeline.image.config import ImageJobConfig
+from panoramia.pipeline.image.config import ImageGeneratorSettings, ImageJobConfig
 from panoramia.pipeline.image.data import (
     CONTROL_POOL,
     MEMBERS,
@@ -35,6 +35,11 @@ from panoramia.pipeline.stages.splits import (
     with_pool,
 )
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
+
+if TYPE_CHECKING:
+    from panoramia.baselines.image import ImageLabeler
+    from panoramia.generators.image import ImageGenerator
+    from panoramia.generators.image_filter import CrossFittedLosses
 
 GALLERY = 48
 """Images of each kind shown in the report."""
@@ -122,12 +127,6 @@ class ImagePipeline(AuditPipeline):
         )  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from panoramia.baselines.image import ImageLabeler
-        from panoramia.generators.image import ImageGenerator
-        from panoramia.generators.image_filter import cross_fitted_losses, filter_synthetic_images
-        from panoramia.generators.loss_matching import loss_matching_keep, matching_summary
-        from panoramia.models.image_training import ImageModelConfig
-
         config = self.job.generator
         helper = self.job.helper
         needed = synthetic_sizes(
@@ -136,105 +135,7 @@ class ImagePipeline(AuditPipeline):
         pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
-            generator = ImageGenerator.load(gen.directory)
-            real = read_npz(known.directory / "member_generator.npz")
-            labeler = None
-            if config.relabel:
-                labeler = ImageLabeler(
-                    ImageModelConfig(
-                        epochs=config.labeler_epochs,
-                        batch_size=config.labeler_batch_size,
-                        augment="crop",
-                    ),
-                    directory / "labeler",
-                    seed=child_seed(self.generation_seed, "labeler"),
-                ).fit(real, n_classes=int(data.info["n_classes"]))
-            seeds: dict[str, int] = {}
-
-            def draw(n: int, name: str) -> ImageSet:
-                seeds[name] = child_seed(self.generation_seed, name)
-                images = generator.sample(n, seed=seeds[name])
-                if labeler is None:
-                    return images
-                return labeler.relabel(
-                    images, seed=child_seed(self.generation_seed, f"{name}/labels")
-                )
-
-            extra = None
-            factor = MARGIN
-            if config.filter.enabled:
-                n_extra = max(100, round(config.filter.extra_fraction * len(real)))
-                extra = draw(n_extra, "synthetic/extra")
-                factor /= 1.0 - config.filter.max_drop
-            matching = None
-            matching_info: dict[str, list[np.ndarray]] | None = None  # set with matching
-            if config.loss_matching.enabled:
-                matching = cross_fitted_losses(
-                    real, ImageModelConfig(
-                        epochs=config.loss_matching.epochs, augment="crop",
-                        batch_size=config.loss_matching.batch_size,
-                    ),
-                    directory / "loss_matching",
-                    seed=child_seed(self.generation_seed, "synthetic/matching"),
-                    n_classes=int(data.info["n_classes"]),
-                )  # fmt: skip
-                matching_info = {"candidates": [], "kept": []}
-
-            def screen(batch: ImageSet) -> ImageSet:
-                realness = np.zeros(len(batch))
-                if extra is not None:
-                    result = filter_synthetic_images(
-                        real, extra, batch, real_quantile=config.filter.real_quantile,
-                        max_drop=config.filter.max_drop,
-                        seed=child_seed(self.generation_seed, "synthetic/filter"),
-                    )  # fmt: skip
-                    batch, realness = result.kept, result.kept_real_probability
-                if matching is not None:
-                    losses = matching.of(batch)
-                    keep = loss_matching_keep(
-                        matching.held_out_real, losses, priority=realness,
-                        bins=config.loss_matching.bins, max_drop=config.loss_matching.max_drop,
-                    )  # fmt: skip
-                    batch = batch.take(np.flatnonzero(keep))
-                    assert matching_info is not None
-                    matching_info["candidates"].append(losses)
-                    matching_info["kept"].append(losses[keep])
-                return batch
-
-            # Later rounds are sized by the share kept so far (loss matching's varies).
-            kept_parts, drawn = draw_screened(
-                sum(needed.values()), draw=draw, screen=screen, size=len, factor=factor,
-                adapt=True, what="images",
-            )  # fmt: skip
-            kept = concat(kept_parts)
-            # Disjoint: h's images are never audited.
-            deal(
-                needed,
-                lambda indices, name: self.sets.write(
-                    kept, indices, directory / f"synthetic_{name}.npz"
-                ),
-                order=SYNTHETIC_SETS,
-            )
-            kept_fraction, pool_drawn = round(len(kept) / drawn, 4), 0
-            screened = len(matching_info["candidates"]) if matching_info else 0
-            if pool:  # the attacker's extra false-positive side, screened as the audit's
-                pool_parts, pool_drawn = draw_screened(
-                    pool, draw=draw, screen=screen, size=len, factor=factor, adapt=True,
-                    what="images", name="synthetic/pool",
-                )  # fmt: skip
-                self.sets.write(concat(pool_parts), np.arange(pool),
-                                directory / f"{POOL_SET}.npz")  # fmt: skip
-            (directory / "seeds.json").write_text(json.dumps(seeds, indent=1))
-            info: dict[str, object] = {"drawn": drawn, "kept_fraction": kept_fraction, **needed,
-                                       "pool": pool, "pool_drawn": pool_drawn}  # fmt: skip
-            if matching is not None:
-                assert matching_info is not None
-                info["loss_matching"] = matching_summary(
-                    matching.held_out_real,
-                    np.concatenate(matching_info["candidates"][:screened]),
-                    np.concatenate(matching_info["kept"][:screened]),
-                )
-            return info
+            return self._draw_synthetic(data, known, gen, needed, pool, directory)
 
         settings = asdict(config)
         if not config.loss_matching.enabled:  # keeps the keys of sets drawn before it existed
@@ -247,6 +148,64 @@ class ImagePipeline(AuditPipeline):
         return self.runner.run(
             "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known]
         )
+
+    def _draw_synthetic(
+        self,
+        data: StageResult,
+        known: StageResult,
+        gen: StageResult,
+        needed: dict[str, int],
+        pool: int,
+        directory: Path,
+    ) -> dict:
+        """The synthetic stage's work: draw, screen and deal the synthetic images (and the
+        attacker's pool) into ``directory``; its info."""
+        from panoramia.generators.image import ImageGenerator
+
+        config = self.job.generator
+        generator = ImageGenerator.load(gen.directory)
+        real = read_npz(known.directory / "member_generator.npz")
+        n_classes = int(data.info["n_classes"])
+        labeler = _fit_labeler(config, real, n_classes, directory, self.generation_seed)
+        draw = _ImageDraw(generator, labeler, self.generation_seed)
+        extra = None
+        factor = MARGIN
+        if config.filter.enabled:
+            n_extra = max(100, round(config.filter.extra_fraction * len(real)))
+            extra = draw(n_extra, "synthetic/extra")
+            factor /= 1.0 - config.filter.max_drop
+        matching = _fit_matching(config, real, n_classes, directory, self.generation_seed)
+        screen = _ImageScreen(config, real, extra, matching, self.generation_seed)
+
+        # Later rounds are sized by the share kept so far (loss matching's varies).
+        kept_parts, drawn = draw_screened(
+            sum(needed.values()), draw=draw, screen=screen, size=len, factor=factor,
+            adapt=True, what="images",
+        )  # fmt: skip
+        kept = concat(kept_parts)
+        # Disjoint: h's images are never audited.
+        deal(
+            needed,
+            lambda indices, name: self.sets.write(
+                kept, indices, directory / f"synthetic_{name}.npz"
+            ),
+            order=SYNTHETIC_SETS,
+        )
+        kept_fraction, pool_drawn = round(len(kept) / drawn, 4), 0
+        screened = len(screen.candidates)
+        if pool:  # the attacker's extra false-positive side, screened as the audit's
+            pool_parts, pool_drawn = draw_screened(
+                pool, draw=draw, screen=screen, size=len, factor=factor, adapt=True,
+                what="images", name="synthetic/pool",
+            )  # fmt: skip
+            self.sets.write(concat(pool_parts), np.arange(pool),
+                            directory / f"{POOL_SET}.npz")  # fmt: skip
+        (directory / "seeds.json").write_text(json.dumps(draw.seeds, indent=1))
+        info: dict[str, object] = {"drawn": drawn, "kept_fraction": kept_fraction, **needed,
+                                   "pool": pool, "pool_drawn": pool_drawn}  # fmt: skip
+        if matching is not None:
+            info["loss_matching"] = screen.summary(screened)
+        return info
 
     def train_stand_in(
         self, data: StageResult, examples: ImageSet, directory: Path, seed: int
@@ -282,4 +241,128 @@ class ImagePipeline(AuditPipeline):
             config={**asdict(config), "generation_seed": self.generation_seed},
             inputs=[data, known] if real else [data, synthetic],
             label=f"helper h ({config.arch}, {config.training_data} images)",
+        )
+
+
+def _fit_labeler(
+    config: ImageGeneratorSettings,
+    real: ImageSet,
+    n_classes: int,
+    directory: Path,
+    generation_seed: int,
+) -> ImageLabeler | None:
+    """The labeler fitted on D_G that redraws the synthetic images' labels (None: no
+    ``relabel``)."""
+    if not config.relabel:
+        return None
+    from panoramia.baselines.image import ImageLabeler
+    from panoramia.models.image_training import ImageModelConfig
+
+    return ImageLabeler(
+        ImageModelConfig(
+            epochs=config.labeler_epochs,
+            batch_size=config.labeler_batch_size,
+            augment="crop",
+        ),
+        directory / "labeler",
+        seed=child_seed(generation_seed, "labeler"),
+    ).fit(real, n_classes=n_classes)
+
+
+def _fit_matching(
+    config: ImageGeneratorSettings,
+    real: ImageSet,
+    n_classes: int,
+    directory: Path,
+    generation_seed: int,
+) -> CrossFittedLosses | None:
+    """D_G's cross-fitted classifiers whose losses loss matching resamples on (None: loss
+    matching is off)."""
+    if not config.loss_matching.enabled:
+        return None
+    from panoramia.generators.image_filter import cross_fitted_losses
+    from panoramia.models.image_training import ImageModelConfig
+
+    return cross_fitted_losses(
+        real, ImageModelConfig(
+            epochs=config.loss_matching.epochs, augment="crop",
+            batch_size=config.loss_matching.batch_size,
+        ),
+        directory / "loss_matching",
+        seed=child_seed(generation_seed, "synthetic/matching"),
+        n_classes=n_classes,
+    )  # fmt: skip
+
+
+class _ImageDraw:
+    """The synthetic stage's draws: ``n`` generated images under a name's seed, their labels
+    redrawn by the labeler if any; ``seeds`` holds each name's seed."""
+
+    def __init__(
+        self, generator: ImageGenerator, labeler: ImageLabeler | None, generation_seed: int
+    ) -> None:
+        self.generator, self.labeler = generator, labeler
+        self.generation_seed = generation_seed
+        self.seeds: dict[str, int] = {}
+
+    def __call__(self, n: int, name: str) -> ImageSet:
+        """Draw ``n`` images under ``name``."""
+        self.seeds[name] = child_seed(self.generation_seed, name)
+        images = self.generator.sample(n, seed=self.seeds[name])
+        if self.labeler is None:
+            return images
+        return self.labeler.relabel(images, seed=child_seed(self.generation_seed, f"{name}/labels"))
+
+
+class _ImageScreen:
+    """The synthetic stage's screen of a batch: the real-vs-synthetic filter (with ``extra``),
+    then loss matching (with ``matching``), which records the losses it saw and kept."""
+
+    def __init__(
+        self,
+        config: ImageGeneratorSettings,
+        real: ImageSet,
+        extra: ImageSet | None,
+        matching: CrossFittedLosses | None,
+        generation_seed: int,
+    ) -> None:
+        self.config, self.real, self.extra, self.matching = config, real, extra, matching
+        self.generation_seed = generation_seed
+        self.candidates: list[np.ndarray] = []  # each screened batch's losses (matching)
+        self.kept: list[np.ndarray] = []  # and those of the images it kept
+
+    def __call__(self, batch: ImageSet) -> ImageSet:
+        """The images of ``batch`` that pass the screen."""
+        from panoramia.generators.image_filter import filter_synthetic_images
+        from panoramia.generators.loss_matching import loss_matching_keep
+
+        config = self.config
+        realness = np.zeros(len(batch))
+        if self.extra is not None:
+            result = filter_synthetic_images(
+                self.real, self.extra, batch, real_quantile=config.filter.real_quantile,
+                max_drop=config.filter.max_drop,
+                seed=child_seed(self.generation_seed, "synthetic/filter"),
+            )  # fmt: skip
+            batch, realness = result.kept, result.kept_real_probability
+        if self.matching is not None:
+            losses = self.matching.of(batch)
+            keep = loss_matching_keep(
+                self.matching.held_out_real, losses, priority=realness,
+                bins=config.loss_matching.bins, max_drop=config.loss_matching.max_drop,
+            )  # fmt: skip
+            batch = batch.take(np.flatnonzero(keep))
+            self.candidates.append(losses)
+            self.kept.append(losses[keep])
+        return batch
+
+    def summary(self, screened: int) -> dict:
+        """Loss matching's summary over the first ``screened`` batches (the audit's draws)."""
+        from panoramia.generators.loss_matching import matching_summary
+
+        assert self.matching is not None
+        return matching_summary(
+            self.matching.held_out_real,
+            np.concatenate(self.candidates[:screened]),
+            np.concatenate(self.kept[:screened]),
         )

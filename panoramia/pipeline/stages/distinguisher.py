@@ -3,7 +3,7 @@ non-members and scored on the game's audit set."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,87 +35,32 @@ def build_distinguisher(
     ensemble``; member k is trained with seed k); their per-example losses are that
     distinguisher's side information, stacked on a last axis ((n, k) or (n, T, k) for
     sequences) in this order. The stage's scores are the members' mean score."""
-    prefix = "nonmember" if real_nonmembers else "synthetic"
-    others_folder = split.directory if real_nonmembers else synthetic.directory
-
-    tables_read: dict[str, dict[str, np.ndarray]] = {}  # h's losses serve every member
-
-    def side_table(stage: StageResult) -> dict[str, np.ndarray]:
-        if stage.key not in tables_read:
-            sequences = stage.directory / SEQUENCE_LOSSES
-            tables_read[stage.key] = dict(
-                np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
-            )
-        return tables_read[stage.key]
-
-    def side(losses: list[StageResult]) -> dict[str, np.ndarray]:
-        tables = [side_table(stage) for stage in losses]
-        loss = tables[0]
-        if len(tables) > 1:
-            loss = {name: np.stack([t[name] for t in tables], axis=-1) for name in loss}
-        return loss
-
-    def member(directory: Path, loss: dict[str, np.ndarray], index: int) -> tuple[dict, np.ndarray]:
-        """Train and score the ``index``-th distinguisher: (its record, its scores)."""
-
-        def part(which: str) -> tuple[Any, Any, np.ndarray, np.ndarray]:
-            members = audit.sets.read(split.directory / f"member_{which}{audit.sets.suffix}")
-            others = audit.sets.read(others_folder / f"{prefix}_{which}{audit.sets.suffix}")
-            return members, others, loss[f"member_{which}"], loss[f"{prefix}_{which}"]
-
-        def stacked(which: str) -> tuple[Any, np.ndarray, np.ndarray]:
-            members, others, member_loss, other_loss = part(which)
-            labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
-            return audit.sets.stack(members, others), np.r_[member_loss, other_loss], labels
-
-        # One seed per member for the baseline and the attack (paired): their bounds then
-        # differ by the side information, not by training randomness.
-        model = audit.new_distinguisher(data, index)
-        model.fit(*stacked("attack_train"), *stacked("attack_val"))
-        game_arrays = np.load(game.directory / "game.npz")
-        coins = game_arrays["reference_coins" if real_nonmembers else "coins"]
-        members, others, member_loss, other_loss = part("audit")
-        take = coins.astype(bool)
-        slots = take.reshape(-1, *[1] * (member_loss.ndim - 1))
-        side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
-        scores = model.score(audit.sets.fill(members, others, take), side)
-        suffix = f"_{index}" if len(sides) > 1 else ""
-        extra = {}
-        if pool is not None:
-            pooled = audit.sets.read(pool.directory / f"{POOL_SET}{audit.sets.suffix}")
-            extra["pool_scores"] = model.score(pooled, loss[POOL_SET])
-        np.savez(
-            directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side, **extra
-        )
-        record = {
-            "selection": [asdict(c) for c in model.candidates],
-            "chosen": asdict(model.chosen),
-        }
-        return record, scores
+    ensemble = _Ensemble(
+        audit, data, split, synthetic, game, pool, real_nonmembers, size=len(sides)
+    )
 
     def build(directory: Path) -> dict:
-        members = [member(directory, side(losses), k) for k, losses in enumerate(sides)]
+        side = _SideTables()  # h's losses serve every member
+        members = [ensemble.member(directory, side(losses), k) for k, losses in enumerate(sides)]
         records = [record for record, _ in members]
         if len(records) == 1:
             return records[0]
-        first = np.load(directory / "scores_0.npz")
-        extra = {}
-        if pool is not None:
-            extra["pool_scores"] = np.mean(
-                [np.load(directory / f"scores_{k}.npz")["pool_scores"] for k in range(len(sides))],
-                axis=0,
-            )
-        np.savez(
-            directory / "scores.npz",
-            scores=np.mean([scores for _, scores in members], axis=0),
-            membership=first["membership"],
-            side=first["side"],
-            **extra,
-        )
+        ensemble.save_mean(directory, [scores for _, scores in members])
         return {"ensemble": records, "chosen": records[0]["chosen"],
                 "selection": records[0]["selection"]}  # fmt: skip
 
-    config = {
+    config = _stage_config(audit, sides, real_nonmembers)
+    inputs = list({stage.key: stage for losses in sides for stage in losses}.values())
+    if pool is not None:
+        inputs.append(pool)
+    return audit.runner.run(
+        name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
+    )
+
+
+def _stage_config(audit: Audit, sides: list[list[StageResult]], real_nonmembers: bool) -> dict:
+    """The distinguisher stage's key inputs (beside its input stages)."""
+    config: dict[str, Any] = {
         "distinguisher": asdict(audit.job.distinguisher),
         "seed": audit.seed,
         "real_nonmembers": real_nonmembers,
@@ -126,9 +71,112 @@ def build_distinguisher(
         # The inputs are a set: with reference models (each member's own choice of the
         # other stand-ins) they no longer say which member sees which losses.
         config["sides"] = [[stage.name for stage in losses] for losses in sides]
-    inputs = list({stage.key: stage for losses in sides for stage in losses}.values())
-    if pool is not None:
-        inputs.append(pool)
-    return audit.runner.run(
-        name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
-    )
+    return config
+
+
+class _SideTables:
+    """The side information of each member, its losses stages' tables read once each."""
+
+    def __init__(self) -> None:
+        self.tables_read: dict[str, dict[str, np.ndarray]] = {}
+
+    def table(self, stage: StageResult) -> dict[str, np.ndarray]:
+        """One losses stage's table (its loss sequences where it stored them)."""
+        if stage.key not in self.tables_read:
+            sequences = stage.directory / SEQUENCE_LOSSES
+            self.tables_read[stage.key] = dict(
+                np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
+            )
+        return self.tables_read[stage.key]
+
+    def __call__(self, losses: list[StageResult]) -> dict[str, np.ndarray]:
+        """One member's side information: its stages' losses, stacked on a last axis."""
+        tables = [self.table(stage) for stage in losses]
+        loss = tables[0]
+        if len(tables) > 1:
+            loss = {name: np.stack([t[name] for t in tables], axis=-1) for name in loss}
+        return loss
+
+
+@dataclass(frozen=True)
+class _Ensemble:
+    """What every distinguisher of the ensemble is trained and scored on."""
+
+    audit: Audit
+    data: StageResult
+    split: StageResult
+    synthetic: StageResult
+    game: StageResult
+    pool: StageResult | None
+    real_nonmembers: bool
+    size: int
+
+    @property
+    def prefix(self) -> str:
+        """The non-members' sets' prefix: real (RM;RN) or synthetic."""
+        return "nonmember" if self.real_nonmembers else "synthetic"
+
+    def part(
+        self, loss: dict[str, np.ndarray], which: str
+    ) -> tuple[Any, Any, np.ndarray, np.ndarray]:
+        """The members and non-members of set ``which``, and their losses."""
+        sets, prefix = self.audit.sets, self.prefix
+        others_folder = self.split.directory if self.real_nonmembers else self.synthetic.directory
+        members = sets.read(self.split.directory / f"member_{which}{sets.suffix}")
+        others = sets.read(others_folder / f"{prefix}_{which}{sets.suffix}")
+        return members, others, loss[f"member_{which}"], loss[f"{prefix}_{which}"]
+
+    def stacked(
+        self, loss: dict[str, np.ndarray], which: str
+    ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """Set ``which``'s members then non-members: examples, losses, labels (1: member)."""
+        members, others, member_loss, other_loss = self.part(loss, which)
+        labels = np.r_[np.ones(len(members)), np.zeros(len(others))].astype(np.int8)
+        return self.audit.sets.stack(members, others), np.r_[member_loss, other_loss], labels
+
+    def member(
+        self, directory: Path, loss: dict[str, np.ndarray], index: int
+    ) -> tuple[dict, np.ndarray]:
+        """Train and score the ``index``-th distinguisher: (its record, its scores)."""
+        audit = self.audit
+        # One seed per member for the baseline and the attack (paired): their bounds then
+        # differ by the side information, not by training randomness.
+        model = audit.new_distinguisher(self.data, index)
+        model.fit(*self.stacked(loss, "attack_train"), *self.stacked(loss, "attack_val"))
+        game_arrays = np.load(self.game.directory / "game.npz")
+        coins = game_arrays["reference_coins" if self.real_nonmembers else "coins"]
+        members, others, member_loss, other_loss = self.part(loss, "audit")
+        take = coins.astype(bool)
+        slots = take.reshape(-1, *[1] * (member_loss.ndim - 1))
+        side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
+        scores = model.score(audit.sets.fill(members, others, take), side)
+        suffix = f"_{index}" if self.size > 1 else ""
+        extra = {}
+        if self.pool is not None:
+            pooled = audit.sets.read(self.pool.directory / f"{POOL_SET}{audit.sets.suffix}")
+            extra["pool_scores"] = model.score(pooled, loss[POOL_SET])
+        np.savez(
+            directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side, **extra
+        )
+        record = {
+            "selection": [asdict(c) for c in model.candidates],
+            "chosen": asdict(model.chosen),
+        }
+        return record, scores
+
+    def save_mean(self, directory: Path, scores: list[np.ndarray]) -> None:
+        """The ensemble's ``scores.npz``: its members' mean scores (and pool scores)."""
+        first = np.load(directory / "scores_0.npz")
+        extra = {}
+        if self.pool is not None:
+            extra["pool_scores"] = np.mean(
+                [np.load(directory / f"scores_{k}.npz")["pool_scores"] for k in range(self.size)],
+                axis=0,
+            )
+        np.savez(
+            directory / "scores.npz",
+            scores=np.mean(scores, axis=0),
+            membership=first["membership"],
+            side=first["side"],
+            **extra,
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ from panoramia.pipeline.stages.splits import (
     with_pool,
 )
 from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
-from panoramia.pipeline.tabular.config import TabularJobConfig
+from panoramia.pipeline.tabular.config import TabularGeneratorSettings, TabularJobConfig
 from panoramia.pipeline.tabular.data import (
     CONTROL_POOL,
     MEMBERS,
@@ -35,6 +35,13 @@ from panoramia.pipeline.tabular.data import (
     load_schema,
 )
 from panoramia.pipeline.tabular.sets import TABULAR_SETS
+
+if TYPE_CHECKING:
+    from panoramia.baselines.tabular import TabularLabeler
+    from panoramia.data.tabular import TabularSchema
+    from panoramia.generators.tabular import TabularGenerator
+    from panoramia.generators.tabular_marginals import MarginalMatch
+    from panoramia.generators.tabular_support import SupportScreen
 
 TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
 """Settings of the synthetic stage that the generator's fit does not use."""
@@ -155,106 +162,12 @@ class TabularPipeline(AuditPipeline):
         )
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from panoramia.baselines.tabular import TabularLabeler
-        from panoramia.generators.tabular import TabularGenerator
-        from panoramia.generators.tabular_filter import filter_synthetic, synthetic_fidelity
-        from panoramia.generators.tabular_marginals import MarginalMatch
-        from panoramia.generators.tabular_support import SupportScreen
-
         config = self.job.generator
         needed = synthetic_sizes(known, self.job.helper.n_rows)
         pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
-            pool_drawn = 0
-            schema = load_schema(data.directory)
-            generator = TabularGenerator.load(gen.directory, schema, config)
-            total = sum(needed.values())
-            real = pd.read_parquet(known.directory / "member_generator.parquet")
-            labeler = (
-                TabularLabeler(schema, seed=child_seed(self.generation_seed, "labeler")).fit(real)
-                if config.relabel
-                else None
-            )
-
-            marginals = None
-            if config.match_marginals:
-                reference = generator.sample(
-                    max(20_000, 2 * len(real)),
-                    seed=child_seed(self.generation_seed, "synthetic/marginals"),
-                )
-                marginals = MarginalMatch.fit(real, reference, schema.continuous)
-
-            def draw(n: int, name: str) -> pd.DataFrame:
-                rows = generator.sample(n, seed=child_seed(self.generation_seed, name))
-                if marginals is not None:
-                    rows = marginals.apply(
-                        rows,
-                        np.random.default_rng(child_seed(self.generation_seed, f"{name}/match")),
-                    )
-                if labeler is None:
-                    return rows
-                return labeler.relabel(
-                    rows, seed=child_seed(self.generation_seed, f"{name}/labels")
-                )
-
-            support = SupportScreen.fit(
-                real, novelty=config.support_novelty,
-                seed=child_seed(self.generation_seed, "synthetic/support"),
-            )  # fmt: skip
-            extra = None
-            if config.filter.enabled:
-                # The filter learns what the support screen leaves: its synthetic rows pass it.
-                n_extra = max(100, round(config.filter.extra_fraction * len(real)))
-                extra = support.screen(draw(n_extra, "synthetic/extra"))
-
-            def screen(batch: pd.DataFrame) -> pd.DataFrame:
-                batch = support.screen(batch)
-                if extra is None:
-                    return batch
-                return filter_synthetic(
-                    real, extra, batch, schema,
-                    real_quantile=config.filter.real_quantile, max_drop=config.filter.max_drop,
-                    seed=child_seed(self.generation_seed, "synthetic/filter"),
-                ).kept  # fmt: skip
-
-            # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
-            # The support screen's share varies with the generator: later rounds adapt.
-            kept_parts, drawn = draw_screened(
-                total, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
-                what="rows", hint="raise max_drop or lower support_novelty",
-                factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
-            )  # fmt: skip
-            kept = pd.concat(kept_parts, ignore_index=True)
-            # Disjoint: the helper's rows are never audited.
-            deal(
-                needed,
-                lambda indices, name: self.sets.write(
-                    kept, indices, directory / f"synthetic_{name}.parquet"
-                ),
-                order=SYNTHETIC_SETS,
-            )
-            if pool:  # the attacker's extra false-positive side, screened as the audit's
-                pool_parts, pool_drawn = draw_screened(
-                    pool, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
-                    what="rows", hint="raise max_drop or lower support_novelty",
-                    factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
-                    name="synthetic/pool",
-                )  # fmt: skip
-                rows = pd.concat(pool_parts, ignore_index=True)
-                self.sets.write(rows, np.arange(pool), directory / f"{POOL_SET}.parquet")
-            # How far the kept rows are from D_G, for the report: a classifier's held-out AUC.
-            fidelity = synthetic_fidelity(
-                real, kept.iloc[: len(real)], schema,
-                seed=child_seed(self.generation_seed, "synthetic/fidelity"),
-            )  # fmt: skip
-            return {
-                "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
-                "support_checks": len(support.checks),
-                "matched_columns": len(marginals.columns) if marginals is not None else 0,
-                "real_vs_synthetic_auc": round(fidelity, 4), **needed, "pool": pool,
-                "pool_drawn": pool_drawn,
-            }  # fmt: skip
+            return self._draw_synthetic(data, known, gen, needed, pool, directory)
 
         # The whole generator section: every setting of sampling, labelling and filtering.
         sample_config = {
@@ -266,6 +179,79 @@ class TabularPipeline(AuditPipeline):
             "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known],
             version=5,
         )  # fmt: skip
+
+    def _draw_synthetic(
+        self,
+        data: StageResult,
+        known: StageResult,
+        gen: StageResult,
+        needed: dict[str, int],
+        pool: int,
+        directory: Path,
+    ) -> dict:
+        """The synthetic stage's work: draw, screen and deal the synthetic rows (and the
+        attacker's pool) into ``directory``; its info."""
+        from panoramia.generators.tabular import TabularGenerator
+        from panoramia.generators.tabular_filter import synthetic_fidelity
+        from panoramia.generators.tabular_support import SupportScreen
+
+        config = self.job.generator
+        pool_drawn = 0
+        schema = load_schema(data.directory)
+        generator = TabularGenerator.load(gen.directory, schema, config)
+        total = sum(needed.values())
+        real = pd.read_parquet(known.directory / "member_generator.parquet")
+        labeler = _fit_labeler(config, real, schema, self.generation_seed)
+        marginals = _fit_marginals(config, generator, real, schema, self.generation_seed)
+        draw = _TabularDraw(generator, marginals, labeler, self.generation_seed)
+        support = SupportScreen.fit(
+            real, novelty=config.support_novelty,
+            seed=child_seed(self.generation_seed, "synthetic/support"),
+        )  # fmt: skip
+        extra = None
+        if config.filter.enabled:
+            # The filter learns what the support screen leaves: its synthetic rows pass it.
+            n_extra = max(100, round(config.filter.extra_fraction * len(real)))
+            extra = support.screen(draw(n_extra, "synthetic/extra"))
+        screen = _TabularScreen(config, real, schema, support, extra, self.generation_seed)
+
+        # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
+        # The support screen's share varies with the generator: later rounds adapt.
+        kept_parts, drawn = draw_screened(
+            total, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
+            what="rows", hint="raise max_drop or lower support_novelty",
+            factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
+        )  # fmt: skip
+        kept = pd.concat(kept_parts, ignore_index=True)
+        # Disjoint: the helper's rows are never audited.
+        deal(
+            needed,
+            lambda indices, name: self.sets.write(
+                kept, indices, directory / f"synthetic_{name}.parquet"
+            ),
+            order=SYNTHETIC_SETS,
+        )
+        if pool:  # the attacker's extra false-positive side, screened as the audit's
+            pool_parts, pool_drawn = draw_screened(
+                pool, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
+                what="rows", hint="raise max_drop or lower support_novelty",
+                factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
+                name="synthetic/pool",
+            )  # fmt: skip
+            rows = pd.concat(pool_parts, ignore_index=True)
+            self.sets.write(rows, np.arange(pool), directory / f"{POOL_SET}.parquet")
+        # How far the kept rows are from D_G, for the report: a classifier's held-out AUC.
+        fidelity = synthetic_fidelity(
+            real, kept.iloc[: len(real)], schema,
+            seed=child_seed(self.generation_seed, "synthetic/fidelity"),
+        )  # fmt: skip
+        return {
+            "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
+            "support_checks": len(support.checks),
+            "matched_columns": len(marginals.columns) if marginals is not None else 0,
+            "real_vs_synthetic_auc": round(fidelity, 4), **needed, "pool": pool,
+            "pool_drawn": pool_drawn,
+        }  # fmt: skip
 
     def train_stand_in(
         self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int
@@ -296,3 +282,97 @@ class TabularPipeline(AuditPipeline):
             inputs=[data, synthetic],
             label="helper h",
         )
+
+
+def _fit_labeler(
+    config: TabularGeneratorSettings,
+    real: pd.DataFrame,
+    schema: TabularSchema,
+    generation_seed: int,
+) -> TabularLabeler | None:
+    """The labeler fitted on D_G that redraws the synthetic rows' labels (None: no
+    ``relabel``)."""
+    if not config.relabel:
+        return None
+    from panoramia.baselines.tabular import TabularLabeler
+
+    return TabularLabeler(schema, seed=child_seed(generation_seed, "labeler")).fit(real)
+
+
+def _fit_marginals(
+    config: TabularGeneratorSettings,
+    generator: TabularGenerator,
+    real: pd.DataFrame,
+    schema: TabularSchema,
+    generation_seed: int,
+) -> MarginalMatch | None:
+    """The maps of the continuous columns onto D_G's values, fitted on a reference draw (None:
+    no ``match_marginals``)."""
+    if not config.match_marginals:
+        return None
+    from panoramia.generators.tabular_marginals import MarginalMatch
+
+    reference = generator.sample(
+        max(20_000, 2 * len(real)),
+        seed=child_seed(generation_seed, "synthetic/marginals"),
+    )
+    return MarginalMatch.fit(real, reference, schema.continuous)
+
+
+class _TabularDraw:
+    """The synthetic stage's draws: ``n`` generated rows under a name's seed, mapped onto
+    D_G's marginals and relabelled by the labeler where either is set."""
+
+    def __init__(
+        self,
+        generator: TabularGenerator,
+        marginals: MarginalMatch | None,
+        labeler: TabularLabeler | None,
+        generation_seed: int,
+    ) -> None:
+        self.generator, self.marginals, self.labeler = generator, marginals, labeler
+        self.generation_seed = generation_seed
+
+    def __call__(self, n: int, name: str) -> pd.DataFrame:
+        """Draw ``n`` rows under ``name``."""
+        rows = self.generator.sample(n, seed=child_seed(self.generation_seed, name))
+        if self.marginals is not None:
+            rows = self.marginals.apply(
+                rows,
+                np.random.default_rng(child_seed(self.generation_seed, f"{name}/match")),
+            )
+        if self.labeler is None:
+            return rows
+        return self.labeler.relabel(rows, seed=child_seed(self.generation_seed, f"{name}/labels"))
+
+
+class _TabularScreen:
+    """The synthetic stage's screen of a batch: the support screen, then the real-vs-synthetic
+    filter (with ``extra``)."""
+
+    def __init__(
+        self,
+        config: TabularGeneratorSettings,
+        real: pd.DataFrame,
+        schema: TabularSchema,
+        support: SupportScreen,
+        extra: pd.DataFrame | None,
+        generation_seed: int,
+    ) -> None:
+        self.config, self.real, self.schema = config, real, schema
+        self.support, self.extra = support, extra
+        self.generation_seed = generation_seed
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``batch`` that pass the screen."""
+        from panoramia.generators.tabular_filter import filter_synthetic
+
+        batch = self.support.screen(batch)
+        if self.extra is None:
+            return batch
+        return filter_synthetic(
+            self.real, self.extra, batch, self.schema,
+            real_quantile=self.config.filter.real_quantile,
+            max_drop=self.config.filter.max_drop,
+            seed=child_seed(self.generation_seed, "synthetic/filter"),
+        ).kept  # fmt: skip

@@ -43,6 +43,8 @@ from panoramia.pipeline.text.sets import TEXT_SETS
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
+    from panoramia.generators.text import TextGeneratorConfig
+
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
@@ -190,7 +192,7 @@ class TextPipeline(AuditPipeline):
         seed or target), or an empty stage when ``base.source=none``."""
         if self._base is not None:
             return self._base
-        from panoramia.models.causal_lm import CausalLMConfig, architecture_key, with_context
+        from panoramia.models.causal_lm import architecture_key, with_context
 
         config, generator = self.job.base, self.job.generator
         length = self.job.data.chunk_length
@@ -208,20 +210,7 @@ class TextPipeline(AuditPipeline):
         def build(directory: Path) -> dict:
             if not wanted:
                 return {"source": "none"}
-            from panoramia.datasets.text import package_modules
-            from panoramia.models.public_base import pretrain_public_base
-
-            training = CausalLMConfig(
-                epochs=config.epochs, batch_size=config.batch_size,
-                learning_rate=config.learning_rate, weight_decay=generator.weight_decay,
-                **generator.device_settings(),
-            )  # fmt: skip
-            metrics = pretrain_public_base(
-                package_modules(config.packages), data.directory / TOKENIZER,
-                architecture, directory, length=length, count=config.chunks,
-                training=training, seed=0,
-            )  # fmt: skip
-            return {"source": config.source, **metrics}
+            return _pretrain_base(self.job, data, architecture, directory)
 
         self._base = self.runner.run(
             "base", build, config=identity, inputs=[data], label="public base LM"
@@ -236,7 +225,6 @@ class TextPipeline(AuditPipeline):
         return replace(config, base_model=str(base.directory))
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
-        from panoramia.generators.text import TextGenerator
         from panoramia.models.causal_lm import architecture_key, with_context
 
         architecture = self.architecture(data)
@@ -244,18 +232,9 @@ class TextPipeline(AuditPipeline):
         config = self._from_base(self.job.generator, base)
 
         def build(directory: Path) -> dict:
-            members = read_chunks(known.directory / "member_generator.npz")
-            order = child_rng(self.generation_seed, "generator/prompts").permutation(len(members))
-            n_prompts = max(1, round(config.prompt_fraction * len(members)))
-            prompts, train = members.take(order[:n_prompts]), members.take(order[n_prompts:])
-            prompts.save(directory / PROMPTS)
-            generator = TextGenerator(config)
-            metrics = generator.fit(
-                train, architecture=architecture,
-                seed=child_seed(self.generation_seed, "generator"), validation=prompts,
-            )  # fmt: skip
-            generator.save(directory, data.directory / TOKENIZER)
-            return {"trained_on": len(train), "prompts": len(prompts), **metrics}
+            return _fit_generator(
+                config, data, known, architecture, self.generation_seed, directory
+            )
 
         settings = asdict(self.job.generator)  # the base, if any, is an input (its key)
         fit_config = {k: v for k, v in settings.items() if k not in TEXT_SAMPLING_ONLY}
@@ -269,35 +248,11 @@ class TextPipeline(AuditPipeline):
         )  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        from panoramia.generators.text import TextGenerator
-
         needed = synthetic_sizes(known, self.job.helper.n_chunks)
         pool = fpr_pool_size(self, needed)
 
         def build(directory: Path) -> dict:
-            generator = TextGenerator.load(gen.directory)
-            prompts = read_chunks(gen.directory / PROMPTS)
-            seed = child_seed(self.generation_seed, "synthetic")
-            chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
-            start = 0
-            for name in SYNTHETIC_SETS:  # disjoint: h's chunks are never audited
-                chunks.take(np.arange(start, start + needed[name])).save(
-                    directory / f"synthetic_{name}.npz"
-                )
-                start += needed[name]
-            seeds = {"synthetic": seed}
-            if pool:  # the attacker's extra false-positive side, drawn as the audit's
-                seeds["pool"] = child_seed(self.generation_seed, "synthetic/pool")
-                generator.sample(prompts, pool, seed=seeds["pool"]).save(
-                    directory / f"{POOL_SET}.npz"
-                )
-            (directory / "seeds.json").write_text(json.dumps(seeds))
-            return {
-                "tokens_per_second": round(float(generator.tokens_per_second or 0.0), 1),
-                "prompts": len(prompts),
-                **needed,
-                "pool": pool,
-            }
+            return _sample_synthetic(gen, needed, pool, self.generation_seed, directory)
 
         sample_config = {
             "generator": asdict(self.job.generator),
@@ -373,3 +328,81 @@ class TextPipeline(AuditPipeline):
         return self.runner.run(
             "helper", build, config=config, inputs=[data, synthetic, base], label="helper h (LM)"
         )
+
+
+def _pretrain_base(
+    job: TextJobConfig, data: StageResult, architecture: PretrainedConfig, directory: Path
+) -> dict:
+    """Build the public base LM into ``directory`` (the ``base`` stage's work); its info."""
+    from panoramia.datasets.text import package_modules
+    from panoramia.models.causal_lm import CausalLMConfig
+    from panoramia.models.public_base import pretrain_public_base
+
+    config, generator = job.base, job.generator
+    training = CausalLMConfig(
+        epochs=config.epochs, batch_size=config.batch_size,
+        learning_rate=config.learning_rate, weight_decay=generator.weight_decay,
+        **generator.device_settings(),
+    )  # fmt: skip
+    metrics = pretrain_public_base(
+        package_modules(config.packages), data.directory / TOKENIZER,
+        architecture, directory, length=job.data.chunk_length, count=config.chunks,
+        training=training, seed=0,
+    )  # fmt: skip
+    return {"source": config.source, **metrics}
+
+
+def _fit_generator(
+    config: TextGeneratorConfig,
+    data: StageResult,
+    known: StageResult,
+    architecture: PretrainedConfig,
+    generation_seed: int,
+    directory: Path,
+) -> dict:
+    """Fit the generator LM on D_G's training chunks into ``directory``, keeping its prompt
+    chunks beside it (the ``generator`` stage's work); its info."""
+    from panoramia.generators.text import TextGenerator
+
+    members = read_chunks(known.directory / "member_generator.npz")
+    order = child_rng(generation_seed, "generator/prompts").permutation(len(members))
+    n_prompts = max(1, round(config.prompt_fraction * len(members)))
+    prompts, train = members.take(order[:n_prompts]), members.take(order[n_prompts:])
+    prompts.save(directory / PROMPTS)
+    generator = TextGenerator(config)
+    metrics = generator.fit(
+        train, architecture=architecture,
+        seed=child_seed(generation_seed, "generator"), validation=prompts,
+    )  # fmt: skip
+    generator.save(directory, data.directory / TOKENIZER)
+    return {"trained_on": len(train), "prompts": len(prompts), **metrics}
+
+
+def _sample_synthetic(
+    gen: StageResult, needed: dict[str, int], pool: int, generation_seed: int, directory: Path
+) -> dict:
+    """Draw the synthetic chunks (and the attacker's pool) into ``directory`` (the
+    ``synthetic`` stage's work); its info."""
+    from panoramia.generators.text import TextGenerator
+
+    generator = TextGenerator.load(gen.directory)
+    prompts = read_chunks(gen.directory / PROMPTS)
+    seed = child_seed(generation_seed, "synthetic")
+    chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
+    start = 0
+    for name in SYNTHETIC_SETS:  # disjoint: h's chunks are never audited
+        chunks.take(np.arange(start, start + needed[name])).save(
+            directory / f"synthetic_{name}.npz"
+        )
+        start += needed[name]
+    seeds = {"synthetic": seed}
+    if pool:  # the attacker's extra false-positive side, drawn as the audit's
+        seeds["pool"] = child_seed(generation_seed, "synthetic/pool")
+        generator.sample(prompts, pool, seed=seeds["pool"]).save(directory / f"{POOL_SET}.npz")
+    (directory / "seeds.json").write_text(json.dumps(seeds))
+    return {
+        "tokens_per_second": round(float(generator.tokens_per_second or 0.0), 1),
+        "prompts": len(prompts),
+        **needed,
+        "pool": pool,
+    }
