@@ -17,10 +17,11 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from panoramia.accounting.claims import DpSgdClaim
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
@@ -41,7 +42,7 @@ class Calibration:
     """ε at ``delta`` (PLD) that σ implies."""
     delta: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         return self.__dict__.copy()
 
 
@@ -198,7 +199,9 @@ def calibrate_dpsgd(
         if target_advantage is not None:
             sigma = _sigma_for_advantage(target_advantage, sample_rate, steps, progress)
         else:
-            sigma = _sigma_for_tpr(target_tpr, at_fpr, sample_rate, steps, progress)  # type: ignore[arg-type]
+            # exactly one target is given, and a TPR target comes with its FPR (checked above)
+            target, fpr = cast(float, target_tpr), cast(float, at_fpr)
+            sigma = _sigma_for_tpr(target, fpr, sample_rate, steps, progress)
         pld = _single_phase_pld(sigma, sample_rate, steps)
         tpr = None
         if at_fpr is not None:

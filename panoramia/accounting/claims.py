@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from panoramia.accounting.run_count import RunCount, run_count_from_dict, run_count_to_dict
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 Neighbouring = Literal["add_remove", "replace_one"]
 NEIGHBOURING: tuple[str, ...] = ("add_remove", "replace_one")
@@ -88,10 +89,11 @@ class DpSgdClaim:
             if not epochs > 0:
                 raise InputError(f"claim: epochs must be > 0, got {epochs}")
             steps = math.ceil(epochs / sample_rate - 1e-9)
-        phase = DpSgdPhase(float(noise_multiplier), float(sample_rate), steps)  # type: ignore[arg-type]
+        steps = cast(int, steps)  # given, or set from the epochs above
+        phase = DpSgdPhase(float(noise_multiplier), float(sample_rate), steps)
         return cls((phase,), neighbouring, dataset_size, tuning)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         return asdict(self) | {
             "phases": [asdict(phase) for phase in self.phases],
             "tuning": _tuning_to_dict(self.tuning),
@@ -114,7 +116,7 @@ class EpsDeltaClaim:
         if not 0 <= self.delta < 1:
             raise InputError(f"claim: δ must be in [0, 1), got {self.delta}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         return asdict(self) | {"tuning": _tuning_to_dict(self.tuning)}
 
 
@@ -124,22 +126,22 @@ class NoClaim:
 
     kind: Literal["none"] = "none"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         return asdict(self)
 
 
 Claim = DpSgdClaim | EpsDeltaClaim | NoClaim
 
 
-def _tuning_to_dict(tuning: RunCount | None) -> dict | None:
+def _tuning_to_dict(tuning: RunCount | None) -> JSONDict | None:
     return None if tuning is None else run_count_to_dict(tuning)
 
 
-def _tuning_from_dict(body: dict | None) -> RunCount | None:
+def _tuning_from_dict(body: JSONDict | None) -> RunCount | None:
     return None if body is None else run_count_from_dict(body)
 
 
-def claim_from_dict(body: dict) -> Claim:
+def claim_from_dict(body: JSONDict) -> Claim:
     """The claim stored as JSON; a malformed one raises :class:`InputError` naming the field."""
     if not isinstance(body, dict):
         raise InputError(f"claim: expected a JSON object, got {type(body).__name__}")

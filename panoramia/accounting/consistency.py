@@ -19,11 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import betaincinv
 from scipy.stats import norm
 
 from panoramia.accounting.tradeoff import TradeoffCurve
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 EMPIRICAL_DELTA = 1e-5
 """δ of the attack's empirical ε in reports."""
@@ -44,14 +46,15 @@ def clopper_pearson_upper(
 
 def epsilon_from_error_rates(
     fpr: np.ndarray | float, fnr: np.ndarray | float, delta: float
-) -> np.ndarray:
+) -> npt.NDArray[np.float64]:
     """The least ε with (ε, δ) allowing a test with these error rates (vectorised):
     max{ln((1 − δ − FPR)/FNR), ln((1 − δ − FNR)/FPR)} (−inf where neither ratio exceeds 0)."""
     fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         first = np.log(np.maximum(1 - delta - fpr, 0) / fnr)
         second = np.log(np.maximum(1 - delta - fnr, 0) / fpr)
-    return np.fmax(first, second)
+    epsilon: npt.NDArray[np.float64] = np.fmax(first, second)
+    return epsilon
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class ConsistencyCheck:
     def consistent(self) -> bool:
         return self.violations.size == 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         worst = int(np.argmax(self.claim_fnr - self.fnr_upper))
         return {
             "consistent": self.consistent,

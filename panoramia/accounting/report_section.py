@@ -25,6 +25,7 @@ import numpy as np
 from panoramia.accounting.claims import Claim, DpSgdClaim, NoClaim
 from panoramia.accounting.consistency import ConsistencyCheck, check_consistency
 from panoramia.accounting.summary import ClaimSummary, summarize_claim
+from panoramia.measure.jsonable import JSONDict
 
 CHECKED_GAMES = ("rmrn",)
 """Games whose violation raises the banner: those with real non-members."""
@@ -113,7 +114,7 @@ class ClaimSection:
             lines.append(f"The model is {summary.mu:.4g}-GDP (regret {summary.regret:.1e}).")
         return lines
 
-    def _checked_as(self) -> dict | None:
+    def _checked_as(self) -> JSONDict | None:
         """The relation and figures of the curve the checks use, when it is not the claim's
         own (an add/remove DP-SGD claim checked as replace-one, docs/SPEC.md §2.8)."""
         game = self.game_summary
@@ -121,7 +122,7 @@ class ClaimSection:
             return None
         return {"neighbouring": "replace_one", "mu": game.mu, "epsilons": game.epsilons}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         return {
             "summary": self.summary.to_dict(),
             "consistency": {name: check.to_dict() for name, check in self.checks.items()},

@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 MAX_RUNS = 10_000
 """Most training runs a tuning law may count (fixed k, binomial n). The bounds grow with k
@@ -43,10 +45,10 @@ class FixedRuns:
     def mean(self) -> float:
         return float(self.runs)
 
-    def pgf(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return np.asarray(z, dtype=float) ** self.runs
 
-    def pgf_derivative(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf_derivative(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return self.runs * np.asarray(z, dtype=float) ** (self.runs - 1)
 
     def describe(self) -> str:
@@ -75,7 +77,7 @@ class TruncatedNegativeBinomial:
             raise InputError(f"tuning: a geometric mean number of runs must be > 1, got {mean}")
         return cls(1.0, 1.0 / mean)
 
-    def _base(self, z: np.ndarray | float) -> np.ndarray:
+    def _base(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         """1 − (1 − γ) z, which stays ≥ γ on [0, 1]."""
         return 1.0 - (1.0 - self.gamma) * np.asarray(z, dtype=float)
 
@@ -83,18 +85,17 @@ class TruncatedNegativeBinomial:
     def mean(self) -> float:
         return float(self.pgf_derivative(1.0))
 
-    def pgf(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         if self.eta == 0:
             return np.log(self._base(z)) / math.log(self.gamma)
-        return (self._base(z) ** -self.eta - 1.0) / (self.gamma**-self.eta - 1.0)
+        scale: float = self.gamma**-self.eta - 1.0  # typeshed: float ** float is Any
+        return (self._base(z) ** -self.eta - 1.0) / scale
 
-    def pgf_derivative(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf_derivative(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         if self.eta == 0:
             return (1.0 - self.gamma) / (self._base(z) * math.log(1.0 / self.gamma))
-        return (
-            self.eta * (1.0 - self.gamma) * self._base(z) ** (-self.eta - 1.0)
-            / (self.gamma**-self.eta - 1.0)
-        )  # fmt: skip
+        scale: float = self.gamma**-self.eta - 1.0  # typeshed: float ** float is Any
+        return self.eta * (1.0 - self.gamma) * self._base(z) ** (-self.eta - 1.0) / scale
 
     def describe(self) -> str:
         return f"TNB(η = {self.eta:g}, γ = {self.gamma:g}) runs, mean {self.mean:.4g}"
@@ -115,10 +116,10 @@ class PoissonRuns:
     def mean(self) -> float:
         return self.rate
 
-    def pgf(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return np.exp(self.rate * (np.asarray(z, dtype=float) - 1.0))
 
-    def pgf_derivative(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf_derivative(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return self.rate * self.pgf(z)
 
     def describe(self) -> str:
@@ -145,13 +146,13 @@ class BinomialRuns:
     def mean(self) -> float:
         return self.trials * self.probability
 
-    def _base(self, z: np.ndarray | float) -> np.ndarray:
+    def _base(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return 1.0 - self.probability + self.probability * np.asarray(z, dtype=float)
 
-    def pgf(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return self._base(z) ** self.trials
 
-    def pgf_derivative(self, z: np.ndarray | float) -> np.ndarray:
+    def pgf_derivative(self, z: np.ndarray | float) -> npt.NDArray[np.float64]:
         return self.trials * self.probability * self._base(z) ** (self.trials - 1)
 
     def describe(self) -> str:
@@ -159,7 +160,7 @@ class BinomialRuns:
 
 
 RunCount = FixedRuns | TruncatedNegativeBinomial | PoissonRuns | BinomialRuns
-_KINDS = {
+_KINDS: dict[str, type[RunCount]] = {
     "fixed": FixedRuns,
     "tnb": TruncatedNegativeBinomial,
     "poisson": PoissonRuns,
@@ -176,11 +177,11 @@ def fixed_count(runs: RunCount) -> int | None:
     return None
 
 
-def run_count_to_dict(runs: RunCount) -> dict:
+def run_count_to_dict(runs: RunCount) -> JSONDict:
     return asdict(runs)
 
 
-def run_count_from_dict(body: dict) -> RunCount:
+def run_count_from_dict(body: JSONDict) -> RunCount:
     """The stored JSON form (``{"kind": "tnb", "eta": 1, "gamma": 0.01}``); a malformed one
     raises :class:`InputError` naming the field."""
     if not isinstance(body, dict) or body.get("kind") not in _KINDS:

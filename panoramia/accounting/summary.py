@@ -34,9 +34,12 @@ from panoramia.accounting.tradeoff import (
     symmetric_curve_from_pld,
 )
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+    from panoramia.accounting.tuning import TunedGuaranteeDict
 
 TUNED_PROFILE_EPSILONS = np.r_[0.0, np.geomspace(1e-3, 30.0, 300)]
 """ε grid of a tuned claim's certified profile (every point is a valid (ε, δ(ε)) guarantee)."""
@@ -48,7 +51,7 @@ DELTAS = (1e-5, 1e-6)
 class ClaimSummary:
     """What a claim guarantees, as numbers. FPR α / FNR β, member = positive class."""
 
-    claim: dict
+    claim: JSONDict
     curve: TradeoffCurve | None
     """The claim's symmetric trade-off curve (None without a claim)."""
     epsilons: dict[str, float] = field(default_factory=dict)
@@ -68,7 +71,7 @@ class ClaimSummary:
     gaussian_equivalent_mu: float | None = None
     """Bare (ε, δ) only: μ of the Gaussian mechanism with the same advantage — an aside,
     not a guarantee (f_{ε,δ} is not a GDP curve)."""
-    tuned: list[dict] | None = None
+    tuned: list[TunedGuaranteeDict] | None = None
     """One :class:`~panoramia.accounting.tuning.TunedGuarantee` dict per δ (tuned claims)."""
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -93,7 +96,7 @@ class ClaimSummary:
         )  # fmt: skip
         return TradeoffCurve(alphas, betas)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         curve = self.curve.downsampled() if self.curve is not None else None
         return {
             "claim": self.claim,

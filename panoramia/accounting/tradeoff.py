@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import norm
 
 from panoramia.errors import InputError
@@ -29,29 +30,36 @@ EDGE = 1e-10
 """Breakpoints with α or β this close to 0 or 1 are left out of μ* (numerical tails)."""
 
 
-def gdp_tradeoff(alpha: np.ndarray | float, mu: float) -> np.ndarray:
+def gdp_tradeoff(alpha: np.ndarray | float, mu: float) -> npt.NDArray[np.float64]:
     """f_μ(α) = Φ(Φ⁻¹(1 − α) − μ), the curve of μ-GDP."""
-    return norm.cdf(norm.isf(np.asarray(alpha, dtype=float)) - mu)
+    beta: npt.NDArray[np.float64] = norm.cdf(norm.isf(np.asarray(alpha, dtype=float)) - mu)
+    return beta
 
 
-def gdp_advantage(mu: float | np.ndarray) -> np.ndarray:
+def gdp_advantage(mu: float | np.ndarray) -> npt.NDArray[np.float64]:
     """η = max_α (1 − α − f_μ(α)) = 2Φ(μ/2) − 1."""
-    return 2.0 * norm.cdf(np.asarray(mu, dtype=float) / 2.0) - 1.0
+    advantage: npt.NDArray[np.float64] = 2.0 * norm.cdf(np.asarray(mu, dtype=float) / 2.0) - 1.0
+    return advantage
 
 
-def gdp_delta(epsilon: float | np.ndarray, mu: float) -> np.ndarray:
+def gdp_delta(epsilon: float | np.ndarray, mu: float) -> npt.NDArray[np.float64]:
     """Privacy profile of μ-GDP: δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)."""
     epsilon = np.asarray(epsilon, dtype=float)
-    return norm.cdf(-epsilon / mu + mu / 2) - np.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+    first: npt.NDArray[np.float64] = norm.cdf(-epsilon / mu + mu / 2)
+    second: npt.NDArray[np.float64] = np.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+    return first - second
 
 
-def eps_delta_tradeoff(alpha: np.ndarray | float, epsilon: float, delta: float) -> np.ndarray:
+def eps_delta_tradeoff(
+    alpha: np.ndarray | float, epsilon: float, delta: float
+) -> npt.NDArray[np.float64]:
     """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^−ε (1 − δ − α)}."""
     alpha = np.asarray(alpha, dtype=float)
-    return np.maximum.reduce(
+    beta: npt.NDArray[np.float64] = np.maximum.reduce(
         [np.zeros_like(alpha), 1 - delta - np.exp(epsilon) * alpha,
          np.exp(-epsilon) * (1 - delta - alpha)]
     )  # fmt: skip
+    return beta
 
 
 def kairouz_advantage(epsilon: float, delta: float) -> float:
@@ -94,8 +102,11 @@ class TradeoffCurve:
     betas: np.ndarray
     """Non-increasing FNRs f(α_i), shape (K,)."""
 
-    def __call__(self, alpha: np.ndarray | float) -> np.ndarray:
-        return np.interp(np.asarray(alpha, dtype=float), self.alphas, self.betas)
+    def __call__(self, alpha: np.ndarray | float) -> npt.NDArray[np.float64]:
+        beta: npt.NDArray[np.float64] = np.interp(
+            np.asarray(alpha, dtype=float), self.alphas, self.betas
+        )
+        return beta
 
     def mu_star(self) -> float:
         """The smallest μ with f_μ ≤ f: max_i Φ⁻¹(1 − α_i) − Φ⁻¹(β_i) over inner breakpoints."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import norm
 
 from panoramia.accounting.run_count import RunCount
@@ -30,7 +31,7 @@ GAUSSIAN_GRID_TAIL = 12.0
 EPSILON_SEARCH_MAX = 60.0
 
 
-def tuned_output_law(probabilities: np.ndarray, runs: RunCount) -> np.ndarray:
+def tuned_output_law(probabilities: np.ndarray, runs: RunCount) -> npt.NDArray[np.float64]:
     """The law of the tuned release for a base with outputs ordered worst → best.
 
     ``probabilities``: shape (n,), the base law. Returns shape (n + 1,): P[⊥] (K = 0) first,
@@ -38,7 +39,8 @@ def tuned_output_law(probabilities: np.ndarray, runs: RunCount) -> np.ndarray:
     cumulative = np.r_[0.0, np.cumsum(np.asarray(probabilities, dtype=float))]
     cumulative[-1] = 1.0
     tuned = np.asarray(runs.pgf(cumulative), dtype=float)
-    return np.r_[tuned[0], np.diff(tuned)]
+    law: npt.NDArray[np.float64] = np.r_[tuned[0], np.diff(tuned)]
+    return law
 
 
 def epsilon_for_delta(delta_of: Callable[[float], float], delta: float) -> float:

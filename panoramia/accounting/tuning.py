@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import brentq
 
 from panoramia.accounting.claims import Claim, DpSgdClaim, EpsDeltaClaim
@@ -54,6 +55,7 @@ from panoramia.accounting.run_count import (
 from panoramia.accounting.tradeoff import gdp_delta
 from panoramia.accounting.tuned_exact import gaussian_tuned_epsilon
 from panoramia.errors import InputError
+from panoramia.measure.jsonable import JSONDict
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
@@ -150,12 +152,13 @@ class PldRunPrivacy(RunPrivacy):
         )  # fmt: skip
 
 
-def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
+def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> npt.NDArray[np.float64]:
     """The largest RDP of order α an ε-DP mechanism can have (randomized response's):
     ln((e^(αε) + e^((1 − α)ε))/(e^ε + 1))/(α − 1)."""
     orders = np.asarray(orders, dtype=float)
     log_sum = np.logaddexp(orders * epsilon, (1 - orders) * epsilon)
-    return (log_sum - np.log1p(np.exp(epsilon))) / (orders - 1)
+    rdp: npt.NDArray[np.float64] = (log_sum - np.log1p(np.exp(epsilon))) / (orders - 1)
+    return rdp
 
 
 def run_privacy_from_claim(
@@ -222,7 +225,9 @@ def papernot_steinke_poisson(base: RunPrivacy, runs: PoissonRuns, delta: float) 
     return _rdp_to_epsilon(tuned, delta)
 
 
-def profile_log_ratio(runs: RunCount, epsilon_hat: np.ndarray, delta_hat: np.ndarray) -> np.ndarray:
+def profile_log_ratio(
+    runs: RunCount, epsilon_hat: np.ndarray, delta_hat: np.ndarray
+) -> npt.NDArray[np.float64]:
     """ln R(ε̂) of the privacy-profile bound (module docstring), vectorised over ε̂: the largest
     φ'(1 − u)/φ'(1 − u') over the (ε̂, δ̂) region, attained at u ∈ {0, knee, 1 − δ̂}."""
     if fixed_count(runs) is not None:
@@ -231,11 +236,12 @@ def profile_log_ratio(runs: RunCount, epsilon_hat: np.ndarray, delta_hat: np.nda
     knee = (1 - delta_hat) / (scale + 1)
     corners = [(np.zeros_like(knee), delta_hat), (knee, scale * knee + delta_hat),
                (1 - delta_hat, np.ones_like(knee))]  # fmt: skip
-    return np.max(
+    log_ratio: npt.NDArray[np.float64] = np.max(
         [np.log(runs.pgf_derivative(1 - u)) - np.log(runs.pgf_derivative(1 - np.minimum(v, 1)))
          for u, v in corners],
         axis=0,
     )  # fmt: skip
+    return log_ratio
 
 
 def privacy_profile_bound(base: RunPrivacy, runs: RunCount, delta: float) -> float:
@@ -254,11 +260,24 @@ def tuned_profile(base: RunPrivacy, runs: RunCount, epsilons: np.ndarray) -> np.
     return np.minimum(1.0, runs.mean * base.delta(np.asarray(epsilons) - shift))
 
 
+class TunedGuaranteeDict(TypedDict):
+    """:meth:`TunedGuarantee.to_dict`: the JSON object a report holds per δ."""
+
+    runs: JSONDict
+    description: str
+    mean_runs: float
+    delta: float
+    single_run_epsilon: float
+    tuned_epsilon: float
+    overhead: float
+    bounds: list[JSONDict]
+
+
 @dataclass
 class TunedGuarantee:
     """The single-run ε, every bound on the tuned ε, and the certified tuned ε, at ``delta``."""
 
-    runs: dict
+    runs: JSONDict
     description: str
     mean_runs: float
     delta: float
@@ -270,7 +289,7 @@ class TunedGuarantee:
         """The tuned ε: the smallest certified bound."""
         return min(bound.epsilon for bound in self.bounds if bound.certified)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> TunedGuaranteeDict:
         return {
             "runs": self.runs,
             "description": self.description,

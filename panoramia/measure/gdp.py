@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from panoramia.measure.jsonable import number
 
@@ -33,17 +34,18 @@ MU_MAX = 20.0
 _BISECTIONS = 20
 
 
-def blow_up_inverse(y: np.ndarray, *, c: float, mu: np.ndarray) -> np.ndarray:
+def blow_up_inverse(y: np.ndarray, *, c: float, mu: np.ndarray) -> npt.NDArray[np.float64]:
     """B⁻¹(y) = e^(−c) Φ(Φ⁻¹(y) − μ) elementwise; y in [0, 1], c ≥ 0 (nats), μ ≥ 0."""
     from scipy.special import ndtr, ndtri
 
     with np.errstate(invalid="ignore"):
-        return np.exp(-c) * ndtr(ndtri(np.clip(y, 0.0, 1.0)) - mu)
+        inverse: npt.NDArray[np.float64] = np.exp(-c) * ndtr(ndtri(np.clip(y, 0.0, 1.0)) - mu)
+        return inverse
 
 
 def rejects(
     k: np.ndarray, v: np.ndarray, *, m: int, alpha: float, c: float, mu: np.ndarray
-) -> np.ndarray:
+) -> npt.NDArray[np.bool_]:
     """Whether v correct "member" guesses among k guesses on m slots reject H(c, μ) at level
     ``alpha``, elementwise over thresholds (arrays of one shape; 0 ≤ v ≤ k ≤ m).
 
@@ -65,7 +67,8 @@ def rejects(
         gap = np.where(active, k - i, 1.0)
         r = np.where(active, np.minimum(r + i / gap * (h_new - h), 1.0), r)
         h = h_new
-    return (k > 0) & (r + h > k / m)
+    rejected: npt.NDArray[np.bool_] = (k > 0) & (r + h > k / m)
+    return rejected
 
 
 def mu_lb(k: np.ndarray, v: np.ndarray, *, m: int, alpha: float, c: float) -> np.ndarray:

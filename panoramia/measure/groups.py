@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from panoramia.errors import InputError
 from panoramia.measure.null import paired_members
@@ -88,7 +89,9 @@ def flag_threshold(scores: np.ndarray, weights: np.ndarray, fpr: float) -> float
     return float(scores[order][min(index, scores.size - 1)])
 
 
-def below_levels(scores: np.ndarray, weights: np.ndarray, nonmembers: np.ndarray) -> np.ndarray:
+def below_levels(
+    scores: np.ndarray, weights: np.ndarray, nonmembers: np.ndarray
+) -> npt.NDArray[np.float64]:
     """Per slot: the weighted share of the non-member slots scored below it, ties counted half
     (a member's contribution to the AUC). ``scores`` and ``weights`` (m,), ``nonmembers`` (m,)
     bool; 0.5 everywhere when the non-members hold no weight."""
@@ -101,7 +104,8 @@ def below_levels(scores: np.ndarray, weights: np.ndarray, nonmembers: np.ndarray
         return np.full(scores.size, 0.5)
     low = cumulative[np.searchsorted(sorted_scores, scores, side="left")]
     high = cumulative[np.searchsorted(sorted_scores, scores, side="right")]
-    return (low + 0.5 * (high - low)) / total
+    levels: npt.NDArray[np.float64] = (low + 0.5 * (high - low)) / total
+    return levels
 
 
 def _layers(groups: list[np.ndarray], m: int) -> list[tuple[np.ndarray, list[int]]]:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any, SupportsFloat, TypeAlias, cast
 
 import numpy as np
+
+JSONDict: TypeAlias = dict[str, Any]
+"""A JSON object (a report document, or one section of it), as ``json.loads`` returns it."""
 
 
 def number(value: object) -> float | int | bool | None:
@@ -15,7 +19,7 @@ def number(value: object) -> float | int | bool | None:
         return bool(value)
     if isinstance(value, int | np.integer):
         return int(value)
-    as_float = float(value)  # type: ignore[arg-type]
+    as_float = float(cast("SupportsFloat", value))  # any other value raises, as float() does
     return as_float if math.isfinite(as_float) else None
 
 

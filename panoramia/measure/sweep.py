@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit, logit, ndtri
 
 from panoramia.measure.bounds import rejects, saturation_ceiling, theta_lb
@@ -136,7 +137,7 @@ class SweepResult:
         return out
 
 
-def _wilson_logit(r: np.ndarray, v: np.ndarray, alpha: float) -> np.ndarray:
+def _wilson_logit(r: np.ndarray, v: np.ndarray, alpha: float) -> npt.NDArray[np.float64]:
     """Cheap normal-approximation stand-in for θ_lb, used only to rank candidates."""
     z = ndtri(1.0 - alpha)
     n = r.astype(np.float64)
@@ -144,7 +145,8 @@ def _wilson_logit(r: np.ndarray, v: np.ndarray, alpha: float) -> np.ndarray:
     centre = p + z * z / (2 * n)
     spread = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     low = np.clip((centre - spread) / (1 + z * z / n), 1e-300, 1 - 1e-16)
-    return logit(low)
+    logits: npt.NDArray[np.float64] = logit(low)  # scipy.special is untyped
+    return logits
 
 
 def argmax_theta_lb(r: np.ndarray, v: np.ndarray, alpha: float) -> tuple[int, float]:

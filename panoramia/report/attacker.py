@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from panoramia.measure import Measurement
-from panoramia.measure.jsonable import number
+from panoramia.measure import Measurement, SweepResult
+from panoramia.measure.jsonable import JSONDict, number
 from panoramia.measure.roc import resolvable_tpr, roc_intervals
 
 MOST_FLAGGED = 0.1
@@ -34,14 +34,14 @@ def top_precision(scores: np.ndarray, membership: np.ndarray, count: int) -> flo
     return float(np.asarray(membership)[order].mean())
 
 
-def _pair(found: tuple[float, float] | None) -> list | None:
+def _pair(found: tuple[float, float] | None) -> list[float | int | bool | None] | None:
     return None if found is None else [number(found[0]), number(found[1])]
 
 
 def _side(
-    result, scores: np.ndarray, membership: np.ndarray, count: int, *, draws: int,
+    result: SweepResult, scores: np.ndarray, membership: np.ndarray, count: int, *, draws: int,
     level: float, seed: int, pool: np.ndarray | None = None,
-) -> dict:  # fmt: skip
+) -> JSONDict:  # fmt: skip
     """One side's terms, each with its percentile bootstrap interval over the audit slots
     (:func:`panoramia.measure.roc.roc_intervals`); TPR at an FPR wherever at least one
     generated non-member could be wrongly flagged at it (its interval says how sure), the
@@ -78,13 +78,13 @@ def attacker_section(
     membership: np.ndarray,
     attack_scores: np.ndarray,
     baseline_scores: np.ndarray,
-    two_sided: dict | None = None,
+    two_sided: JSONDict | None = None,
     *,
     draws: int = 999,
     level: float = 0.9,
     seed: int = 0,
     pool: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict:
+) -> JSONDict:
     """The ``attacker`` section: both sides' terms with their ``level`` intervals (``draws``
     bootstrap draws, seeded), the flagged fraction, the member-side sentence first and the
     sentence; with the two-sided game's section (where it is played), its guesses in words
@@ -119,7 +119,7 @@ def attacker_section(
     return section
 
 
-def _guesses(point: dict) -> dict:
+def _guesses(point: JSONDict) -> JSONDict:
     """A two-sided best point's calls: member and non-member guesses and how many are right."""
     return {
         "member_guesses": int(point["member_guesses"]),
@@ -129,12 +129,12 @@ def _guesses(point: dict) -> dict:
     }
 
 
-def _calls(guesses: dict) -> tuple[int, int]:
+def _calls(guesses: JSONDict) -> tuple[int, int]:
     made = guesses["member_guesses"] + guesses["nonmember_guesses"]
     return made, guesses["member_correct"] + guesses["nonmember_correct"]
 
 
-def two_sided_sentence(attack: dict, baseline: dict, m: int) -> str:
+def two_sided_sentence(attack: JSONDict, baseline: JSONDict, m: int) -> str:
     """E.g. "Allowed to call records non-members too (the two-sided game), it makes 213 calls
     (6 %) and is right every time; without the model, 333 of 498 (6.7 times in 10)"."""
     made, right = _calls(attack)
@@ -188,7 +188,7 @@ def sentence(fraction: float, attack: float | None, baseline: float | None) -> s
     )
 
 
-def _rate_with_interval(value: float | None, interval: list | None) -> str:
+def _rate_with_interval(value: float | None, interval: list[float | None] | None) -> str:
     if value is None:
         return "too few records to say"
     if interval and None not in interval:
@@ -197,7 +197,7 @@ def _rate_with_interval(value: float | None, interval: list | None) -> str:
 
 
 def member_side_sentence(
-    attack: dict, baseline: dict, eps_member: float, level: float, members: int
+    attack: JSONDict, baseline: JSONDict, eps_member: float, level: float, members: int
 ) -> str:
     """What a contributor asks first — can someone find *my* rows — from the member-side
     figures: TPR at 1 % FPR with and without the model (``level`` intervals) and the paper's

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from panoramia.measure.jsonable import JSONDict
 from panoramia.report.verdict import WORDS, verdict
 from panoramia.report.verdict import finite_number as number
 
@@ -35,12 +36,12 @@ def _texts(value: Any) -> list[str]:
     return [_text(item) for item in value[:MAX_ITEMS] if isinstance(item, str)]
 
 
-def _section(document: dict, key: str) -> dict:
+def _section(document: JSONDict, key: str) -> JSONDict:
     found = document.get(key)
     return found if isinstance(found, dict) else {}
 
 
-def _verdict(document: dict) -> dict | None:
+def _verdict(document: JSONDict) -> JSONDict | None:
     try:
         found = verdict(document)
     except Exception:
@@ -82,17 +83,17 @@ def _calls(value: Any) -> dict[str, int] | None:
     found = {key: value.get(key) for key in ("member", "nonmember")}
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in found.values()):
         return None
-    return found  # type: ignore[return-value]
+    return cast("dict[str, int]", found)  # each value checked to be an int above
 
 
 def _pair(value: Any) -> list[float] | None:
     if not isinstance(value, list) or len(value) != 2:
         return None
     pair = [number(end) for end in value]
-    return None if None in pair else pair  # type: ignore[return-value]
+    return None if None in pair else cast("list[float]", pair)
 
 
-def _exposure(document: dict) -> dict | None:
+def _exposure(document: JSONDict) -> JSONDict | None:
     """How many groups were tested and how many stand out, and by which statistic (counts
     only: the groups' values are her data, which a deletion takes out of the document, not
     the digest)."""
@@ -113,7 +114,7 @@ def _exposure(document: dict) -> dict | None:
     }
 
 
-def _attacker(document: dict) -> dict | None:
+def _attacker(document: JSONDict) -> JSONDict | None:
     """The attacker terms of both sides (finite numbers only) and the sentence, written anew
     from them (never the document's own text)."""
     from panoramia.report.attacker import (
@@ -168,7 +169,7 @@ def _attacker(document: dict) -> dict | None:
     }
 
 
-def with_own_verdict(document: dict) -> dict:
+def with_own_verdict(document: JSONDict) -> JSONDict:
     """``document`` with its ``verdict`` read off its own figures (an uploaded one is never
     kept); without one where its figures cannot be read."""
     kept = {key: value for key, value in document.items() if key != "verdict"}
@@ -178,7 +179,7 @@ def with_own_verdict(document: dict) -> dict:
         return kept
 
 
-def _declared_claim(summary: dict) -> dict | None:
+def _declared_claim(summary: JSONDict) -> JSONDict | None:
     """The declared guarantee the document's claim section summarises, validated as the API
     validates a submitted one (``panoramia.accounting.claims``); None for none or a bad one."""
     from panoramia.accounting.claims import claim_from_dict

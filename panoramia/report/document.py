@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 
 from panoramia.measure import INTERPRETATION, Measurement, O1Result, RmRnResult
+from panoramia.measure.jsonable import JSONDict
 from panoramia.report import SCHEMA_VERSION
 
 PACKAGES = ("panoramia-audit", "numpy", "scipy", "torch", "lightning", "sdv", "xgboost-cpu",
@@ -38,12 +39,12 @@ def report_document(
     o1: O1Result | None,
     rmrn: RmRnResult | None,
     seed: int,
-    config: dict,
-    timings: dict,
-    target: dict,
-    data: dict,
-    distinguishers: dict,
-) -> dict:
+    config: JSONDict,
+    timings: JSONDict,
+    target: JSONDict,
+    data: JSONDict,
+    distinguishers: JSONDict,
+) -> JSONDict:
     """Assemble the JSON-safe report of one audit run."""
     body = measurement.to_dict(include_table=measurement.strategy.kind != "all")
     for side in ("baseline", "attack"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panoramia.measure.jsonable import number
+from panoramia.measure.jsonable import JSONDict, number
 
 TOP_RECORDS = 10
 MIN_GROUP = 20
@@ -81,7 +81,7 @@ def exposure_section(
     seed: int = 0,
     top: int = TOP_RECORDS,
     min_group: int = MIN_GROUP,
-) -> dict:
+) -> JSONDict:
     """The ``exposure`` section from the audited members (row i: slot i's member), the
     columns to group by, the game's coins and the attack's scores (one per slot).
 
@@ -116,7 +116,7 @@ def exposure_section(
     ]
     unknown = [c for c in group_columns if c not in members.columns]
     flagged = scores[slots] > threshold
-    groups: list[dict] = []
+    groups: list[JSONDict] = []
     indices: list[np.ndarray] = []
     for column in present[: MAX_SLICES + 1]:
         labels = _labels(members.iloc[slots][column].reset_index(drop=True))
@@ -158,7 +158,7 @@ def exposure_section(
 
 
 def _test_groups(
-    groups: list[dict],
+    groups: list[JSONDict],
     indices: list[np.ndarray],
     coins: np.ndarray,
     attack: object,

@@ -9,6 +9,7 @@ import numpy as np
 
 from panoramia.accounting.report_section import ClaimSection
 from panoramia.measure import Measurement
+from panoramia.measure.jsonable import JSONDict
 from panoramia.measure.null import NullTest
 from panoramia.report import plots
 from panoramia.report.attacker import percent_share
@@ -27,7 +28,7 @@ PARAGRAPH = (
 )
 
 
-def _unreliable_html(document: dict) -> str:
+def _unreliable_html(document: JSONDict) -> str:
     """The paper's game's c_lb = 0, named as that game's (the quoted figure may be another)."""
     reasons = document.get("unreliable") or []
     return "".join(
@@ -60,7 +61,7 @@ def _claim_html(section: ClaimSection | None) -> str:
     return "".join(parts)
 
 
-def _gdp_rows(gdp: dict) -> list[tuple[str, float]]:
+def _gdp_rows(gdp: JSONDict) -> list[tuple[str, float]]:
     """The figures on a GDP claim's scale (docs/SPEC.md §2.8): μ̃ at c_lb, RM;RN's μ_lb and
     the claimed μ, where the report has them."""
     if "mu_tilde" not in gdp:
@@ -78,7 +79,7 @@ def _gdp_rows(gdp: dict) -> list[tuple[str, float]]:
 
 
 def _figures(
-    document: dict,
+    document: JSONDict,
     measurement: Measurement,
     roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
     losses: dict[str, dict[str, np.ndarray]],
@@ -111,7 +112,7 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def render_html(
-    document: dict,
+    document: JSONDict,
     measurement: Measurement,
     roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
     losses: dict[str, dict[str, np.ndarray]],
@@ -162,7 +163,7 @@ def render_html(
 </main></body></html>"""
 
 
-def _figures_table(document: dict) -> str:
+def _figures_table(document: JSONDict) -> str:
     """Every figure of the run, one row each, the quoted ones first."""
     reference = document["reference_audits"]
     rows = [
@@ -239,7 +240,7 @@ def _with_interval(value: object, interval: object, percent_of: bool) -> str:
     return shown
 
 
-def attacker_html(document: dict) -> str:
+def attacker_html(document: JSONDict) -> str:
     """What an attacker gains: the member-side sentence first (can someone find her rows),
     then the sentence, the odds, and the attack beside the baseline with intervals."""
     section = document.get("attacker")
@@ -257,7 +258,7 @@ def attacker_html(document: dict) -> str:
     attack, baseline = section["attack"], section["baseline"]
     level = section.get("interval_level")
 
-    def cell(side: dict, key: str, fpr: str | None = None, percent_of: bool = False) -> str:
+    def cell(side: JSONDict, key: str, fpr: str | None = None, percent_of: bool = False) -> str:
         if fpr is not None:
             value = (side.get("tpr_at_fpr") or {}).get(fpr)
             interval = (side.get("tpr_at_fpr_interval") or {}).get(fpr)
@@ -299,7 +300,7 @@ def attacker_html(document: dict) -> str:
     )
 
 
-def detectable_words(groups: list[dict], statistic: str = "share") -> str:
+def detectable_words(groups: list[JSONDict], statistic: str = "share") -> str:
     """What this audit's group test could have seen: the smallest excess a tested group needed
     to stand out (``share``: percentage points of its members flagged; ``rank``: points of
     its AUC against the non-members), over the groups' sizes (or "small differences may go
@@ -331,7 +332,7 @@ def detectable_words(groups: list[dict], statistic: str = "share") -> str:
     )
 
 
-def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
+def _groups_lead(section: JSONDict, groups: list[JSONDict], document: JSONDict) -> str:
     """The exposure section's first line: which groups stand out, or that none does."""
     if not section.get("tested"):
         return (
@@ -367,7 +368,7 @@ def _groups_lead(section: dict, groups: list[dict], document: dict) -> str:
     )
 
 
-def exposure_html(document: dict) -> str:
+def exposure_html(document: JSONDict) -> str:
     """Which of the contributor's records and groups the attack exposes most (report section
     ``exposure``, where the audit recorded one): the groups tested against chance first."""
     section = document.get("exposure")
@@ -397,7 +398,7 @@ def exposure_html(document: dict) -> str:
                 "the baseline's on the same records, over every rate at once.</p>"
             )
 
-        def row(g: dict) -> str:
+        def row(g: JSONDict) -> str:
             share = g.get("share", g.get("tpr"))
             ranks = (
                 f"<td>{html.escape(_with_interval(g.get('auc'), None, True))}</td>"
@@ -449,7 +450,7 @@ def exposure_html(document: dict) -> str:
     return "".join(parts) + "</section>"
 
 
-def _records_html(section: dict, document: dict) -> str:
+def _records_html(section: JSONDict, document: JSONDict) -> str:
     """The members the attack is surest about: the contributor's own rows, what they mean on
     a run that calls no leak, and the columns left out."""
     records = section.get("records") or []
@@ -576,7 +577,7 @@ the share of non-members wrongly flagged.</dd>
 """Plain readings of every symbol the page uses."""
 
 
-def _verdict_html(document: dict) -> str:
+def _verdict_html(document: JSONDict) -> str:
     """The answer first: the level, one sentence, the figure to quote, the caveats of this
     run, what the figures mean and do not mean, and the declared guarantee in words."""
     from panoramia.report.verdict import verdict
@@ -609,7 +610,7 @@ def _verdict_html(document: dict) -> str:
     )
 
 
-def _next_steps_html(found: dict) -> str:
+def _next_steps_html(found: JSONDict) -> str:
     steps = found.get("next_steps") or []
     if not steps:
         return ""
@@ -617,7 +618,7 @@ def _next_steps_html(found: dict) -> str:
     return f"<p><b>What to do next</b></p><ul class=next>{items}</ul>"
 
 
-def quote_text(found: dict) -> str:
+def quote_text(found: JSONDict) -> str:
     """The verdict's quoted figure in one phrase: ε̃, its game, this run's interval and the
     false-alarm rate (or, before the in-audit null, the tolerance)."""
     quote = found["quote"]
@@ -645,7 +646,7 @@ def quote_text(found: dict) -> str:
     )
 
 
-def _quoted_rows(document: dict) -> list[tuple[str, object]]:
+def _quoted_rows(document: JSONDict) -> list[tuple[str, object]]:
     """The table's first rows: the verdict's level and the figure it quotes."""
     from panoramia.report.verdict import verdict
 
@@ -663,7 +664,7 @@ def _examples_html(examples: dict[str, list[str]] | None) -> str:
     return "".join(parts)
 
 
-def _details(document: dict) -> str:
+def _details(document: JSONDict) -> str:
     import json
 
     keep = {k: document[k] for k in ("target", "data", "timings", "versions")}

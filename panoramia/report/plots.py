@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from panoramia.measure import Measurement, max_precision_allowed
+from panoramia.measure.jsonable import JSONDict
 from panoramia.measure.null import NullTest
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
     from matplotlib.typing import RcKeyType
+
+    from panoramia.accounting.report_section import ClaimSection
+    from panoramia.accounting.tradeoff import TradeoffCurve
 
 ROLE_COLOURS = {
     "attack": "#b2182b",
@@ -59,7 +65,7 @@ class Chart:
 
 
 @contextmanager
-def _figure(width: float = 6.8, height: float = 4.0) -> Iterator:
+def _figure(width: float = 6.8, height: float = 4.0) -> Iterator[tuple[Figure, Axes]]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,7 +79,7 @@ def _figure(width: float = 6.8, height: float = 4.0) -> Iterator:
             plt.close(figure)
 
 
-def _png(figure) -> str:
+def _png(figure: Figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return base64.b64encode(buffer.getvalue()).decode()
@@ -120,7 +126,7 @@ def null_chart(null: NullTest) -> Chart:
 
 
 def two_sided_charts(
-    two_sided: dict, scores: dict[str, tuple[np.ndarray, np.ndarray]]
+    two_sided: JSONDict, scores: dict[str, tuple[np.ndarray, np.ndarray]]
 ) -> list[Chart]:
     """Per side of the two-sided game: its scores for members and generated non-members, the
     chosen thresholds (guess non-member below *low*, member above *high*) and its bound."""
@@ -130,7 +136,8 @@ def two_sided_charts(
         if side not in scores or "low" not in point:
             continue
         values, membership = scores[side]
-        bins = np.linspace(0.0, 1.0, 41)
+        # matplotlib's stub types ``bins`` as a Sequence; its runtime takes any array.
+        bins = cast("Sequence[float]", np.linspace(0.0, 1.0, 41))
         with _figure() as (figure, axis):
             for group, keep in (("members", membership == 1), ("synthetic", membership == 0)):
                 label = "members" if group == "members" else "generated non-members"
@@ -376,7 +383,7 @@ def gallery_chart(galleries: dict[str, np.ndarray], columns: int = 8) -> list[Ch
     return charts
 
 
-def tradeoff_chart(section) -> Chart:
+def tradeoff_chart(section: ClaimSection) -> Chart:
     """FNR against FPR: the claim's curves and the measured points with their CP boxes
     (``section``: a ``ClaimSection``)."""
     from matplotlib.patches import Rectangle
@@ -384,6 +391,7 @@ def tradeoff_chart(section) -> Chart:
     from panoramia.accounting.tradeoff import eps_delta_tradeoff, gdp_tradeoff
 
     summary = section.summary
+    curve = cast("TradeoffCurve", summary.curve)  # drawn only for a claim with a curve
     alphas = np.r_[0.0, np.geomspace(1e-6, 1.0, 400)]
     colours = {
         "attack": ROLE_COLOURS["attack"],
@@ -391,11 +399,12 @@ def tradeoff_chart(section) -> Chart:
         "rmrn": ROLE_COLOURS["real non-members"],
     }
     with _figure(6.4, 5.4) as (figure, axis):
-        axis.plot(alphas, summary.curve(alphas), color="black", label="f of the claim (one run)")
+        axis.plot(alphas, curve(alphas), color="black", label="f of the claim (one run)")
         if summary.tuned:
+            check_curve = cast("TradeoffCurve", summary.check_curve)  # a curve, as the claim's
             axis.plot(
                 alphas,
-                summary.check_curve(alphas),
+                check_curve(alphas),
                 color="black",
                 linestyle=":",
                 label="after tuning (certified profile)",

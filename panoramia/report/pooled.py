@@ -24,6 +24,7 @@ from collections import Counter
 from typing import Any
 
 from panoramia.measure.aggregate import aggregate
+from panoramia.measure.jsonable import JSONDict
 from panoramia.report.verdict import DETECTED, finite_number, p_text, percent
 
 MAX_REPEATS = 10
@@ -39,7 +40,7 @@ POOLED_WORDS = {
 """Each pooled level as a person reads it."""
 
 
-def run_reading(found: dict | None) -> dict[str, Any]:
+def run_reading(found: JSONDict | None) -> dict[str, Any]:
     """One run's ``level``, decision ``p`` (None where it cannot be read), ``rate`` (its
     false-alarm rate), ``value`` and ``game`` of its quoted ε̃, from a ``verdict`` section or
     a digest's verdict (None: an unreadable run)."""

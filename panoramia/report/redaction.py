@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import re
 
+from panoramia.measure.jsonable import JSONDict
+
 MEMBER_DATA = re.compile(r"<!--member-data-->.*?<!--/member-data-->", re.S)
 """A page's parts that show records (escaped text never holds ``<!--``)."""
 
@@ -35,7 +37,7 @@ RECORD_SECTIONS = ("exposure", "examples")
 text audit's example chunks (members and generated)."""
 
 
-def document_without_records(document: dict, note: str) -> dict:
+def document_without_records(document: JSONDict, note: str) -> JSONDict:
     """``document`` with each of :data:`RECORD_SECTIONS` it has replaced by
     ``{"removed": note}``."""
     return {

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from panoramia.report import SCHEMA_VERSIONS
 
+# pydantic needs the Literal built from the tuple at runtime; mypy cannot read a variable there.
 SchemaVersion = Literal[SCHEMA_VERSIONS]  # type: ignore[valid-type]
 
 
@@ -41,13 +42,15 @@ class ReportDocument(BaseModel):
     confidence: float = Field(gt=0, lt=1)
     m: int = Field(ge=1)
     seed: int
-    baseline: dict
-    attack: dict
-    reference_audits: dict
-    target: dict
-    data: dict
-    config: dict
-    timings: dict
+    # Sections stay ``dict[Any, Any]`` (what a bare ``dict`` means to pydantic): ``dict[str,
+    # Any]`` would make pydantic validate their keys as strings, which it does not do today.
+    baseline: dict[Any, Any]
+    attack: dict[Any, Any]
+    reference_audits: dict[Any, Any]
+    target: dict[Any, Any]
+    data: dict[Any, Any]
+    config: dict[Any, Any]
+    timings: dict[Any, Any]
     versions: dict[str, str]
 
     _finite_numbers = field_validator("c_lb", "c_plus_eps_lb", "eps_tilde")(_finite)

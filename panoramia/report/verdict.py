@@ -27,9 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from panoramia.measure import INTERPRETATION
+from panoramia.measure.jsonable import JSONDict
 
 STRONG = math.log(2.0)
 """ε̃ (nats) from which a detected leak is called clear when the low end of its interval
@@ -66,7 +67,7 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _games(document: dict) -> dict[str, dict]:
+def _games(document: JSONDict) -> dict[str, JSONDict]:
     """The games this run reports by key: the paper's one-sided game, and the two-sided one
     where it was played; each with its figures."""
     games: dict[str, dict[str, Any]] = {
@@ -96,7 +97,7 @@ MALFORMED = "this report's null section cannot be read or does not match its fig
 """Why a schema-1.4 document without a usable ``null`` section has no null to hold its gap to."""
 
 
-def read_null(document: dict, games: dict[str, dict] | None = None) -> dict | None:
+def read_null(document: JSONDict, games: dict[str, JSONDict] | None = None) -> JSONDict | None:
     """The document's null test, checked against the document's own figures and recomputed
     from its counts: ``game``, ``draws``, ``exceed``, ``p_value``, ``false_alarm_rate``,
     ``threshold``, ``interval``, ``detected``, ``borderline``, ``ensemble``;
@@ -163,7 +164,7 @@ def percent(rate: float) -> str:
     return f"{100 * rate:g}%"
 
 
-def _legacy_level(games: dict[str, dict], claim: dict) -> tuple[str, dict]:
+def _legacy_level(games: dict[str, JSONDict], claim: JSONDict) -> tuple[str, JSONDict]:
     """The rule of schema 1.1–1.3 (no in-audit null): the larger ε̃ of the games whose c_lb
     is above 0, against :data:`TOLERANCE`."""
     reliable = [g for g in games.values() if g["c_lb"] > 0]
@@ -178,7 +179,7 @@ def _legacy_level(games: dict[str, dict], claim: dict) -> tuple[str, dict]:
     return "no_leak_detected", quoted
 
 
-def game_reach(document: dict, quoted: dict) -> float | None:
+def game_reach(document: JSONDict, quoted: JSONDict) -> float | None:
     """The most ε̃ the quoted game could show at this audit's size, every guess right (nats):
     the one-sided game's ``detectable.eps_tilde_max``; the two-sided game's
     logit(α_pair^(1/m)) − c_lb. None where the document does not say."""
@@ -190,7 +191,8 @@ def game_reach(document: dict, quoted: dict) -> float | None:
         m = finite_number(document.get("m"))
         if alpha is None or m is None or not 0 < alpha < 1 or m < 1:
             return None
-        return max(0.0, float(saturation_ceiling(int(m), alpha)) - quoted["c_lb"])
+        c_lb: float = quoted["c_lb"]
+        return max(0.0, float(saturation_ceiling(int(m), alpha)) - c_lb)
     reach = got if isinstance(got := document.get("detectable"), dict) else {}
     return finite_number(reach.get("eps_tilde_max"))
 
@@ -201,7 +203,7 @@ REFERENCE_MEANING = {
 }
 
 
-def o1_test(document: dict) -> dict | None:
+def o1_test(document: JSONDict) -> JSONDict | None:
     """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
     2026-11-27 03:15: the one reference audit that joins the decision; RM;RN does not, as its
     trained distinguisher also sees the examples, and a held-out split whose rows differ from
@@ -233,7 +235,9 @@ def o1_test(document: dict) -> dict | None:
     return {"test": "o1", "p_value": p_value, "eps_lb": eps, "confidence": confidence}
 
 
-def decision(null: dict, references: list[dict], reading: list[dict] | None = None) -> dict:
+def decision(
+    null: JSONDict, references: list[JSONDict], reading: list[JSONDict] | None = None
+) -> JSONDict:
     """The decision of one run (docs/SPEC.md §3.1, level 8): the in-audit null's p alone, or,
     with reference audits, min(1, 2 · min(p, p_ref)), p_ref = min(1, R · min_j p_j);
     ``detected`` at α, ``borderline`` at 2α or where a reference audit reads ε_lb > 0 at its
@@ -266,8 +270,8 @@ def decision(null: dict, references: list[dict], reading: list[dict] | None = No
 
 
 def _level(
-    document: dict, games: dict[str, dict], null: dict | None, claim: dict
-) -> tuple[str, dict]:
+    document: JSONDict, games: dict[str, JSONDict], null: JSONDict | None, claim: JSONDict
+) -> tuple[str, JSONDict]:
     """The level and the quoted game's figures; a no-leak run whose quoted game could not
     have called one (:func:`game_reach`) is inconclusive (docs/SPEC.md §3.1, level 7); with
     reference audits, the decision of level 8 (:func:`decision`), kept in the figures under
@@ -303,7 +307,7 @@ def _odds(value: float) -> str:
     return f"{math.exp(value):.1f}×" if value < 20 else "more than a million times"
 
 
-def quoted_calls(document: dict, quoted: dict) -> dict[str, int] | None:
+def quoted_calls(document: JSONDict, quoted: JSONDict) -> dict[str, int] | None:
     """The attack's calls at the quoted game's best point: ``{"member": n, "nonmember": n}``
     (the paper's game makes member calls only); None where the document does not say."""
     if quoted["key"] == "two_sided":
@@ -322,7 +326,7 @@ def quoted_calls(document: dict, quoted: dict) -> dict[str, int] | None:
     return None if member is None else {"member": member, "nonmember": 0}
 
 
-def _baseline_best(document: dict, quoted: dict) -> tuple[int, int] | None:
+def _baseline_best(document: JSONDict, quoted: JSONDict) -> tuple[int, int] | None:
     """The baseline's calls at its own best point of the quoted game and how many are right."""
     if quoted["key"] == "two_sided":
         point = (document.get("two_sided") or {}).get("baseline")
@@ -332,7 +336,7 @@ def _baseline_best(document: dict, quoted: dict) -> tuple[int, int] | None:
         right = [_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
         if None in made or None in right:
             return None
-        return sum(made), sum(right)  # type: ignore[arg-type]
+        return sum(cast("list[int]", made)), sum(cast("list[int]", right))  # no None (above)
     baseline = got if isinstance(got := document.get("baseline"), dict) else {}
     r, v = _count(baseline.get("r")), _count(baseline.get("v"))
     return None if r is None or v is None else (r, v)
@@ -355,7 +359,7 @@ def _carried(calls: dict[str, int] | None) -> str:
     return ""
 
 
-def _counts_reading(document: dict, quoted: dict, calls: dict[str, int] | None) -> str:
+def _counts_reading(document: JSONDict, quoted: JSONDict, calls: dict[str, int] | None) -> str:
     """A saturated game's figure read as counts, not odds."""
     if not calls:
         return ""
@@ -376,7 +380,7 @@ def _counts_reading(document: dict, quoted: dict, calls: dict[str, int] | None) 
     )
 
 
-def _found(decided: dict | None, held: dict) -> str:
+def _found(decided: JSONDict | None, held: JSONDict) -> str:
     """Which tests called the leak, with their p-values."""
     if not decided or not decided["references"]:
         return ""
@@ -396,7 +400,7 @@ def _found(decided: dict | None, held: dict) -> str:
     )
 
 
-def _reference_meaning(decided: dict) -> str:
+def _reference_meaning(decided: JSONDict) -> str:
     """What the reference audits that called the leak compared, in words, with their bound."""
     found = [r for r in decided["references"] if r["test"] in decided["found_by"]]
     return "".join(
@@ -418,21 +422,21 @@ class _Said:
     """The quoted game in words."""
     where: str
     """"ε̃ = … in <game>", with this run's interval where a null holds the call."""
-    held: dict | None
+    held: JSONDict | None
     """The null that holds the call (None where there is none, or it was skipped)."""
     rate: str
     """The held null's false-alarm rate in words ("" without one)."""
     within: str
     """" It stays within the declared guarantee." where one is declared and not violated."""
-    decided: dict | None
+    decided: JSONDict | None
     calls: dict[str, int] | None
-    quoted: dict
-    null: dict | None
-    claim: dict
-    document: dict
+    quoted: JSONDict
+    null: JSONDict | None
+    claim: JSONDict
+    document: JSONDict
 
 
-def _said(quoted: dict, null: dict | None, claim: dict, document: dict) -> _Said:
+def _said(quoted: JSONDict, null: JSONDict | None, claim: JSONDict, document: JSONDict) -> _Said:
     eps, game = quoted["eps_tilde"], quoted["game"]
     held = null if null and "skipped" not in null else None
     where, rate = f"ε̃ = {eps:.2f} in {game}", ""
@@ -502,7 +506,7 @@ def _leak_sentence(said: _Said) -> str | None:
     )
 
 
-def _reading_sentence(said: _Said, ref: dict) -> str | None:
+def _reading_sentence(said: _Said, ref: JSONDict) -> str | None:
     """Borderline on a reference audit's reading: without a null, or held with it and not
     called together."""
     held, decided, where = said.held, said.decided, said.where
@@ -625,7 +629,11 @@ rule before the in-audit null's sentence is said instead."""
 
 
 def _sentence(
-    level: str, quoted: dict, null: dict | None, claim: dict, document: dict | None = None
+    level: str,
+    quoted: JSONDict,
+    null: JSONDict | None,
+    claim: JSONDict,
+    document: JSONDict | None = None,
 ) -> str:
     said = _said(quoted, null, claim, document or {})
     by_level = _LEVEL_SENTENCES.get(level)
@@ -633,13 +641,13 @@ def _sentence(
     return found if found is not None else _rule_before_null_sentence(level, said)
 
 
-def _o1(document: dict) -> float | None:
+def _o1(document: JSONDict) -> float | None:
     reference = document.get("reference_audits")
     o1 = reference.get("o1") if isinstance(reference, dict) else None
     return finite_number(o1.get("eps_lb")) if isinstance(o1, dict) else None
 
 
-def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> list[str]:
+def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | None) -> list[str]:
     lines = [
         INTERPRETATION,
         f"In {quoted['game']}, c_lb = {quoted['c_lb']:.3f} measures how well the generated "
@@ -676,7 +684,9 @@ def _meaning(document: dict, level: str, quoted: dict, null: dict | None) -> lis
     return lines
 
 
-def _caveats(document: dict, level: str, quoted: dict, null: dict | None, claim: dict) -> list[str]:
+def _caveats(
+    document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | None, claim: JSONDict
+) -> list[str]:
     caveats = []
     quiet = level not in DETECTED
     if quoted["c_lb"] == 0:
@@ -728,7 +738,7 @@ def _caveats(document: dict, level: str, quoted: dict, null: dict | None, claim:
     return caveats
 
 
-def _reach(document: dict, quoted: dict, claim: dict, quiet: bool) -> str | None:
+def _reach(document: JSONDict, quoted: JSONDict, claim: JSONDict, quiet: bool) -> str | None:
     """What this audit's size could not show, in words: where no leak was called, or the
     declared ε is above the most this size can show; None otherwise or without a
     ``detectable`` section (documents before 1.2)."""
@@ -757,7 +767,7 @@ def _reach(document: dict, quoted: dict, claim: dict, quiet: bool) -> str | None
     return text
 
 
-def verdict(document: dict) -> dict:
+def verdict(document: JSONDict) -> JSONDict:
     """The ``verdict`` section of a report document (schema 1.0 or later): ``level`` (one of
     :data:`WORDS`), ``headline``, ``detected`` (the level says the model leaks),
     ``false_alarm_rate`` (α the decision is held to; None without an in-audit null),
@@ -799,7 +809,7 @@ def verdict(document: dict) -> dict:
     }
 
 
-def _decision_dict(decided: dict | None) -> dict | None:
+def _decision_dict(decided: JSONDict | None) -> JSONDict | None:
     """The decision's tests as the document keeps them (None without an in-audit null)."""
     if not decided:
         return None
@@ -811,7 +821,9 @@ def _decision_dict(decided: dict | None) -> dict | None:
     }
 
 
-def next_steps(document: dict, level: str, quoted: dict, null: dict | None = None) -> list[str]:
+def next_steps(
+    document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | None = None
+) -> list[str]:
     """What to do next, per level and per finding (docs/SPEC.md §3.1): sentences a
     contributor or the model's owner can act on."""
     steps: list[str] = []
@@ -918,7 +930,7 @@ PLAIN = {
 """The answer in plain words, one per level: the line a reader sees first."""
 
 
-def plain_line(found: dict | None) -> str | None:
+def plain_line(found: JSONDict | None) -> str | None:
     """The verdict's answer in plain words (:data:`PLAIN`), and, for a leak carried only by
     non-member calls, that it does not point at her records (``found``: a ``verdict``
     section or a digest's verdict; None where its level cannot be read)."""
