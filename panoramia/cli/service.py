@@ -25,6 +25,7 @@ Token = Annotated[
     str | None, typer.Option("--token", envvar="PANORAMIA_TOKEN", help="Your bearer token.")
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+AuditId = Annotated[str, typer.Argument(help="The audit's id.")]
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 db = typer.Typer(help="The report store's database.", no_args_is_help=True)
@@ -504,7 +505,7 @@ def _progress_line(audit: dict) -> str:
 @audits.command("status")
 @exits_on_input_error
 def audits_status(
-    audit_id: Annotated[str, typer.Argument(help="The audit's id.")],
+    audit_id: AuditId,
     url: Url = DEFAULT_URL,
     token: Token = None,
     as_json: AsJson = False,
@@ -525,7 +526,7 @@ def audits_status(
 @audits.command("cancel")
 @exits_on_input_error
 def audits_cancel(
-    audit_id: Annotated[str, typer.Argument(help="The audit's id.")],
+    audit_id: AuditId,
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:

@@ -2,19 +2,23 @@
 (the real-vs-synthetic filter, loss matching), and deal the survivors into the disjoint sets.
 
 A modality supplies how to draw ``n`` labelled candidates under a name (the name seeds the
-draw), how to screen a batch, and how to store a subset; the rounds, their sizes and the
-dealing live here once.
+draw), how to screen a batch, and how to store a subset; the rounds, their sizes, the
+dealing and the attacker's pool live here once (:func:`draw_and_deal`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.pipeline.stages.example_sets import ExampleSets
+from panoramia.pipeline.stages.splits import POOL_SET, SYNTHETIC_SETS
 
 Examples = TypeVar("Examples")
 
@@ -76,3 +80,46 @@ def deal(
     for name in order:
         write(np.arange(start, start + needed[name]), name)
         start += needed[name]
+
+
+@dataclass(frozen=True)
+class Dealt(Generic[Examples]):
+    """What :func:`draw_and_deal` drew: the audit's ``kept`` examples (every set, in
+    :data:`SYNTHETIC_SETS` order), the candidates ``drawn`` for them, the ``batches`` they
+    were screened in (the first the screen saw; the pool's came after) and the candidates
+    ``pool_drawn`` for the attacker's pool (0: none)."""
+
+    kept: Examples
+    drawn: int
+    batches: int
+    pool_drawn: int
+
+
+def draw_and_deal(
+    sets: ExampleSets,
+    needed: dict[str, int],
+    pool: int,
+    directory: Path,
+    *,
+    screened: Callable[..., tuple[list[Examples], int]],
+    concat: Callable[[list[Examples]], Examples],
+) -> Dealt[Examples]:
+    """Draw the synthetic sets ``needed`` with ``screened(total, name=...)`` (the modality's
+    :func:`draw_screened`, its options set) and deal them into ``directory`` as
+    ``synthetic_{name}`` files of ``sets`` (disjoint: h's examples are never audited); then,
+    where ``pool``, the attacker's extra false-positive side, screened as the audit's, as the
+    :data:`POOL_SET` file. ``concat`` joins a draw's surviving batches."""
+    kept_parts, drawn = screened(sum(needed.values()))
+    kept = concat(kept_parts)
+    deal(
+        needed,
+        lambda indices, name: sets.write(
+            kept, indices, directory / f"synthetic_{name}{sets.suffix}"
+        ),
+        order=SYNTHETIC_SETS,
+    )
+    pool_drawn = 0
+    if pool:
+        pool_parts, pool_drawn = screened(pool, name="synthetic/pool")
+        sets.write(concat(pool_parts), np.arange(pool), directory / f"{POOL_SET}{sets.suffix}")
+    return Dealt(kept, drawn, len(kept_parts), pool_drawn)

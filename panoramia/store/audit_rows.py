@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
@@ -29,10 +28,6 @@ from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, Rep
 
 class AuditRows(StoreBase):
     """Audits: created within her limits, claimed fairly, beaten on, finished, recovered."""
-
-    if TYPE_CHECKING:  # provided by ModelRows in ReportStore
-
-        def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel: ...
 
     @retried
     def create_audit(

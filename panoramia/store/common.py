@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from sqlalchemy import Engine, Select, select
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from panoramia.report.digest import report_digest
 from panoramia.store.tables import Audit, AuditedModel, Report, ReportPage
@@ -190,6 +190,10 @@ class StoreBase:
     writes: sessionmaker
     """Write transactions (SQLite: ``BEGIN IMMEDIATE``); each write method is
     :func:`retried` as a whole."""
+
+    if TYPE_CHECKING:  # provided by ModelRows in ReportStore (audits and reports name models)
+
+        def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel: ...
 
 
 def reports_query(principal: Principal, model_name: str) -> Select:

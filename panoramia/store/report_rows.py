@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Select, Text, cast, func, select
 from sqlalchemy.orm import Session, undefer
@@ -28,10 +28,6 @@ from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, Rep
 
 class ReportRows(StoreBase):
     """Reports: stored within her quota, read where the caller may, redacted when her data goes."""
-
-    if TYPE_CHECKING:  # provided by ModelRows in ReportStore
-
-        def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel: ...
 
     @retried
     def stored_bytes(self, contributor_id: int, session: Session | None = None) -> int:

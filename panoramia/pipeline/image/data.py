@@ -17,6 +17,7 @@ from panoramia.data.images import ImageSet, read_images
 from panoramia.errors import InputError
 from panoramia.pipeline.data_identity import input_paths_identity
 from panoramia.pipeline.image.config import ImageDataConfig
+from panoramia.pipeline.stages.example_sets import save_known
 
 MEMBERS = "members.npz"
 CONTROL_POOL = "control_pool.npz"
@@ -62,11 +63,10 @@ def build_image_data(config: ImageDataConfig, directory: Path) -> dict:
         control = everything.take(order[config.pool_size : 2 * config.pool_size])
         nonmembers = everything.take(order[2 * config.pool_size :])
         control.save(directory / CONTROL_POOL)
-    if config.max_members is not None:
-        members = members.take(np.arange(min(config.max_members, len(members))))
-    members.save(directory / MEMBERS)
-    if nonmembers is not None:
-        nonmembers.save(directory / NONMEMBERS)
+    members = save_known(
+        directory, members, nonmembers, max_members=config.max_members,
+        files=(MEMBERS, NONMEMBERS),
+    )  # fmt: skip
     labelled = [s for s in (members, control, nonmembers) if s is not None]
     n_classes = int(max(s.labels.max() for s in labelled)) + 1
     height, width, channels = members.shape

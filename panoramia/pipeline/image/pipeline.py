@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,14 +28,13 @@ from panoramia.pipeline.image.data import (
 from panoramia.pipeline.image.sets import IMAGE_SETS
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import (
-    POOL_SET,
-    SYNTHETIC_SETS,
-    fpr_pool_size,
-    synthetic_sizes,
-    with_pool,
+from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic
+from panoramia.pipeline.synthetic_draw import (
+    MARGIN,
+    SAMPLING_ONLY,
+    draw_and_deal,
+    draw_screened,
 )
-from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 
 if TYPE_CHECKING:
     from panoramia.baselines.image import ImageLabeler
@@ -129,43 +129,23 @@ class ImagePipeline(AuditPipeline):
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         config = self.job.generator
         helper = self.job.helper
-        needed = synthetic_sizes(
-            known, helper.n_images if helper.training_data == "synthetic" else 0
-        )
-        pool = fpr_pool_size(self, needed)
-
-        def build(directory: Path) -> dict:
-            return self._draw_synthetic(data, known, gen, needed, pool, directory)
-
         settings = asdict(config)
         if not config.loss_matching.enabled:  # keeps the keys of sets drawn before it existed
             settings.pop("loss_matching")
-        sample_config = {
-            "generator": settings,
-            "needed": needed,
-            "generation_seed": self.generation_seed,
-        }
-        return self.runner.run(
-            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known]
-        )
+        return build_synthetic(
+            self, data, known, gen, settings=settings, draw=self._draw_synthetic,
+            helper=helper.n_images if helper.training_data == "synthetic" else 0,
+        )  # fmt: skip
 
-    def _draw_synthetic(
-        self,
-        data: StageResult,
-        known: StageResult,
-        gen: StageResult,
-        needed: dict[str, int],
-        pool: int,
-        directory: Path,
-    ) -> dict:
+    def _draw_synthetic(self, work: SyntheticWork) -> dict:
         """The synthetic stage's work: draw, screen and deal the synthetic images (and the
-        attacker's pool) into ``directory``; its info."""
+        attacker's pool) into ``work.directory``; its info."""
         from panoramia.generators.image import ImageGenerator
 
-        config = self.job.generator
-        generator = ImageGenerator.load(gen.directory)
-        real = read_npz(known.directory / "member_generator.npz")
-        n_classes = int(data.info["n_classes"])
+        config, directory = self.job.generator, work.directory
+        generator = ImageGenerator.load(work.gen.directory)
+        real = read_npz(work.known.directory / "member_generator.npz")
+        n_classes = int(work.data.info["n_classes"])
         labeler = _fit_labeler(config, real, n_classes, directory, self.generation_seed)
         draw = _ImageDraw(generator, labeler, self.generation_seed)
         extra = None
@@ -178,33 +158,20 @@ class ImagePipeline(AuditPipeline):
         screen = _ImageScreen(config, real, extra, matching, self.generation_seed)
 
         # Later rounds are sized by the share kept so far (loss matching's varies).
-        kept_parts, drawn = draw_screened(
-            sum(needed.values()), draw=draw, screen=screen, size=len, factor=factor,
-            adapt=True, what="images",
+        screened = partial(
+            draw_screened, draw=draw, screen=screen, size=len, factor=factor, adapt=True,
+            what="images",
         )  # fmt: skip
-        kept = concat(kept_parts)
-        # Disjoint: h's images are never audited.
-        deal(
-            needed,
-            lambda indices, name: self.sets.write(
-                kept, indices, directory / f"synthetic_{name}.npz"
-            ),
-            order=SYNTHETIC_SETS,
+        dealt = draw_and_deal(
+            self.sets, work.needed, work.pool, directory, screened=screened, concat=concat
         )
-        kept_fraction, pool_drawn = round(len(kept) / drawn, 4), 0
-        screened = len(screen.candidates)
-        if pool:  # the attacker's extra false-positive side, screened as the audit's
-            pool_parts, pool_drawn = draw_screened(
-                pool, draw=draw, screen=screen, size=len, factor=factor, adapt=True,
-                what="images", name="synthetic/pool",
-            )  # fmt: skip
-            self.sets.write(concat(pool_parts), np.arange(pool),
-                            directory / f"{POOL_SET}.npz")  # fmt: skip
         (directory / "seeds.json").write_text(json.dumps(draw.seeds, indent=1))
-        info: dict[str, object] = {"drawn": drawn, "kept_fraction": kept_fraction, **needed,
-                                   "pool": pool, "pool_drawn": pool_drawn}  # fmt: skip
-        if matching is not None:
-            info["loss_matching"] = screen.summary(screened)
+        info: dict[str, object] = {
+            "drawn": dealt.drawn, "kept_fraction": round(len(dealt.kept) / dealt.drawn, 4),
+            **work.needed, "pool": work.pool, "pool_drawn": dealt.pool_drawn,
+        }  # fmt: skip
+        if matching is not None:  # over the audit's batches, screened before the pool's
+            info["loss_matching"] = screen.summary(dealt.batches)
         return info
 
     def train_stand_in(

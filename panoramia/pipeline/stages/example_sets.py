@@ -47,3 +47,23 @@ def fill_arrays(members: Any, others: Any, take: np.ndarray) -> Any:
 def write_taken(examples: Any, indices: np.ndarray, path: Path) -> None:
     """:attr:`ExampleSets.write` for a set with ``take(indices)`` and ``save(path)``."""
     examples.take(indices).save(path)
+
+
+def save_known(
+    directory: Path,
+    members: Any,
+    nonmembers: Any | None,
+    *,
+    max_members: int | None,
+    files: tuple[str, str],
+) -> Any:
+    """Save the data stage's known members (the first ``max_members`` where set) and its real
+    non-members (where there are any) in ``directory`` as ``files`` (the members', the
+    non-members'), for sets with ``take`` and ``save`` (an ImageSet, a TextSet); the members
+    saved."""
+    if max_members is not None:
+        members = members.take(np.arange(min(max_members, len(members))))
+    members.save(directory / files[0])
+    if nonmembers is not None:
+        nonmembers.save(directory / files[1])
+    return members

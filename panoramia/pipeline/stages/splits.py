@@ -6,7 +6,8 @@ and the re-dealt synthetic sets on ``seed`` (docs/SPEC.md §2.5)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,50 @@ def with_pool(sample_config: dict, pool: int) -> dict:
     """The synthetic stage's key settings with the pool's size where there is one (a stage
     drawn without a pool keeps the key it had before the pool existed)."""
     return {**sample_config, "fpr_pool": pool} if pool else sample_config
+
+
+@dataclass(frozen=True)
+class SyntheticWork:
+    """What the synthetic stage's draw works from and into: the data, generator_data (D_G)
+    and generator stages, the examples ``needed`` per set of :data:`SYNTHETIC_SETS`, the
+    attacker's ``pool`` (:data:`POOL_SET`, 0: none) and the stage's ``directory``."""
+
+    data: StageResult
+    known: StageResult
+    gen: StageResult
+    needed: dict[str, int]
+    pool: int
+    directory: Path
+
+
+def build_synthetic(
+    audit: Audit,
+    data: StageResult,
+    known: StageResult,
+    gen: StageResult,
+    *,
+    helper: int,
+    settings: dict,
+    draw: Callable[[SyntheticWork], dict],
+    version: int = 1,
+) -> StageResult:
+    """The synthetic stage, after the generator ``gen`` and D_G (``known``): ``draw(work)``
+    fills ``work.directory`` with the sets :func:`synthetic_sizes` asks for (``helper`` for h)
+    and the attacker's pool (:func:`fpr_pool_size`) and returns the stage's info. Its key:
+    the generator's ``settings`` (those the modality's sampling reads), the sizes, the
+    generation seed and the pool's size (:func:`with_pool`)."""
+    needed = synthetic_sizes(known, helper)
+    pool = fpr_pool_size(audit, needed)
+
+    def build(directory: Path) -> dict:
+        return draw(SyntheticWork(data, known, gen, needed, pool, directory))
+
+    sample_config = {
+        "generator": settings,
+        "needed": needed,
+        "generation_seed": audit.generation_seed,
+    }
+    return audit.runner.run(
+        "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known],
+        version=version,
+    )  # fmt: skip

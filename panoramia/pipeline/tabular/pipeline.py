@@ -8,6 +8,7 @@ rerun reuses finished stages and a killed run loses at most the stage that was r
 from __future__ import annotations
 
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +18,13 @@ import pandas as pd
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import (
-    POOL_SET,
-    SYNTHETIC_SETS,
-    fpr_pool_size,
-    member_parts_of,
-    synthetic_sizes,
-    with_pool,
+from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic, member_parts_of
+from panoramia.pipeline.synthetic_draw import (
+    MARGIN,
+    SAMPLING_ONLY,
+    draw_and_deal,
+    draw_screened,
 )
-from panoramia.pipeline.synthetic_draw import MARGIN, SAMPLING_ONLY, deal, draw_screened
 from panoramia.pipeline.tabular.config import TabularGeneratorSettings, TabularJobConfig
 from panoramia.pipeline.tabular.data import (
     CONTROL_POOL,
@@ -162,45 +161,23 @@ class TabularPipeline(AuditPipeline):
         )
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        config = self.job.generator
-        needed = synthetic_sizes(known, self.job.helper.n_rows)
-        pool = fpr_pool_size(self, needed)
-
-        def build(directory: Path) -> dict:
-            return self._draw_synthetic(data, known, gen, needed, pool, directory)
-
         # The whole generator section: every setting of sampling, labelling and filtering.
-        sample_config = {
-            "generator": asdict(config),
-            "needed": needed,
-            "generation_seed": self.generation_seed,
-        }
-        return self.runner.run(
-            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known],
-            version=5,
+        return build_synthetic(
+            self, data, known, gen, helper=self.job.helper.n_rows,
+            settings=asdict(self.job.generator), draw=self._draw_synthetic, version=5,
         )  # fmt: skip
 
-    def _draw_synthetic(
-        self,
-        data: StageResult,
-        known: StageResult,
-        gen: StageResult,
-        needed: dict[str, int],
-        pool: int,
-        directory: Path,
-    ) -> dict:
+    def _draw_synthetic(self, work: SyntheticWork) -> dict:
         """The synthetic stage's work: draw, screen and deal the synthetic rows (and the
-        attacker's pool) into ``directory``; its info."""
+        attacker's pool) into ``work.directory``; its info."""
         from panoramia.generators.tabular import TabularGenerator
         from panoramia.generators.tabular_filter import synthetic_fidelity
         from panoramia.generators.tabular_support import SupportScreen
 
         config = self.job.generator
-        pool_drawn = 0
-        schema = load_schema(data.directory)
-        generator = TabularGenerator.load(gen.directory, schema, config)
-        total = sum(needed.values())
-        real = pd.read_parquet(known.directory / "member_generator.parquet")
+        schema = load_schema(work.data.directory)
+        generator = TabularGenerator.load(work.gen.directory, schema, config)
+        real = pd.read_parquet(work.known.directory / "member_generator.parquet")
         labeler = _fit_labeler(config, real, schema, self.generation_seed)
         marginals = _fit_marginals(config, generator, real, schema, self.generation_seed)
         draw = _TabularDraw(generator, marginals, labeler, self.generation_seed)
@@ -217,40 +194,27 @@ class TabularPipeline(AuditPipeline):
 
         # The filter keeps at least 1 - max_drop of a batch, so one round normally suffices.
         # The support screen's share varies with the generator: later rounds adapt.
-        kept_parts, drawn = draw_screened(
-            total, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
+        screened = partial(
+            draw_screened, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
             what="rows", hint="raise max_drop or lower support_novelty",
             factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
         )  # fmt: skip
-        kept = pd.concat(kept_parts, ignore_index=True)
-        # Disjoint: the helper's rows are never audited.
-        deal(
-            needed,
-            lambda indices, name: self.sets.write(
-                kept, indices, directory / f"synthetic_{name}.parquet"
-            ),
-            order=SYNTHETIC_SETS,
-        )
-        if pool:  # the attacker's extra false-positive side, screened as the audit's
-            pool_parts, pool_drawn = draw_screened(
-                pool, draw=draw, screen=screen, size=len, adapt=bool(support.checks),
-                what="rows", hint="raise max_drop or lower support_novelty",
-                factor=MARGIN / (1.0 - config.filter.max_drop) if extra is not None else 1.0,
-                name="synthetic/pool",
-            )  # fmt: skip
-            rows = pd.concat(pool_parts, ignore_index=True)
-            self.sets.write(rows, np.arange(pool), directory / f"{POOL_SET}.parquet")
+        dealt = draw_and_deal(
+            self.sets, work.needed, work.pool, work.directory, screened=screened,
+            concat=lambda parts: pd.concat(parts, ignore_index=True),
+        )  # fmt: skip
+        kept = dealt.kept
         # How far the kept rows are from D_G, for the report: a classifier's held-out AUC.
         fidelity = synthetic_fidelity(
             real, kept.iloc[: len(real)], schema,
             seed=child_seed(self.generation_seed, "synthetic/fidelity"),
         )  # fmt: skip
         return {
-            "drawn": drawn, "kept_fraction": round(len(kept) / drawn, 4),
+            "drawn": dealt.drawn, "kept_fraction": round(len(kept) / dealt.drawn, 4),
             "support_checks": len(support.checks),
             "matched_columns": len(marginals.columns) if marginals is not None else 0,
-            "real_vs_synthetic_auc": round(fidelity, 4), **needed, "pool": pool,
-            "pool_drawn": pool_drawn,
+            "real_vs_synthetic_auc": round(fidelity, 4), **work.needed, "pool": work.pool,
+            "pool_drawn": dealt.pool_drawn,
         }  # fmt: skip
 
     def train_stand_in(

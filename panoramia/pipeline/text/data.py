@@ -20,6 +20,7 @@ from panoramia.data.text import TextSet, chunk_documents, read_documents
 from panoramia.errors import InputError
 from panoramia.hashing import tree_sha256
 from panoramia.pipeline.data_identity import input_paths_identity
+from panoramia.pipeline.stages.example_sets import save_known
 from panoramia.pipeline.text.config import TextDataConfig, TextTargetConfig
 
 MEMBERS = "members.npz"
@@ -115,11 +116,10 @@ def build_text_data(config: TextDataConfig, target: TextTargetConfig, directory:
     else:
         members, control, nonmembers = _pools(chunks, len(documents), config)
         control.save(directory / CONTROL_POOL)
-    if config.max_members is not None:
-        members = members.take(np.arange(min(config.max_members, len(members))))
-    members.save(directory / MEMBERS)
-    if nonmembers is not None:
-        nonmembers.save(directory / NONMEMBERS)
+    members = save_known(
+        directory, members, nonmembers, max_members=config.max_members,
+        files=(MEMBERS, NONMEMBERS),
+    )  # fmt: skip
     return {
         "documents": len(documents) + len(outside),
         "members": len(members),

@@ -25,10 +25,10 @@ from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.stages.splits import (
     POOL_SET,
     SYNTHETIC_SETS,
-    fpr_pool_size,
-    synthetic_sizes,
-    with_pool,
+    SyntheticWork,
+    build_synthetic,
 )
+from panoramia.pipeline.synthetic_draw import deal
 from panoramia.pipeline.text.config import TextJobConfig
 from panoramia.pipeline.text.data import (
     CONTROL_POOL,
@@ -248,20 +248,11 @@ class TextPipeline(AuditPipeline):
         )  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
-        needed = synthetic_sizes(known, self.job.helper.n_chunks)
-        pool = fpr_pool_size(self, needed)
-
-        def build(directory: Path) -> dict:
-            return _sample_synthetic(gen, needed, pool, self.generation_seed, directory)
-
-        sample_config = {
-            "generator": asdict(self.job.generator),
-            "needed": needed,
-            "generation_seed": self.generation_seed,
-        }
-        return self.runner.run(
-            "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known]
-        )
+        return build_synthetic(
+            self, data, known, gen, helper=self.job.helper.n_chunks,
+            settings=asdict(self.job.generator),
+            draw=lambda work: _sample_synthetic(work, self.generation_seed),
+        )  # fmt: skip
 
     def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
         from panoramia.models.causal_lm import architecture_key, with_context
@@ -378,23 +369,21 @@ def _fit_generator(
     return {"trained_on": len(train), "prompts": len(prompts), **metrics}
 
 
-def _sample_synthetic(
-    gen: StageResult, needed: dict[str, int], pool: int, generation_seed: int, directory: Path
-) -> dict:
-    """Draw the synthetic chunks (and the attacker's pool) into ``directory`` (the
+def _sample_synthetic(work: SyntheticWork, generation_seed: int) -> dict:
+    """Draw the synthetic chunks (and the attacker's pool) into ``work.directory`` (the
     ``synthetic`` stage's work); its info."""
     from panoramia.generators.text import TextGenerator
 
+    gen, needed, pool, directory = work.gen, work.needed, work.pool, work.directory
     generator = TextGenerator.load(gen.directory)
     prompts = read_chunks(gen.directory / PROMPTS)
     seed = child_seed(generation_seed, "synthetic")
     chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
-    start = 0
-    for name in SYNTHETIC_SETS:  # disjoint: h's chunks are never audited
-        chunks.take(np.arange(start, start + needed[name])).save(
-            directory / f"synthetic_{name}.npz"
-        )
-        start += needed[name]
+    deal(  # disjoint: h's chunks are never audited
+        needed,
+        lambda indices, name: chunks.take(indices).save(directory / f"synthetic_{name}.npz"),
+        order=SYNTHETIC_SETS,
+    )
     seeds = {"synthetic": seed}
     if pool:  # the attacker's extra false-positive side, drawn as the audit's
         seeds["pool"] = child_seed(generation_seed, "synthetic/pool")

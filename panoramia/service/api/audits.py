@@ -1,7 +1,7 @@
 """``/v1/audits``: submit an audit (checked, priced and counted against her quota at the
 door), follow it, cancel it."""
 
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, cast
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
@@ -73,10 +73,7 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
     """The audit routes, sending audits to ``queue``."""
     router = APIRouter(tags=["audits"])
     settings, store, queue, rate_limit = needs.settings, needs.store, needs.queue, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
     AuditId = Annotated[IdentifierType, FastApiPath(description="The audit's id.")]
 
     @router.post("/v1/audits", status_code=202, tags=["audits"])

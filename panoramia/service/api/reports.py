@@ -2,7 +2,7 @@
 their pages (served under a CSP that runs nothing)."""
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, TypeAlias
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
@@ -86,10 +86,7 @@ def _stored_ref(model: ModelRef) -> StoredModelRef:
 def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
     """Add ``POST /v1/reports`` (a CLI run's report stored) to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.post("/v1/reports", status_code=201, tags=["reports"])
     @rate_limit
@@ -116,10 +113,7 @@ def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
 def _add_model_routes(router: APIRouter, needs: RouteNeeds) -> None:
     """Add ``GET /v1/models`` (hers) and ``DELETE /v1/models/{model}`` to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.get("/v1/models", tags=["reports"])
     def list_models(
@@ -164,10 +158,7 @@ def _add_model_routes(router: APIRouter, needs: RouteNeeds) -> None:
 def _add_report_listing(router: APIRouter, needs: RouteNeeds) -> None:
     """Add ``GET /v1/models/{model}/reports`` (her reports of a model) to ``router``."""
     store = needs.store
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.get("/v1/models/{model}/reports", tags=["reports"])
     def list_reports(
@@ -193,10 +184,7 @@ def _add_report_reading(router: APIRouter, needs: RouteNeeds) -> None:
     """Add ``GET /v1/reports/{id}`` (a report with its document) and ``GET
     /v1/reports/{id}/html`` (its page, under :data:`HTML_POLICY`) to ``router``."""
     store = needs.store
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.get("/v1/reports/{report_id}", tags=["reports"])
     def get_report(report_id: ReportId, principal: Caller) -> ReportView:

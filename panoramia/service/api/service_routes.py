@@ -1,6 +1,6 @@
 """The service's own routes: its health, and what a contributor keeps against her quota."""
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Annotated
 
 from fastapi import APIRouter, Request
 from sqlalchemy import text
@@ -9,19 +9,14 @@ from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Health, UsageView
 from panoramia.service.submission.usage import usage
 from panoramia.store.database import current_revision
-
-if TYPE_CHECKING:
-    from panoramia.store.repository import Principal
+from panoramia.store.repository import Principal
 
 
 def service_router(needs: RouteNeeds) -> APIRouter:
     """``/healthz`` and ``/v1/usage``."""
     router = APIRouter(tags=["service"])
     settings, store, queue, rate_limit = needs.settings, needs.store, needs.queue, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.get("/healthz")
     def healthz() -> Health:

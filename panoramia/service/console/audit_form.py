@@ -10,11 +10,10 @@ line.
 """
 
 import re
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Annotated, Any, cast
 from urllib.parse import parse_qs, quote
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
@@ -22,13 +21,12 @@ from pydantic import ValidationError
 from panoramia.report.pooled import MAX_REPEATS
 from panoramia.report.verdict import WORDS
 from panoramia.service.audit_submission import submit_audits
-from panoramia.service.routing import Queue
+from panoramia.service.routing import FormNeeds, Queue
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN, AuditRequest
-from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.cost import OverBudget
 from panoramia.service.submission.repeats import repeat_summary
-from panoramia.store.repository import ReportStore, StorageFull, TooManyAudits
+from panoramia.store.repository import Principal, StorageFull, TooManyAudits
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, UploadRows
 
@@ -93,20 +91,13 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
     })  # fmt: skip
 
 
-def add_audit_pages(
-    router: APIRouter,
-    settings: ServiceSettings,
-    store: ReportStore,
-    queue: Queue,
-    *,
-    page: Callable[..., Response],
-    session: Any,
-    form_is_genuine: Callable[[Request, str, str | None], bool],
-    rate_limit: Callable[[Callable], Callable],
-    refresh_s: int,
-) -> None:
-    """Add ``/console/audits/new`` (GET: the form; POST: submit it) and
-    ``/console/repeats/{id}`` (a group of repeats followed to its pooled verdict)."""
+def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s: int) -> None:
+    """Add ``/console/audits/new`` (GET: the form; POST: submit it, held to
+    ``needs.rate_limit``, its audits sent to ``queue``) and ``/console/repeats/{id}`` (a group
+    of repeats followed to its pooled verdict, reloading every ``refresh_s`` when followed)."""
+    settings, store, page = needs.settings, needs.store, needs.page
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
+    form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
     rows = UploadRows(store)
 
     def form(
@@ -129,14 +120,14 @@ def add_audit_pages(
         )  # fmt: skip
 
     @router.get("/audits/new")
-    def new_audit(request: Request, signed: session, members: str | None = None) -> Response:
+    def new_audit(request: Request, signed: Session, members: str | None = None) -> Response:
         principal, csrf = signed
         chosen = members if members and re.fullmatch(NAME_PATTERN, members) else None
         return form(request, principal, csrf, chosen)
 
     @router.post("/audits/new")
     @rate_limit
-    async def submit_form(request: Request, signed: session) -> Response:
+    async def submit_form(request: Request, signed: Session) -> Response:
         principal, csrf = signed
         fields = read_form(await request.body())
         sent = (fields.get("csrf") or cast("list[str | None]", [None]))[0]
@@ -174,7 +165,7 @@ def add_audit_pages(
     @router.get("/repeats/{group_id}")
     def repeats_page(
         request: Request,
-        signed: session,
+        signed: Session,
         group_id: str,
         follow: str | None = None,
     ) -> Response:

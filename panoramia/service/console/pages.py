@@ -15,7 +15,7 @@ import functools
 import io
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -26,14 +26,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from panoramia.report.digest import number, report_digest
+from panoramia.report.digest import report_digest
 from panoramia.report.verdict import WORDS, plain_line
+from panoramia.report.verdict import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.audit_form import add_audit_pages
 from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
-from panoramia.service.routing import Queue
+from panoramia.service.routing import FormNeeds, Queue, SignedIn
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.repeats import repeat_summary
@@ -377,10 +378,6 @@ class _Pages:
         return self(request, "not_found.html", 404, principal=principal, csrf=csrf, what=what)
 
 
-SignedIn = Callable[[Request], Awaitable[tuple[Principal, str]]]
-"""The console's session dependency: a request's principal and its forms' CSRF token."""
-
-
 def _signed_in(store: ReportStore, key: bytes) -> SignedIn:
     """The dependency of a signed-in page: sessions sealed with ``key``, checked in ``store``."""
 
@@ -430,22 +427,15 @@ def console_router(
     page = _Pages(_templates())
     key = sessions.session_key(settings.home)
     signed_in = _signed_in(store, key)
-    Session = Annotated[tuple[Principal, str], Depends(signed_in)]
 
     def signed_in_key(request: Request) -> str:
         """Her forms' rate-limit bucket: the API's for her token, else the address's."""
         found = sessions.read_session(key, request.cookies.get(sessions.SESSION_COOKIE))
         return "token:" + found[0] if found else "address:" + (request.client or ("-",))[0]
 
-    add_upload_pages(
-        router, settings, store, page=page, session=Session, form_is_genuine=_form_is_genuine,
-        rate_limit=limit_by(signed_in_key), checks=checks,
-    )  # fmt: skip
-    add_audit_pages(
-        router, settings, store, queue, page=page, session=Session,
-        form_is_genuine=_form_is_genuine, rate_limit=limit_by(signed_in_key),
-        refresh_s=REFRESH_S,
-    )  # fmt: skip
+    forms = FormNeeds(settings, store, page, signed_in, _form_is_genuine, limit_by(signed_in_key))
+    add_upload_pages(router, forms, checks)
+    add_audit_pages(router, forms, queue, REFRESH_S)
     add_sign_in_pages(router, store, key, page=page, rate_limit=rate_limit)
     add_sign_out(router, store, page=page, signed_in=signed_in)
     add_model_pages(router, store, page=page, signed_in=signed_in)

@@ -4,14 +4,15 @@ a button to delete each one with everything derived from it."""
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import UploadFile
 
 from panoramia.service.check_pool import CheckPool
+from panoramia.service.routing import FormNeeds
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.checks import UploadRejected
@@ -22,43 +23,26 @@ from panoramia.service.uploads.erase import (
     erase_upload,
 )
 from panoramia.service.uploads.intake import NotReceiving, take_whole_file
-from panoramia.store.repository import ReportStore, StorageFull
+from panoramia.store.repository import Principal, StorageFull
 from panoramia.store.uploads import NameTaken, UploadRows
 
 
-def add_upload_pages(
-    router: APIRouter,
-    settings: ServiceSettings,
-    store: ReportStore,
-    *,
-    page: Callable[..., Response],
-    session: Any,
-    form_is_genuine: Callable[[Request, str, str | None], bool],
-    rate_limit: Callable[[Callable], Callable],
-    checks: CheckPool,
-) -> None:
+def add_upload_pages(router: APIRouter, needs: FormNeeds, checks: CheckPool) -> None:
     """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (POST) to
-    ``router``; ``session`` is the signed-in dependency, ``form_is_genuine(request, csrf,
-    sent)`` checks a form's origin and CSRF token, ``rate_limit`` holds each form to the
-    API's rate limit per contributor (counted by her token, each route on its own as the
-    API's are), and uploads are checked in ``checks`` as the API's are."""
-    rows = UploadRows(store)
-    listing = _listing(settings, rows, page)
+    ``router``, each form held to ``needs.rate_limit``; uploads are checked in ``checks`` as
+    the API's are."""
+    rows = UploadRows(needs.store)
+    listing = _listing(needs.settings, rows, needs.page)
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
 
     @router.get("/uploads")
-    def uploads_page(request: Request, signed: session, done: str | None = None) -> Response:
+    def uploads_page(request: Request, signed: Session, done: str | None = None) -> Response:
         principal, csrf = signed
         shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
         return listing(request, principal, csrf, done=shown)
 
-    _add_upload_form(
-        router, settings, store, listing=listing, session=session,
-        form_is_genuine=form_is_genuine, rate_limit=rate_limit, checks=checks,
-    )  # fmt: skip
-    _add_delete_form(
-        router, settings, store, rows, listing=listing, session=session,
-        form_is_genuine=form_is_genuine, rate_limit=rate_limit,
-    )  # fmt: skip
+    _add_upload_form(router, needs, listing, checks)
+    _add_delete_form(router, needs, rows, listing)
 
 
 def _listing(
@@ -80,22 +64,17 @@ def _listing(
 
 
 def _add_upload_form(
-    router: APIRouter,
-    settings: ServiceSettings,
-    store: ReportStore,
-    *,
-    listing: Callable[..., Response],
-    session: Any,
-    form_is_genuine: Callable[[Request, str, str | None], bool],
-    rate_limit: Callable[[Callable], Callable],
-    checks: CheckPool,
+    router: APIRouter, needs: FormNeeds, listing: Callable[..., Response], checks: CheckPool
 ) -> None:
     """Add ``/console/uploads`` (POST: one whole file, checked as the API's uploads are) to
     ``router``; a refusal answers her ``listing`` with one line."""
+    settings, store = needs.settings, needs.store
+    form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
 
     @router.post("/uploads")
     @rate_limit
-    async def upload_form(request: Request, signed: session) -> Response:
+    async def upload_form(request: Request, signed: Session) -> Response:
         principal, csrf = signed
         try:
             form = await request.form(max_files=1, max_fields=5)
@@ -139,22 +118,17 @@ def _add_upload_form(
 
 
 def _add_delete_form(
-    router: APIRouter,
-    settings: ServiceSettings,
-    store: ReportStore,
-    rows: UploadRows,
-    *,
-    listing: Callable[..., Response],
-    session: Any,
-    form_is_genuine: Callable[[Request, str, str | None], bool],
-    rate_limit: Callable[[Callable], Callable],
+    router: APIRouter, needs: FormNeeds, rows: UploadRows, listing: Callable[..., Response]
 ) -> None:
     """Add ``/console/uploads/{id}/delete`` (POST: her upload and everything derived from it
     erased) to ``router``; the answer is her ``listing``, saying what was removed."""
+    settings, store = needs.settings, needs.store
+    form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
 
     @router.post("/uploads/{upload_id}/delete")
     @rate_limit
-    async def delete_form(request: Request, signed: session, upload_id: str) -> Response:
+    async def delete_form(request: Request, signed: Session, upload_id: str) -> Response:
         principal, csrf = signed
         form = await request.form(max_files=0, max_fields=5)
         sent = form.get("csrf")

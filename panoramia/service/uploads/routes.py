@@ -26,7 +26,7 @@ Another contributor's upload answers 404, as an unknown one does.
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeAlias
+from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
@@ -106,10 +106,7 @@ def _folder(needs: RouteNeeds, upload: Upload) -> UploadFolder:
 def _add_creation_route(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
     """Add ``POST /v1/uploads`` (a file announced, checked before any byte) to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.post("/v1/uploads", status_code=201)
     @rate_limit
@@ -145,10 +142,7 @@ def _add_chunk_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) ->
     """Add ``PATCH /v1/uploads/{id}`` (a chunk; the last completes the upload) and ``HEAD
     /v1/uploads/{id}`` (the bytes held) to ``router``."""
     settings, store = needs.settings, needs.store
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.patch("/v1/uploads/{upload_id}")
     async def send_chunk(
@@ -197,10 +191,7 @@ def _add_held_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> 
     """Add ``GET /v1/uploads`` (hers), ``GET /v1/uploads/{id or name}`` and ``DELETE
     /v1/uploads/{id or name}`` to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Caller: TypeAlias = Principal
-    else:
-        Caller = needs.contributor()
+    Caller = Annotated[Principal, needs.contributor()]
 
     @router.get("/v1/uploads")
     def list_uploads(principal: Caller) -> list[UploadView]:
@@ -243,10 +234,7 @@ def _add_worker_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -
     ``GET /v1/worker/uploads/{id}/files/{path}`` (one of them) to ``router`` (a worker's
     token)."""
     settings = needs.settings
-    if TYPE_CHECKING:  # the route's parameter is the Principal the dependency gives
-        Worker: TypeAlias = Principal
-    else:
-        Worker = needs.worker()
+    Worker = Annotated[Principal, needs.worker()]
 
     def in_use(upload_id: str) -> tuple[Upload, Path]:
         """A ready upload that a running audit names, and its data's path; else 404."""
