@@ -44,6 +44,11 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
     assert "helper h (cnn, real images): done" in done.stderr  # the reference h learnt D_G
     assert report["data"]["synthetic"]["helper"] == 0  # so no synthetic images are drawn for it
     assert report["config"]["audit"]["attack_side"] == "target+helper"
+    # images read their classes by rank (judged on generation seed 303, docs/RESULTS.md §19)
+    assert report["config"]["audit"]["group_statistic"] == "rank"
+    assert report["exposure"]["statistic"] == "rank"
+    assert all(set(g["tests"]) == {"share", "rank"} for g in report["exposure"]["groups"]
+               if g["p"] is not None)  # fmt: skip
     chosen = report["attack"]["distinguisher"]["chosen"]
     assert chosen["params"]["epoch"] in (1, 2)
     assert len(report["attack"]["distinguisher"]["selection"]) == 2
