@@ -138,7 +138,7 @@ def exposure_section(
             tested=tested, fpr=rate, statistic=statistic, draws=draws,
             false_alarm_rate=false_alarm_rate, seed=seed,
         )  # fmt: skip
-    groups.sort(key=lambda g: (g["small"], not g["stands_out"], -(g["share"] or 0.0),
+    groups.sort(key=lambda g: (g["small"], not g["stands_out"], -_lead(g, statistic),
                                g["column"], g["value"]))  # fmt: skip
     return {
         "threshold": number(threshold),
@@ -155,6 +155,15 @@ def exposure_section(
         "groups": groups,
         "unknown_columns": unknown,
     }
+
+
+def _lead(group: JSONDict, statistic: str) -> float:
+    """What orders the groups after standing out: the attack's share flagged (``share``), or
+    its AUC's lead over the baseline's (``rank``; the share where a group has no AUC)."""
+    auc, baseline_auc = group.get("auc"), group.get("baseline_auc")
+    if statistic == "rank" and isinstance(auc, float) and isinstance(baseline_auc, float):
+        return auc - baseline_auc
+    return float(group["share"] or 0.0)
 
 
 def _test_groups(

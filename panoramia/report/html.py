@@ -378,68 +378,8 @@ def exposure_html(document: JSONDict) -> str:
              "groups are exposed</h2>"]  # fmt: skip
     groups = section.get("groups") or []
     if groups:
-        rate = section.get("fpr")
         lead = _groups_lead(section, groups, document)
-        parts.append(f"<p class=sentence>{html.escape(lead)}</p>")
-        parts.append(
-            f"<p>Share of each group's audited members flagged when {rate:.0%} of the "
-            "generated non-members are wrongly flagged, with the model and without it (the "
-            "baseline, each at its own threshold), with this run's interval. Groups with fewer "
-            f"than {section['min_group']} members are listed, not tested. Over all "
-            f"{section['members']:,} audited members: {(section.get('overall_tpr') or 0):.1%}."
-            "</p>"
-        )
-
-        ranked = section.get("statistic") == "rank"
-        if ranked:
-            parts.append(
-                "<p>A group stands out here by its rank: how often the attack scores its "
-                "members above the generated non-members (its AUC, 50 % a coin's), against "
-                "the baseline's on the same records, over every rate at once.</p>"
-            )
-
-        def row(g: JSONDict) -> str:
-            share = g.get("share", g.get("tpr"))
-            ranks = (
-                f"<td>{html.escape(_with_interval(g.get('auc'), None, True))}</td>"
-                f"<td>{html.escape(_with_interval(g.get('baseline_auc'), None, True))}</td>"
-                if ranked
-                else ""
-            )
-            if g["small"]:
-                flagged, base, verdict = "too few to rank", "", "not tested"
-                ranks = "<td></td><td></td>" if ranked else ""
-            else:
-                flagged = _with_interval(share, g.get("interval"), True)
-                base = _with_interval(g.get("baseline_share"), None, True)
-                p_value = g.get("p")
-                verdict = (
-                    "not tested"
-                    if p_value is None
-                    else (f"yes ({p_text(p_value)})" if g.get("stands_out")
-                          else f"no ({p_text(p_value)})")
-                )  # fmt: skip
-            return (
-                f"<tr><th scope=row>{html.escape(g['column'])} = "
-                f"{html.escape(str(g['value']))}</th><td>{int(g['members']):,}</td>"
-                f"<td>{html.escape(flagged)}</td><td>{html.escape(base)}</td>{ranks}"
-                f"<td>{html.escape(verdict)}</td></tr>"
-            )
-
-        body = "".join(row(g) for g in groups)
-        parts.append(
-            f"{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
-            "<th scope=col>audited members</th><th scope=col>flagged with the model</th>"
-            "<th scope=col>without it</th>"
-            + (
-                "<th scope=col>ranked above non-members (AUC) with the model</th>"
-                "<th scope=col>without it</th>"
-                if ranked
-                else ""
-            )
-            + "<th scope=col>stands out</th></tr></thead>"
-            f"<tbody>{body}</tbody></table></div>"
-        )
+        parts += [f"<p class=sentence>{html.escape(lead)}</p>", _groups_table_html(section)]
     unknown = section.get("unknown_columns") or []
     if unknown:
         parts.append(
@@ -448,6 +388,70 @@ def exposure_html(document: JSONDict) -> str:
         )
     parts.append(_records_html(section, document))
     return "".join(parts) + "</section>"
+
+
+def _stands_out_cell(group: JSONDict) -> str:
+    """ "yes (p = …)", "no (p = …)" or "not tested"."""
+    p_value = group.get("p")
+    if group["small"] or p_value is None:
+        return "not tested"
+    return f"{'yes' if group.get('stands_out') else 'no'} ({p_text(p_value)})"
+
+
+def _groups_table_html(section: JSONDict) -> str:
+    """What the groups' figures mean, then the table: each group's reading with the model and
+    without it, the deciding statistic's columns first (``rank``: the AUC against the
+    generated non-members; ``share``: the share flagged at the section's rate)."""
+    rate = section.get("fpr")
+    ranked = section.get("statistic") == "rank"
+    share_words = (
+        f"the share of each group's audited members flagged when {rate:.0%} of the generated "
+        "non-members are wrongly flagged, with the model and without it (the baseline, each "
+        "at its own threshold), with this run's interval"
+    )
+    rank_words = (
+        "how often the attack scores a group's members above the generated non-members (its "
+        "AUC, 50 % a coin's), with the model and without it (the baseline, on the same "
+        "records), over every rate at once"
+    )
+    said = (
+        f"A group stands out here by its rank: {rank_words}. Beside it, {share_words}."
+        if ranked
+        else f"{share_words[0].upper()}{share_words[1:]}."
+    )
+    intro = (
+        f"<p>{html.escape(said)} Groups with fewer than {section['min_group']} members are "
+        f"listed, not tested. Over all {section['members']:,} audited members: "
+        f"{(section.get('overall_tpr') or 0):.1%} flagged at {rate:.0%}.</p>"
+    )
+
+    def cells(g: JSONDict) -> list[str]:
+        if g["small"]:
+            return ["too few to rank", ""] + (["", ""] if ranked else [])
+        shares = [_with_interval(g.get("share", g.get("tpr")), g.get("interval"), True),
+                  _with_interval(g.get("baseline_share"), None, True)]  # fmt: skip
+        if not ranked:
+            return shares
+        return [_with_interval(g.get("auc"), None, True),
+                _with_interval(g.get("baseline_auc"), None, True), *shares]  # fmt: skip
+
+    heads = ["flagged with the model", "without it"]
+    if ranked:
+        heads = ["AUC with the model", "without it",
+                 f"flagged at {rate:.0%} with the model", "without it"]  # fmt: skip
+    head = "".join(f"<th scope=col>{html.escape(h)}</th>" for h in heads)
+    body = "".join(
+        f"<tr><th scope=row>{html.escape(g['column'])} = {html.escape(str(g['value']))}</th>"
+        f"<td>{int(g['members']):,}</td>"
+        + "".join(f"<td>{html.escape(c)}</td>" for c in cells(g))
+        + f"<td>{html.escape(_stands_out_cell(g))}</td></tr>"
+        for g in section.get("groups") or []
+    )
+    return (
+        f"{intro}{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
+        f"<th scope=col>audited members</th>{head}<th scope=col>stands out</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def _records_html(section: JSONDict, document: JSONDict) -> str:
