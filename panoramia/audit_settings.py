@@ -138,6 +138,19 @@ REFERENCE = "+reference_models"
 """The ending of the sides whose distinguishers also see the other stand-ins' losses."""
 
 
+class DataSource(StrEnum):
+    """``data.source``: the embedded data sets and the user's files, narrowed by modality
+    (:data:`MODALITY_CHOICES`; the files' value by :data:`FILE_SOURCES`)."""
+
+    ADULT = "adult"
+    CSV = "csv"
+    MNIST = "mnist"
+    DIGITS = "digits"
+    PYTHON_DOCS = "python_docs"
+    PYDOC = "pydoc"
+    FILES = "files"
+
+
 class GroupStatistic(StrEnum):
     """``audit.group_statistic``: what decides that a group of members stands out
     (docs/SPEC.md §3, ``exposure``): the share flagged at ``audit.group_fpr``, or the group's
@@ -245,6 +258,7 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "audit.stand_in.recipe": StandInRecipe,
     "audit.stand_in.training_data": StandInData,
     "base.source": PublicBaseSource,
+    "data.source": DataSource,
     "generator.model": ImageGeneratorModel,
     "generator.synthesizer": Synthesizer,
     "helper.arch": ImageArch,
@@ -263,19 +277,23 @@ CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE
 _CONTROLS = values((TargetMembers.SAME, TargetMembers.DISJOINT))
 _TRAIN_OR_PATH = values((TargetKind.TRAIN, TargetKind.PATH))
 MODALITY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
-    "tabular": {"target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH))},
-    "image": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS},
-    "text": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS},
-}
+    "tabular": {"target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)),
+                "data.source": values((DataSource.ADULT, DataSource.CSV))},
+    "image": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS,
+              "data.source": values((DataSource.MNIST, DataSource.DIGITS, DataSource.FILES))},
+    "text": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS,
+             "data.source": values((DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.FILES))},
+}  # fmt: skip
 """What a modality (the config's ``modality``) allows of a choice where it allows fewer: every
 modality of ``panoramia.pipeline.registry`` has an entry (a test keeps it so)."""
 FILE_SOURCES: dict[str, tuple[str, ...]] = {
-    "tabular": ("csv",), "image": ("files",), "text": ("files",),
+    "tabular": (DataSource.CSV.value,), "image": (DataSource.FILES.value,),
+    "text": (DataSource.FILES.value,),
 }  # fmt: skip
 """Each modality's ``data.source`` values that read the user's files: they have no control
 pool (``target.members`` other than ``same`` needs one)."""
 _NOUNS = {"target.augment": "augmentation ", "helper.augment": "augmentation "}
-_EITHER = ("base.source", "target.optimizer", "helper.optimizer")
+_EITHER = ("base.source", "data.source", "target.optimizer", "helper.optimizer")
 
 
 def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:

@@ -16,6 +16,7 @@ from panoramia.audit_settings import (
     _leaves,
     check_ranges,
     check_settings,
+    choices_of,
     ranges_markdown,
 )
 from panoramia.errors import InputError
@@ -64,6 +65,8 @@ def test_every_shipped_config_has_its_ranges_and_keeps_the_rules(primary: str) -
             config = compose_job([*arguments, "artifacts_dir=/tmp/unused"])
         except InputError:  # another modality's option (image data under the tabular job)
             continue
+        if config.data.source not in (choices_of("data.source", config.modality) or ()):
+            continue  # another modality's data, which check_settings refuses by name
         composed += 1
         container = OmegaConf.to_container(config, resolve=False)
         unranged |= _unranged(container)
@@ -133,6 +136,14 @@ def test_the_choices_are_the_ones_the_code_takes() -> None:
             assert set(allowed) <= set(CHOICES[key]), key
     for key, allowed in CHOICES.items():  # plain strings, as the composed config holds
         assert all(type(value) is str for value in allowed), key
+    from panoramia.datasets.images import EMBEDDED
+    from panoramia.datasets.text import EMBEDDED_TEXT
+
+    # data.source: declared once; the text wing's embedded loaders are the declared ones
+    assert set(MODALITY_CHOICES["text"]["data.source"]) == {*EMBEDDED_TEXT, *FILE_SOURCES["text"]}
+    assert set(MODALITY_CHOICES["image"]["data.source"]) == {*EMBEDDED, *FILE_SOURCES["image"]}
+    for modality, files in FILE_SOURCES.items():
+        assert set(files) <= set(MODALITY_CHOICES[modality]["data.source"]), modality
 
 
 @pytest.mark.parametrize(
@@ -144,7 +155,9 @@ def test_the_choices_are_the_ones_the_code_takes() -> None:
      ("image", "target.arch", "foo", "target.arch: 'foo' is not one of cnn, resnet"),
      ("image", "helper.augment", "rotate", "helper.augment: augmentation 'rotate' is not one"),
      ("image", "target.optimizer", "lbfgs", "target.optimizer: 'lbfgs' is not adam or sgd"),
-     ("text", "base.source", "web", "base.source: 'web' is not package_docs or none")],
+     ("text", "base.source", "web", "base.source: 'web' is not package_docs or none"),
+     ("tabular", "data.source", "mnist", "data.source: 'mnist' is not adult or csv"),
+     ("image", "data.source", "csv", "data.source: 'csv' is not one of mnist, digits, files")],
 )  # fmt: skip
 def test_a_modality_allows_its_own_choices(
     modality: str, key: str, value: str, message: str

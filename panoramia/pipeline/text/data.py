@@ -34,9 +34,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "mer
 def _embedded(source: str) -> list[str]:
     from panoramia.datasets.text import EMBEDDED_TEXT
 
-    if source not in EMBEDDED_TEXT:
-        raise InputError(f"data.source: {source!r} is not one of {[*EMBEDDED_TEXT, 'files']}")
-    return EMBEDDED_TEXT[source]()
+    return EMBEDDED_TEXT[source]()  # data.source's choices: panoramia.audit_settings
 
 
 def text_data_identity(config: TextDataConfig, target: TextTargetConfig) -> dict:
