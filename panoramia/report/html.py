@@ -422,12 +422,13 @@ def _groups_table_html(section: JSONDict) -> str:
     intro = (
         f"<p>{html.escape(said)} Groups with fewer than {section['min_group']} members are "
         f"listed, not tested. Over all {section['members']:,} audited members: "
-        f"{(section.get('overall_tpr') or 0):.1%} flagged at {rate:.0%}.</p>"
+        f"{(section.get('overall_tpr') or 0):.1%} flagged where {rate:.0%} of this audit set's "
+        "own generated non-members are.</p>"
     )
 
     def cells(g: JSONDict) -> list[str]:
         if g["small"]:
-            return ["too few to rank", ""] + (["", ""] if ranked else [])
+            return ["too few to test", ""] + (["", ""] if ranked else [])
         shares = [_with_interval(g.get("share", g.get("tpr")), g.get("interval"), True),
                   _with_interval(g.get("baseline_share"), None, True)]  # fmt: skip
         if not ranked:
@@ -437,8 +438,8 @@ def _groups_table_html(section: JSONDict) -> str:
 
     heads = ["flagged with the model", "without it"]
     if ranked:
-        heads = ["AUC with the model", "without it",
-                 f"flagged at {rate:.0%} with the model", "without it"]  # fmt: skip
+        heads = ["AUC with the model", "AUC without it",
+                 f"flagged at {rate:.0%} with the model", "flagged without it"]  # fmt: skip
     head = "".join(f"<th scope=col>{html.escape(h)}</th>" for h in heads)
     body = "".join(
         f"<tr><th scope=row>{html.escape(g['column'])} = {html.escape(str(g['value']))}</th>"
@@ -449,7 +450,8 @@ def _groups_table_html(section: JSONDict) -> str:
     )
     return (
         f"{intro}{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
-        f"<th scope=col>audited members</th>{head}<th scope=col>stands out</th></tr></thead>"
+        f"<th scope=col>audited members</th>{head}<th scope=col>stands out (p adjusted over "
+        "all groups)</th></tr></thead>"
         f"<tbody>{body}</tbody></table></div>"
     )
 

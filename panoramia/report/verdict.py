@@ -232,7 +232,11 @@ def o1_test(document: JSONDict) -> JSONDict | None:
     p_value = p_at_zero([r], [v], n)
     if (p_value <= 1 - confidence) != (eps > 0):
         return None  # its bound does not follow from its own counts
-    return {"test": "o1", "p_value": p_value, "eps_lb": eps, "confidence": confidence}
+    found: JSONDict = {"test": "o1", "p_value": p_value, "eps_lb": eps, "confidence": confidence}
+    member, nonmember = _count(audit.get("k_plus")), _count(audit.get("k_minus"))
+    if member is not None and nonmember is not None and member + nonmember == r:
+        found |= {"calls": {"member": member, "nonmember": nonmember}, "right": v}
+    return found
 
 
 def decision(
@@ -401,15 +405,42 @@ def _found(decided: JSONDict | None, held: JSONDict) -> str:
 
 
 def _reference_meaning(decided: JSONDict) -> str:
-    """What the reference audits that called the leak compared, in words, with their bound."""
+    """What the reference audits that called the leak compared, in words, with their bound,
+    and which way their calls went (where the document holds the counts)."""
     found = [r for r in decided["references"] if r["test"] in decided["found_by"]]
     return "".join(
         f" {REFERENCE_WORDS[r['test']][0].upper()}{REFERENCE_WORDS[r['test']][1:]} compares "
-        f"{REFERENCE_MEANING[r['test']]}: ε_lb = {r['eps_lb']:.2f}, so an attacker's calls on "
-        f"your rows are right with odds at least e^{r['eps_lb']:.2f} ≈ "
-        f"{math.exp(min(r['eps_lb'], 20.0)):.2f}× as often as wrong."
+        f"{REFERENCE_MEANING[r['test']]}: ε_lb = {r['eps_lb']:.2f}, so its calls on these "
+        f"rows are right with odds at least e^{r['eps_lb']:.2f} ≈ "
+        f"{math.exp(min(r['eps_lb'], 20.0)):.2f}× as often as wrong.{_calls_words(r)}"
         for r in found
     )
+
+
+def _calls_words(reference: JSONDict) -> str:
+    """Which way a reference audit's calls went: its member and non-member calls, what a
+    one-sided set of calls shows, and whether all were right (the most its size can show)."""
+    calls = reference.get("calls")
+    if not isinstance(calls, dict):
+        return ""
+    member, nonmember = int(calls["member"]), int(calls["nonmember"])
+    right, total = int(reference.get("right", -1)), member + nonmember
+    if member == 0:
+        said = (
+            f" All {nonmember} of its calls were non-member calls: the model treats rows it "
+            "never saw differently from yours; this test does not show that your own rows "
+            "can be picked out."
+        )
+    elif nonmember == 0:
+        said = f" All {member} of its calls were member calls: your rows can be picked out."
+    else:
+        said = f" Its calls: {member} member and {nonmember} non-member."
+    if right == total:
+        said += (
+            f" All {total} were right, the most this test can show at its size: the bound "
+            "is a floor."
+        )
+    return said
 
 
 @dataclass(frozen=True)

@@ -364,3 +364,24 @@ def test_rmrn_never_joins_the_decision_nor_makes_a_run_borderline() -> None:
                               reference_audits=references))  # fmt: skip
     assert found["level"] == "no_leak_detected"
     assert found["decision"]["tests"] == ["null"]
+
+
+def test_the_reference_audit_that_called_the_leak_says_which_way_its_calls_went() -> None:
+    """An O(1) call made only of non-member guesses says it does not show that her rows can be
+    picked out; all of them right says the bound is a floor (issue 53's direction, said)."""
+    quiet_null = _null(0.05, 400, threshold=0.3)
+    one_way = _references(100, 0.5)
+    one_way["o1"] |= {"k_plus": 0, "k_minus": 100}
+    found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=one_way))  # fmt: skip
+    assert found["level"] in ("leak_detected", "clear_leak")
+    assert "All 100 of its calls were non-member calls" in found["sentence"]
+    assert "does not show that your own rows can be picked out" in found["sentence"]
+    assert "All 100 were right" in found["sentence"]
+    both = _references(62, 0.3)
+    both["o1"] |= {"k_plus": 40, "k_minus": 60}
+    mixed = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=both))  # fmt: skip
+    assert "Its calls: 40 member and 60 non-member." in mixed["sentence"]
+    assert "were right" not in mixed["sentence"]
+    assert mixed["decision"]["references"][0]["calls"] == {"member": 40, "nonmember": 60}
