@@ -10,6 +10,7 @@ A target lives in a directory with a manifest ``target.json`` naming its format:
 | `skops`             | ``file`` (a scikit-learn estimator taking raw rows), ``trusted``   |
 | `http`              | ``url`` (POST rows, answers probabilities), ``classes``            |
 | `hf-causal-lm`      | ``directory``: a local causal LM (text; also without a manifest)   |
+| `peft`              | ``base``, ``adapter`` (LoRA, safetensors), ``merge``: text         |
 
 Untrusted files are never unpickled: safetensors only, TorchScript archives, XGBoost JSON,
 skops with an explicit list of trusted types.

@@ -25,6 +25,10 @@ def load_target(
     trusted_modules = check_trusted_modules(trusted_modules, source="target.trusted_modules")
     manifest = read_manifest(directory)
     kind = manifest["format"]
+    if kind == "peft":
+        from panoramia.targets.text_models import load_peft_target
+
+        return load_peft_target(directory, manifest, device)
     if manifest_modality(manifest) == "text":
         from panoramia.targets.text_models import load_causal_lm_target
 
@@ -51,5 +55,5 @@ def load_target(
         return HttpTarget.from_manifest(manifest)
     raise InputError(
         f"target {str(directory)!r}: unknown format {kind!r}; expected torch-safetensors, "
-        "torchscript, hf-image-classification, hf-causal-lm, xgboost-json, skops or http"
+        "torchscript, hf-image-classification, hf-causal-lm, peft, xgboost-json, skops or http"
     )

@@ -29,11 +29,12 @@ def read_manifest(directory: Path) -> dict:
 
 
 def manifest_modality(manifest: dict) -> str:
-    """The audit a model of this manifest belongs to: ``text`` for a causal LM, ``image`` for
-    an image classifier (``hf-image-classification``, or ``"modality": "image"``), else
-    ``tabular`` (the rule :func:`panoramia.targets.loading.load_target` opens it by)."""
+    """The audit a model of this manifest belongs to: ``text`` for a causal LM (``hf-causal-lm``,
+    or a ``peft`` adapter over one), ``image`` for an image classifier
+    (``hf-image-classification``, or ``"modality": "image"``), else ``tabular`` (the rule
+    :func:`panoramia.targets.loading.load_target` opens it by)."""
     kind = manifest.get("format")
-    if kind == "hf-causal-lm":
+    if kind in ("hf-causal-lm", "peft"):
         return "text"
     if manifest.get("modality") == "image" or kind == "hf-image-classification":
         return "image"

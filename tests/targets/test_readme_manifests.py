@@ -27,7 +27,7 @@ def test_every_format_has_a_worked_example() -> None:
     assert formats >= {
         ("skops", "tabular"), ("xgboost-json", "tabular"), ("torch-safetensors", "tabular"),
         ("torchscript", "tabular"), ("http", "tabular"), ("torchscript", "image"),
-        ("hf-image-classification", "tabular"), ("hf-causal-lm", "tabular"),
+        ("hf-image-classification", "tabular"), ("hf-causal-lm", "tabular"), ("peft", "text"),
     }  # fmt: skip
 
 

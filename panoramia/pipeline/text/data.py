@@ -22,6 +22,7 @@ from panoramia.hashing import tree_sha256
 from panoramia.pipeline.data_identity import input_paths_identity
 from panoramia.pipeline.stages.example_sets import save_known
 from panoramia.pipeline.text.config import TextDataConfig, TextTargetConfig
+from panoramia.targets.text_models import text_model_folders
 
 MEMBERS = "members.npz"
 CONTROL_POOL = "control_pool.npz"
@@ -49,7 +50,7 @@ def text_data_identity(config: TextDataConfig, target: TextTargetConfig) -> dict
     if target.kind == "path":
         if not target.path or not Path(target.path).is_dir():
             raise InputError(f"target.path: {target.path!r} is not a model directory")
-        folder = Path(target.path)
+        folder = text_model_folders(Path(target.path))[1]  # a LoRA's: its base's or its own
         identity["tokenizer_sha256"] = {
             name: tree_sha256(folder / name) for name in TOKENIZER_FILES if (folder / name).exists()
         }
@@ -93,7 +94,9 @@ def build_text_data(config: TextDataConfig, target: TextTargetConfig, directory:
         documents = _embedded(config.source)
     if target.kind == "path":
         assert target.path is not None
-        load_tokenizer(target.path).save_pretrained(directory / TOKENIZER)
+        load_tokenizer(text_model_folders(Path(target.path))[1]).save_pretrained(
+            directory / TOKENIZER
+        )
     else:
         train_bpe_tokenizer(
             documents + outside, vocab_size=config.vocab_size, directory=directory / TOKENIZER

@@ -151,10 +151,11 @@ class TextPipeline(AuditPipeline):
         """The target's architecture: its config.json, or the demo GPT-2 of ``target.*``."""
         from panoramia.models.causal_lm import architecture_of, gpt2_architecture
         from panoramia.models.text_tokenizer import load_tokenizer
+        from panoramia.targets.text_models import text_model_folders
 
         if self.job.target.kind == "path":
             assert self.job.target.path is not None
-            return architecture_of(self.job.target.path)
+            return architecture_of(text_model_folders(Path(self.job.target.path))[0])
         if self.job.target.base_model:
             return architecture_of(self.job.target.base_model)
         tokenizer = load_tokenizer(data.directory / TOKENIZER)

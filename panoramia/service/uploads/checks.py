@@ -19,9 +19,10 @@
   :data:`MAX_DEPTH` levels and ``max_bytes`` once unpacked (each entry counting
   :data:`ENTRY_BYTES`), all read from its headers before anything is written; then unpacked
   here, entry by entry, into a folder nothing else writes to.
-- A **model** folder: a ``target.json`` of a known format whose files lie inside it; an
-  ``http`` model (a URL the server would call) and, unless the operator trusts TorchScript,
-  a TorchScript program are refused.
+- A **model** folder: a ``target.json`` of a known format whose files lie inside it (a
+  ``peft`` adapter's folders as :func:`panoramia.targets.text_models.peft_folders` checks
+  them); an ``http`` model (a URL the server would call) and, unless the operator trusts
+  TorchScript, a TorchScript program are refused.
 
 Every refusal is an :class:`UploadRejected` with one line naming the upload's own file.
 """
@@ -59,7 +60,7 @@ CSV_CHUNK_BYTES = 32 * 2**20
 MAX_COLUMNS = 10_000
 MAX_HEADER_BYTES = 2**20
 MODEL_FORMATS = (
-    "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm",
+    "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm", "peft",
     "xgboost-json", "skops",
 )  # fmt: skip
 """Formats an uploaded model may have (``http`` only for models the operator places)."""
@@ -471,6 +472,10 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
                 raise UploadRejected(
                     f"{shown}: its target.json's directory holds no Hugging Face config.json"
                 )
+        if kind == "peft":  # base and adapter folders, by the audit's own rule
+            from panoramia.targets.text_models import peft_folders
+
+            peft_folders(root, manifest)
     except UploadRejected:
         raise
     except InputError as error:

@@ -97,6 +97,39 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
     assert report["data"]["members"] == 700
     assert report["data"]["nonmembers"] > 0
     assert report["m"] == 140
+    # the same base shipped as a LoRA adapter (peft) over it: its tokenizer and architecture
+    # are read from the base, its losses from the adapted model
+    shipped = tmp_path / "lora"
+    _lora_over(model, shipped)
+    adapted = audit(
+        "data=text_files", f"data.members_path={members}", f"data.nonmembers_path={held_out}",
+        "data.chunk_length=32", "data.max_members=700", "target=text_path",
+        f"target.path={shipped}", artifacts=artifacts, run_dir=tmp_path / "lora_run",
+    )  # fmt: skip
+    assert adapted.returncode == 0, adapted.stderr[-3000:]
+    lora_report = json.loads((tmp_path / "lora_run" / "report.json").read_text())
+    assert lora_report["target"]["identity"]["format"] == "peft"
+    assert lora_report["m"] == 140
+
+
+def _lora_over(base: Path, directory: Path) -> None:
+    """A LoRA adapter (peft, non-zero) over a copy of ``base``, with its manifest."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    shutil.copytree(base, directory / "base")
+    model = AutoModelForCausalLM.from_pretrained(directory / "base", local_files_only=True)
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn"], task_type="CAUSAL_LM")
+    adapted = get_peft_model(model, lora)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, weight in adapted.named_parameters():
+            if "lora_B" in name:  # zero at initialisation: the adapter would change nothing
+                weight.copy_(0.05 * torch.randn(weight.shape, generator=generator))
+    adapted.save_pretrained(directory / "adapter", safe_serialization=True)
+    manifest = {"format": "peft", "modality": "text", "base": "base", "adapter": "adapter"}
+    (directory / "target.json").write_text(json.dumps(manifest))
 
 
 @pytest.mark.parametrize(
