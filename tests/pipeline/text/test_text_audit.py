@@ -86,30 +86,25 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
     members, held_out = tmp_path / "members.jsonl", tmp_path / "held_out.jsonl"
     members.write_text("".join(json.dumps({"text": t}) + "\n" for t in topics[:50]))
     held_out.write_text("".join(json.dumps({"text": t}) + "\n" for t in topics[50:]))
-    done = audit(
-        "data=text_files", f"data.members_path={members}", f"data.nonmembers_path={held_out}",
-        "data.chunk_length=32", "data.max_members=700", "target=text_path",
-        f"target.path={model}", artifacts=artifacts, run_dir=tmp_path / "run",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert report["target"]["kind"] == "path"
-    assert report["data"]["members"] == 700
-    assert report["data"]["nonmembers"] > 0
-    assert report["m"] == 140
-    # the same base shipped as a LoRA adapter (peft) over it: its tokenizer and architecture
-    # are read from the base, its losses from the adapted model
+    # the model as a bare directory, then the same base shipped as a LoRA adapter (peft) over
+    # it: a LoRA's tokenizer and architecture are read from its base, its losses from the
+    # adapted model
     shipped = tmp_path / "lora"
     _lora_over(model, shipped)
-    adapted = audit(
-        "data=text_files", f"data.members_path={members}", f"data.nonmembers_path={held_out}",
-        "data.chunk_length=32", "data.max_members=700", "target=text_path",
-        f"target.path={shipped}", artifacts=artifacts, run_dir=tmp_path / "lora_run",
-    )  # fmt: skip
-    assert adapted.returncode == 0, adapted.stderr[-3000:]
-    lora_report = json.loads((tmp_path / "lora_run" / "report.json").read_text())
-    assert lora_report["target"]["identity"]["format"] == "peft"
-    assert lora_report["m"] == 140
+    for name, folder, kind in (("run", model, "hf-causal-lm"), ("lora_run", shipped, "peft")):
+        done = audit(
+            "data=text_files", f"data.members_path={members}",
+            f"data.nonmembers_path={held_out}", "data.chunk_length=32", "data.max_members=700",
+            "target=text_path", f"target.path={folder}", artifacts=artifacts,
+            run_dir=tmp_path / name,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads((tmp_path / name / "report.json").read_text())
+        assert report["target"]["kind"] == "path"
+        assert report["target"]["identity"]["format"] == kind
+        assert report["data"]["members"] == 700
+        assert report["data"]["nonmembers"] > 0
+        assert report["m"] == 140
 
 
 def _lora_over(base: Path, directory: Path) -> None:
