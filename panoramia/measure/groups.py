@@ -80,31 +80,45 @@ def flag_threshold(scores: np.ndarray, weights: np.ndarray, fpr: float) -> float
     """The score above which at most ``fpr`` of the weighted non-members' weight falls: the
     smallest sorted score whose cumulative weight reaches (1 − fpr) of the total (+∞ when no
     weight). ``scores`` (n,), ``weights`` (n,) non-negative counts."""
-    total = float(weights.sum())
+    return _threshold(*_sorted_with_weight(scores, weights), fpr)
+
+
+def _sorted_with_weight(
+    scores: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, npt.NDArray[np.float64]]:
+    """``scores`` sorted (stable) and the cumulative weight before each, from 0: shapes (n,)
+    and (n + 1,); the last entry is the total weight."""
+    order = np.argsort(scores, kind="stable")
+    cumulative = np.concatenate([[0.0], np.cumsum(weights[order], dtype=np.float64)])
+    return scores[order], cumulative
+
+
+def _threshold(sorted_scores: np.ndarray, cumulative: np.ndarray, fpr: float) -> float:
+    """:func:`flag_threshold` of scores already sorted with their cumulative weight."""
+    total = float(cumulative[-1])
     if total <= 0:
         return float("inf")
-    order = np.argsort(scores, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    index = int(np.searchsorted(cumulative, (1.0 - fpr) * total - 1e-9, side="left"))
-    return float(scores[order][min(index, scores.size - 1)])
+    index = int(np.searchsorted(cumulative[1:], (1.0 - fpr) * total - 1e-9, side="left"))
+    return float(sorted_scores[min(index, sorted_scores.size - 1)])
 
 
-def below_levels(
-    scores: np.ndarray, weights: np.ndarray, nonmembers: np.ndarray
+def _below_levels(
+    scores: np.ndarray, sorted_negative: np.ndarray, cumulative: np.ndarray
 ) -> npt.NDArray[np.float64]:
     """Per slot: the weighted share of the non-member slots scored below it, ties counted half
-    (a member's contribution to the AUC). ``scores`` and ``weights`` (m,), ``nonmembers`` (m,)
-    bool; 0.5 everywhere when the non-members hold no weight."""
-    negative = scores[nonmembers]
-    order = np.argsort(negative, kind="stable")
-    sorted_scores = negative[order]
-    cumulative = np.concatenate([[0.0], np.cumsum(weights[nonmembers][order], dtype=np.float64)])
-    total = cumulative[-1]
+    (a member's contribution to the AUC). ``scores`` (m,); ``sorted_negative`` and
+    ``cumulative``: the non-members' scores sorted with their cumulative weight
+    (:func:`_sorted_with_weight`); 0.5 everywhere when the non-members hold no weight. The
+    slots are looked up in sorted order, which numpy's search walks in one pass."""
+    total = float(cumulative[-1])
     if total <= 0:
         return np.full(scores.size, 0.5)
-    low = cumulative[np.searchsorted(sorted_scores, scores, side="left")]
-    high = cumulative[np.searchsorted(sorted_scores, scores, side="right")]
-    levels: npt.NDArray[np.float64] = (low + 0.5 * (high - low)) / total
+    order = np.argsort(scores, kind="stable")
+    queries = scores[order]
+    low = cumulative[np.searchsorted(sorted_negative, queries, side="left")]
+    high = cumulative[np.searchsorted(sorted_negative, queries, side="right")]
+    levels: npt.NDArray[np.float64] = np.empty(scores.size)
+    levels[order] = (low + 0.5 * (high - low)) / total
     return levels
 
 
@@ -134,29 +148,28 @@ def _readings(
     fpr: float,
 ) -> np.ndarray:
     """(2 sides, 2 statistics, groups): each side's weighted share of a group's slots flagged
-    at its own ``fpr`` threshold, and the group's AUC against the non-members. ``sides``: the
-    attack's and the baseline's scores (m,); ``weights`` (m,) counts of each slot."""
-    out = np.empty((2, 2, n_groups))
+    at its own ``fpr`` threshold, and the group's AUC against the non-members (NaN where a
+    group has no weight). ``sides``: the attack's and the baseline's scores (m,); ``weights``
+    (m,) counts of each slot. A group's weight, the shares' denominator, is counted once per
+    layer for both sides and statistics."""
     counts = weights.astype(np.float64)
-    for side_index, scores in enumerate(sides):
-        threshold = flag_threshold(scores[nonmembers], weights[nonmembers], fpr)
-        per_slot = ((scores > threshold).astype(np.float64),
-                    below_levels(scores, counts, nonmembers))  # fmt: skip
-        for statistic_index, values in enumerate(per_slot):
-            for codes, ids in layers:
-                out[side_index, statistic_index, ids] = _shares(codes, len(ids), values, counts)
+    per_slot = []  # (side, statistic) → (m,) flag or level of each slot
+    for scores in sides:
+        sorted_negative, cumulative = _sorted_with_weight(scores[nonmembers], counts[nonmembers])
+        threshold = _threshold(sorted_negative, cumulative, fpr)
+        per_slot.append(((scores > threshold).astype(np.float64),
+                         _below_levels(scores, sorted_negative, cumulative)))  # fmt: skip
+    out = np.empty((2, 2, n_groups))
+    for codes, ids in layers:
+        keep = codes >= 0
+        kept, kept_counts = codes[keep], counts[keep]
+        counted = np.bincount(kept, weights=kept_counts, minlength=len(ids))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for side_index, readings in enumerate(per_slot):
+                for statistic_index, values in enumerate(readings):
+                    hit = np.bincount(kept, weights=kept_counts * values[keep], minlength=len(ids))
+                    out[side_index, statistic_index, ids] = hit / counted
     return out
-
-
-def _shares(
-    codes: np.ndarray, n_groups: int, flagged: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
-    """Per group code: the weighted share of its slots flagged (NaN where it has no weight)."""
-    keep = codes >= 0
-    counted = np.bincount(codes[keep], weights=weights[keep], minlength=n_groups)
-    hit = np.bincount(codes[keep], weights=(weights * flagged)[keep], minlength=n_groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return hit / counted
 
 
 def groups_against_chance(
