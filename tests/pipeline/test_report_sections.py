@@ -152,22 +152,32 @@ def test_the_groups_are_read_at_the_rate_asked_and_never_below_what_the_slots_re
 def test_the_group_test_holds_its_family_wise_rate_on_exchangeable_sides() -> None:
     """30 audits whose attack and baseline are draws of the same noisy model: a group stands
     out in at most a few (α = 0.05 family-wise; 0 of 100 in a longer run of this check)."""
+    runs = _exchangeable_audits(first_seed=100, m=1500, n_groups=8, statistic="share")
+    standing = sum(any(g.stands_out for g in found) for *_, found in runs)
+    assert standing <= 4
+
+
+def _exchangeable_audits(
+    *, first_seed: int, m: int, n_groups: int, statistic: str
+) -> list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray], list]]:
+    """30 group tests (at 1 %, 99 draws) whose attack and baseline are draws of the same noisy
+    model of m slots with ``n_groups`` groups of members: (coins, sides, groups, found) each."""
     from panoramia.measure.groups import groups_against_chance
 
-    standing = 0
+    runs = []
     for index in range(30):
-        rng = np.random.default_rng(100 + index)
-        m = 1500
+        rng = np.random.default_rng(first_seed + index)
         coins = rng.integers(0, 2, m)
         common = rng.normal(0, 1, m) + 0.5 * coins
         sides = [np.stack([1 / (1 + np.exp(-(common + rng.normal(0, 0.7, m)))) for _ in "abc"])
                  for _ in range(2)]  # fmt: skip
-        codes = rng.integers(0, 8, m)
-        groups = [np.flatnonzero((codes == c) & (coins == 1)) for c in range(8)]
-        found = groups_against_chance(coins, sides[0], sides[1], groups, tested=[True] * 8,
-                                      fpr=0.01, draws=99, seed=index)  # fmt: skip
-        standing += any(g.stands_out for g in found)
-    assert standing <= 4
+        codes = rng.integers(0, n_groups, m)
+        groups = [np.flatnonzero((codes == c) & (coins == 1)) for c in range(n_groups)]
+        found = groups_against_chance(coins, sides[0], sides[1], groups,
+                                      tested=[True] * n_groups, fpr=0.01, draws=99, seed=index,
+                                      statistic=statistic)  # fmt: skip
+        runs.append((coins, sides, groups, found))
+    return runs
 
 
 def test_the_pool_feeds_only_the_false_positive_side() -> None:
@@ -197,28 +207,17 @@ def test_the_rank_statistic_is_each_groups_auc_and_holds_its_family_wise_rate() 
 
     from panoramia.measure.groups import groups_against_chance
 
-    standing = 0
-    for index in range(30):
-        rng = np.random.default_rng(300 + index)
-        m = 600
-        coins = rng.integers(0, 2, m)
-        common = rng.normal(0, 1, m) + 0.5 * coins
-        sides = [np.stack([1 / (1 + np.exp(-(common + rng.normal(0, 0.7, m)))) for _ in "abc"])
-                 for _ in range(2)]  # fmt: skip
-        codes = rng.integers(0, 10, m)
-        groups = [np.flatnonzero((codes == c) & (coins == 1)) for c in range(10)]
-        found = groups_against_chance(coins, sides[0], sides[1], groups, tested=[True] * 10,
-                                      fpr=0.01, draws=99, seed=index, statistic="rank")  # fmt: skip
-        standing += any(g.stands_out for g in found)
-        if index == 0:
-            for slots, group in zip(groups, found, strict=True):
-                labels = np.r_[np.ones(slots.size), np.zeros(int((coins == 0).sum()))]
-                attack = sides[0].mean(axis=0)
-                expected = roc_auc_score(labels, np.r_[attack[slots], attack[coins == 0]])
-                assert group.auc == pytest.approx(expected)
-                assert group.tests is not None
-                assert set(group.tests) == {"share", "rank"}
-                assert group.p == group.tests["rank"].p
+    runs = _exchangeable_audits(first_seed=300, m=600, n_groups=10, statistic="rank")
+    coins, sides, groups, found = runs[0]
+    for slots, group in zip(groups, found, strict=True):
+        labels = np.r_[np.ones(slots.size), np.zeros(int((coins == 0).sum()))]
+        attack = sides[0].mean(axis=0)
+        expected = roc_auc_score(labels, np.r_[attack[slots], attack[coins == 0]])
+        assert group.auc == pytest.approx(expected)
+        assert group.tests is not None
+        assert set(group.tests) == {"share", "rank"}
+        assert group.p == group.tests["rank"].p
+    standing = sum(any(g.stands_out for g in found) for *_, found in runs)
     assert standing <= 4
     rng = np.random.default_rng(7)
     m = 500

@@ -18,6 +18,7 @@ from panoramia.errors import InputError
 from panoramia.targets import load_target
 from panoramia.targets.causal_lm_losses import token_losses
 from panoramia.targets.manifest import MANIFEST
+from tests.lora_support import with_lora
 
 VOCAB = 400  # the demo tokenizer's size
 LENGTH = 12
@@ -89,17 +90,9 @@ def test_a_causal_lm_family_opens_through_the_loader(family: str, tmp_path: Path
 def lora_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     """``base/`` (a tiny Llama), ``adapter/`` (LoRA of r=2 with non-zero weights, safetensors)
     and ``adapter_bin/`` (the same adapter pickled); and the wrapped model's own losses."""
-    from peft import LoraConfig, get_peft_model
-
     directory = tmp_path_factory.mktemp("lora")
     base = save_lm(llama_config(), directory / "base")
-    lora = LoraConfig(r=2, lora_alpha=4, target_modules=LORA_MODULES, task_type="CAUSAL_LM")
-    model = get_peft_model(base, lora)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "lora_B" in name:  # zero at initialisation: the adapter would change nothing
-                parameter.copy_(0.5 * torch.randn(parameter.shape, generator=generator))
+    model = with_lora(base, LORA_MODULES, scale=0.5, seed=1)
     model.eval()
     expected = token_losses(model, chunks().tokens)
     for folder, safe in (("adapter", True), ("adapter_bin", False)):

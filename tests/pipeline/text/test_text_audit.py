@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli_support import run_audit, run_command
 from tests.conftest import SMALL_NULL, shared_store, stage
+from tests.lora_support import with_lora
 
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
@@ -109,19 +110,11 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
 
 def _lora_over(base: Path, directory: Path) -> None:
     """A LoRA adapter (peft, non-zero) over a copy of ``base``, with its manifest."""
-    import torch
-    from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     shutil.copytree(base, directory / "base")
     model = AutoModelForCausalLM.from_pretrained(directory / "base", local_files_only=True)
-    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn"], task_type="CAUSAL_LM")
-    adapted = get_peft_model(model, lora)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, weight in adapted.named_parameters():
-            if "lora_B" in name:  # zero at initialisation: the adapter would change nothing
-                weight.copy_(0.05 * torch.randn(weight.shape, generator=generator))
+    adapted = with_lora(model, ["c_attn"], scale=0.05, seed=0)
     adapted.save_pretrained(directory / "adapter", safe_serialization=True)
     manifest = {"format": "peft", "modality": "text", "base": "base", "adapter": "adapter"}
     (directory / "target.json").write_text(json.dumps(manifest))
