@@ -81,7 +81,7 @@ _TABLE = (
      "max_chunks_per_document samples_per_prompt sampling_steps diffusion_steps d_model "
      "n_embd n_head n_layer heads layers latent width widen blocks n_estimators max_depth "
      "top_k generation_batch pool_size pool_chunks chunks max_members max_examples n_jobs "
-     "threads hidden", COUNT),
+     "threads hidden lora_rank", COUNT),
     ("chunk_length", Range(2, 10**9, integer=True)),
     ("ensemble", Range(1, 64, integer=True)),
     ("draws", Range(19, 10_000, integer=True)),
@@ -100,6 +100,7 @@ _TABLE = (
     ("weight_decay", Range(0, 10)),
     ("extra_fraction temperature", Range(0, 100, open_low=True)),
     ("guidance", Range(0, 100)),
+    ("lora_alpha", Range(1, 10**4, integer=True)),
     ("dp_max_grad_norm", Range(0, 10**6, open_low=True)),
     ("dp_epsilon", Range(0, math.inf, open_low=True)),
     ("seed generation_seed train_seed pool_seed", Range(0, 2**32 - 1, integer=True)),
@@ -158,6 +159,29 @@ class GroupStatistic(StrEnum):
 
     SHARE = "share"
     RANK = "rank"
+
+
+class TextFeatures(StrEnum):
+    """``distinguisher.features`` (text): what the loss branch reads of the per-token losses
+    (``panoramia.mia.text_features``; docs/SPEC.md §2.9)."""
+
+    SEQUENCE = "sequence"
+    CALIBRATED = "calibrated"
+
+
+class TextArchitecture(StrEnum):
+    """``target.architecture`` (text demo targets): the causal-LM family built from a config."""
+
+    GPT2 = "gpt2"
+    LLAMA = "llama"
+
+
+class TextAdapter(StrEnum):
+    """``target.adapter`` (text demo targets): the whole network trained, or a LoRA adapter
+    over the public base (``peft``)."""
+
+    NONE = "none"
+    LORA = "lora"
 
 
 class StandInRecipe(StrEnum):
@@ -259,13 +283,16 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "audit.stand_in.training_data": StandInData,
     "base.source": PublicBaseSource,
     "data.source": DataSource,
+    "distinguisher.features": TextFeatures,
     "generator.model": ImageGeneratorModel,
     "generator.synthesizer": Synthesizer,
     "helper.arch": ImageArch,
     "helper.augment": Augmentation,
     "helper.optimizer": Optimizer,
     "helper.training_data": HelperData,
+    "target.adapter": TextAdapter,
     "target.arch": ImageArch,
+    "target.architecture": TextArchitecture,
     "target.augment": Augmentation,
     "target.kind": TargetKind,
     "target.members": TargetMembers,
@@ -430,6 +457,23 @@ def _heads(config: Mapping[str, Any]) -> None:
     kind, base_model, n_embd, n_head = found
     if kind == TargetKind.TRAIN and not base_model and n_head and n_embd % n_head:
         raise InputError(f"target.n_embd: {n_embd} is not a multiple of target.n_head {n_head}")
+
+
+def _lora_base(config: Mapping[str, Any]) -> None:
+    found = _settings(config, "target.kind", "target.adapter", "target.base_model", "base.source")
+    if found is None:
+        return
+    kind, adapter, base_model, source = found
+    if (
+        kind == TargetKind.TRAIN
+        and adapter == TextAdapter.LORA
+        and not base_model
+        and (source == PublicBaseSource.NONE)
+    ):
+        raise InputError(
+            "target.adapter: a LoRA adapter trains over a base LM: set base.source=package_docs "
+            "or target.base_model"
+        )
 
 
 def check_image_generator(generator: Mapping[str, Any]) -> None:
@@ -609,6 +653,8 @@ RULES: tuple[Rule, ...] = (
     Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
     Rule("a text target trained here from scratch: `target.n_embd` a multiple of "
          "`target.n_head`", _heads),
+    Rule("a text target trained as a LoRA adapter (`target.adapter=lora`) needs a base: "
+         "`base.source=package_docs` or `target.base_model`", _lora_base),
     Rule("the image generator: `generator.black_level` in [0, 255]; the DDPM's "
          "`generator.width` a multiple of 8 and `generator.sampling_steps` at most "
          "`generator.diffusion_steps`", _image_generator),

@@ -67,7 +67,7 @@ class ImageDistinguisher(NetworkDistinguisher):
         from panoramia.mia.image_module import ImageLossDistinguisher
 
         self.normalization = Normalization.of(x_train.images)
-        n_side = self._prepare(side_train)
+        n_side = self._prepare(x_train, side_train)
         network = ImageLossDistinguisher(
             x_train.shape[2], n_side, self.config.width, self.config.hidden
         )

@@ -64,11 +64,17 @@ class NetworkDistinguisher(ABC):
     def _inputs(self, x: Any):  # -> torch.Tensor
         """The network's first input for examples ``x``."""
 
-    def _prepare(self, side_train: np.ndarray) -> int:
+    def features_of(self, x: Any, side: np.ndarray) -> np.ndarray:
+        """float32 (n, F) side features of examples ``x`` with losses ``side`` (before
+        standardisation): :meth:`side_features` of the losses; a subclass may add columns read
+        off the examples themselves (text's blind column)."""
+        return self.side_features(side)
+
+    def _prepare(self, x_train: Any, side_train: np.ndarray) -> int:
         """Standardise side features on the training split and seed everything; returns F."""
         import lightning as L
 
-        features = self.side_features(side_train)
+        features = self.features_of(x_train, side_train)
         self.side_mean = features.mean(axis=0)
         self.side_std = np.maximum(features.std(axis=0), SIDE_STD_FLOOR).astype(np.float32)
         L.seed_everything(self.seed, workers=True, verbose=False)
@@ -80,7 +86,7 @@ class NetworkDistinguisher(ABC):
 
         assert self.side_mean is not None
         assert self.side_std is not None
-        standardised = (self.side_features(side) - self.side_mean) / self.side_std
+        standardised = (self.features_of(x, side) - self.side_mean) / self.side_std
         tensors = [self._inputs(x), torch.from_numpy(standardised)]
         if y is not None:
             tensors.append(torch.from_numpy(np.asarray(y, np.float32)))

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from panoramia.data.text import TextSet
+from panoramia.mia.blind_text import BlindTextClassifier
 from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
-from panoramia.mia.selection import LOSS_FLOOR
+from panoramia.mia.text_features import TEXT_FEATURES, loss_sequence_features
 
 
 @dataclass
@@ -34,20 +35,13 @@ class TextDistinguisherConfig(NetworkDistinguisherConfig):
     """Phase 1: the sequence encoder frozen."""
     epochs: int = 15
     """Phase 2: everything trained."""
-
-
-def loss_sequence_features(losses: np.ndarray) -> np.ndarray:
-    """(N, T) per-token losses, or (N, T, k) for k models → (N, k(2T + 2)) float32: per
-    model, the losses, their logs, the mean loss and the mean log loss (standardised later on
-    training data)."""
-    losses = np.asarray(losses, np.float64)
-    if losses.ndim == 3:
-        return np.concatenate(
-            [loss_sequence_features(losses[..., i]) for i in range(losses.shape[2])], axis=1
-        )
-    logs = np.log(np.maximum(losses, LOSS_FLOOR))
-    summary = np.column_stack([losses.mean(axis=1), logs.mean(axis=1)])
-    return np.concatenate([losses, logs, summary], axis=1).astype(np.float32)
+    features: str = "sequence"
+    """What the loss branch reads of the losses (:mod:`panoramia.mia.text_features`):
+    ``sequence`` (the paper's) or ``calibrated`` (the first model's losses against the
+    others', min-k %; docs/SPEC.md §2.9)."""
+    blind: bool = False
+    """Stack a blind classifier's logit (token n-grams, no model:
+    :mod:`panoramia.mia.blind_text`) as one more side feature, on both sides alike."""
 
 
 class TextDistinguisher(NetworkDistinguisher):
@@ -59,6 +53,21 @@ class TextDistinguisher(NetworkDistinguisher):
         self.vocab_size = vocab_size
 
     side_features = staticmethod(loss_sequence_features)
+    blind_model: BlindTextClassifier | None = None
+    _blind_train: TextSet | None = None
+
+    def features_of(self, x: TextSet, side: np.ndarray) -> np.ndarray:
+        """``distinguisher.features`` of the losses, then the blind logit where ``blind`` is
+        set (out-of-fold on the training chunks, the full model's elsewhere)."""
+        features = TEXT_FEATURES[self.config.features](side)
+        if self.blind_model is None:
+            return features
+        if x is self._blind_train:
+            assert self.blind_model.training_logits is not None
+            logits = self.blind_model.training_logits
+        else:
+            logits = self.blind_model.logits(x.tokens)
+        return np.column_stack([features, logits]).astype(np.float32)
 
     def _inputs(self, x: TextSet):
         import torch
@@ -82,7 +91,10 @@ class TextDistinguisher(NetworkDistinguisher):
         from panoramia.mia.text_module import TextLossDistinguisher
 
         config = self.config
-        n_side = self._prepare(side_train)
+        if config.blind:
+            self.blind_model = BlindTextClassifier(self.seed).fit(x_train.tokens, y_train)
+            self._blind_train = x_train
+        n_side = self._prepare(x_train, side_train)
         network = TextLossDistinguisher(
             self.vocab_size, x_train.length, n_side, d_model=config.d_model,
             layers=config.layers, heads=config.heads, hidden=config.hidden,

@@ -48,8 +48,11 @@ class CausalLMConfig(DeviceSettings):
 
 @dataclass
 class GPT2Size:
-    """The demo targets' GPT-2 (``GPT2LMHeadModel`` from a config, no pretrained weights)."""
+    """The demo targets' network from a config, no pretrained weights: GPT-2
+    (``GPT2LMHeadModel``) or the Llama family (``LlamaForCausalLM``) of the same size."""
 
+    architecture: str = "gpt2"
+    """``gpt2`` or ``llama`` (:func:`demo_architecture`)."""
     n_layer: int = 2
     n_embd: int = 128
     n_head: int = 4
@@ -71,6 +74,34 @@ def gpt2_architecture(
         embd_pdrop=config.dropout, attn_pdrop=config.dropout, bos_token_id=eos_token_id,
         eos_token_id=eos_token_id, pad_token_id=eos_token_id,
     )  # fmt: skip
+
+
+def llama_architecture(
+    config: GPT2Size, *, vocab_size: int, n_positions: int, eos_token_id: int
+) -> PretrainedConfig:
+    """A Llama-family config (rotary positions, RMSNorm, SwiGLU) of ``config``'s width, depth
+    and heads, its feed-forward 4 × wider, for this tokenizer and context."""
+    from transformers import LlamaConfig
+
+    if config.n_embd % config.n_head:
+        raise InputError(f"n_embd: {config.n_embd} is not a multiple of n_head {config.n_head}")
+    return LlamaConfig(
+        vocab_size=vocab_size, hidden_size=config.n_embd, intermediate_size=4 * config.n_embd,
+        num_hidden_layers=config.n_layer, num_attention_heads=config.n_head,
+        num_key_value_heads=config.n_head, max_position_embeddings=n_positions,
+        attention_dropout=config.dropout, bos_token_id=eos_token_id, eos_token_id=eos_token_id,
+        pad_token_id=eos_token_id, tie_word_embeddings=True,
+    )  # fmt: skip
+
+
+def demo_architecture(
+    config: GPT2Size, *, vocab_size: int, n_positions: int, eos_token_id: int
+) -> PretrainedConfig:
+    """The demo target's config: ``config.architecture`` (``gpt2`` or ``llama``) at its size."""
+    build = {"gpt2": gpt2_architecture, "llama": llama_architecture}.get(config.architecture)
+    if build is None:
+        raise InputError(f"target.architecture: {config.architecture!r} is not gpt2 or llama")
+    return build(config, vocab_size=vocab_size, n_positions=n_positions, eos_token_id=eos_token_id)
 
 
 def architecture_of(directory: str | Path) -> PretrainedConfig:

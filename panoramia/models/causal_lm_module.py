@@ -37,6 +37,5 @@ class CausalLMModule(BestEpochModule):
         self._val_losses.append(sequence_losses(self.model, tokens).mean(dim=1).float())
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(
-            self.model.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay
-        )
+        trained = [p for p in self.model.parameters() if p.requires_grad]  # a LoRA's alone
+        return torch.optim.AdamW(trained, lr=self.learning_rate, weight_decay=self.weight_decay)

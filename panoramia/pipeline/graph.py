@@ -29,6 +29,7 @@ import numpy as np
 from panoramia.audit_settings import REFERENCE
 from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_seed
+from panoramia.pipeline.stages.blind import BLIND_STAGE, build_blind_baseline
 from panoramia.pipeline.stages.distinguisher import build_distinguisher
 from panoramia.pipeline.stages.example_sets import ExampleSets
 from panoramia.pipeline.stages.game import build_game
@@ -183,6 +184,11 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
         lambda a, b: build_game(a, b["split"], b["synthetic_split"]),
     ),
     StageSpec(
+        BLIND_STAGE, ("split", "synthetic_split", "game"),
+        lambda a, b: build_blind_baseline(a, b["split"], b["synthetic_split"], b["game"]),
+        names=lambda a: [BLIND_STAGE] if a.blind_classifier(0) is not None else [],
+    ),
+    StageSpec(
         "baseline", (*_SCORED, "losses_helper", "losses_stand_in"),
         _distinguisher("baseline", baseline_sides),
     ),
@@ -323,6 +329,22 @@ class AuditPipeline(ABC):
     @abstractmethod
     def new_distinguisher(self, data: StageResult, index: int = 0) -> Any:
         """An unfitted distinguisher (``fit``, ``score``, ``candidates``, ``chosen``)."""
+
+    def target_inputs(self, data: StageResult) -> list[StageResult]:
+        """Stages the demo target starts from, beside the data (in its key); none by default
+        (text: the public base, for a LoRA target)."""
+        return []
+
+    def target_key(self, settings: dict) -> dict:
+        """The target's settings (``asdict(job.target)``) as its stage key holds them; all of
+        them by default."""
+        return settings
+
+    def blind_classifier(self, seed: int) -> Any:
+        """A classifier that sees no model (``fit(examples, labels)``, ``probabilities
+        (examples)``, ``description``), for the blind baseline stage (docs/SPEC.md §2.9); None
+        (the default): the modality runs none."""
+        return None
 
     def side_losses(self, adapter: Any, examples: Any) -> np.ndarray:
         """The side information of each example: its loss (n,), or a loss sequence (n, T)."""

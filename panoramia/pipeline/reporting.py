@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import ValidationError
@@ -25,7 +25,9 @@ from panoramia.measure.two_sided import (
 from panoramia.pipeline.config import ModalityJob
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.stages.blind import BLIND_STAGE
 from panoramia.report.attacker import attacker_section
+from panoramia.report.blind import blind_section
 from panoramia.report.document import report_document
 from panoramia.report.exposure import exposure_section
 from panoramia.report.gdp import gdp_section
@@ -301,11 +303,33 @@ def _head(context: ReportContext) -> dict[str, Any]:
         "game": stages["game"].info,
         **stages["data"].info,
     }
-    return report_document(
+    document = report_document(
         modality=job.modality, measurement=context.measurement, o1=context.o1,
         rmrn=context.rmrn, seed=job.seed, config=asdict(job), timings=context.timings,
         target=target, data=data,
         distinguishers={side: stages[side].info for side in ("baseline", "attack")},
+    )  # fmt: skip
+    blind = _blind(context)
+    if blind is not None:
+        document["baseline"]["blind"] = blind
+    return document
+
+
+def _blind(context: ReportContext) -> dict[str, object] | None:
+    """``baseline.blind`` (:func:`panoramia.report.blind.blind_section`) where the modality ran
+    a blind baseline stage (text)."""
+    stage = context.stages.get(BLIND_STAGE)
+    if stage is None:
+        return None
+    blind, audit, two_sided = _scores(stage), context.job.audit, context.two_sided
+    return blind_section(
+        blind["membership"], blind["scores"], model=str(stage.info.get("model", "")),
+        baseline_c_lb=context.measurement.c_lb,
+        baseline_c_lb_two_sided=(
+            float(cast(float, two_sided["c_lb"])) if "eps_tilde" in two_sided else None
+        ),
+        thresholds=audit.thresholds, confidence=audit.confidence, gamma=audit.gamma,
+        seed=child_seed(context.job.seed, "measure/split"),
     )  # fmt: skip
 
 

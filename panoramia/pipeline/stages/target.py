@@ -13,7 +13,7 @@ from panoramia.targets import load_target
 
 def build_target(audit: Audit, data: StageResult) -> StageResult:
     """Train the demo target (cached) or record an external target's identity."""
-    config = asdict(audit.job.target)
+    config = audit.target_key(asdict(audit.job.target))
     config.pop("trusted_modules", None)  # who may be imported, not what the target is
     if config.get("dp_epsilon", 0) is None:  # plain training: the key it always had
         for name in [key for key in config if key.startswith("dp_")]:
@@ -37,7 +37,7 @@ def build_target(audit: Audit, data: StageResult) -> StageResult:
         "target",
         build,
         config=config,
-        inputs=[data],
+        inputs=[data, *audit.target_inputs(data)],
         label=f"target {audit.job.target.name}",
         version=3,  # 2: initial weights follow train_seed; 3: identity in the record
     )

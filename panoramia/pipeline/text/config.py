@@ -13,6 +13,7 @@ from panoramia.baselines.text import TextHelperConfig
 from panoramia.generators.text import TextGeneratorConfig
 from panoramia.mia.text import TextDistinguisherConfig
 from panoramia.models.causal_lm import CausalLMConfig, GPT2Size
+from panoramia.models.lora import LoraSettings
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
 
 
@@ -37,10 +38,12 @@ class TextDataConfig(DataConfigBase):
 
 
 @dataclass
-class TextTargetConfig(TargetConfigBase, CausalLMConfig, GPT2Size):
-    """The audited causal LM: a demo GPT-2 trained here (``kind: train``; its size, then how
-    Lightning trains it) or a directory (``kind: path``: a local causal-LM directory in Hugging
-    Face format, with its tokenizer)."""
+class TextTargetConfig(TargetConfigBase, CausalLMConfig, GPT2Size, LoraSettings):
+    """The audited causal LM: a demo GPT-2 or Llama-family model trained here (``kind: train``;
+    its size, then how Lightning trains it: the whole network from fresh weights, or with
+    ``adapter: lora`` a LoRA adapter over the public base LM) or a directory (``kind: path``: a
+    local causal-LM directory in Hugging Face format with its tokenizer, or a ``peft``
+    adapter over one)."""
 
     name: str = "gpt2"
 

@@ -105,6 +105,12 @@ class TextPipeline(AuditPipeline):
             vocab_size=int(data.info["vocab_size"]),
         )
 
+    def blind_classifier(self, seed: int):  # -> panoramia.mia.blind_text.BlindTextClassifier
+        """Token n-grams, no model (``baseline.blind``, docs/SPEC.md §2.9)."""
+        from panoramia.mia.blind_text import BlindTextClassifier
+
+        return BlindTextClassifier(seed)
+
     def examples(self, stages: dict[str, StageResult]) -> dict[str, list[str]]:
         """The first audit member chunks and synthetic audit chunks, decoded."""
         from panoramia.models.text_tokenizer import load_tokenizer
@@ -149,7 +155,7 @@ class TextPipeline(AuditPipeline):
 
     def architecture(self, data: StageResult) -> PretrainedConfig:
         """The target's architecture: its config.json, or the demo GPT-2 of ``target.*``."""
-        from panoramia.models.causal_lm import architecture_of, gpt2_architecture
+        from panoramia.models.causal_lm import architecture_of, demo_architecture
         from panoramia.models.text_tokenizer import load_tokenizer
         from panoramia.targets.text_models import text_model_folders
 
@@ -159,29 +165,59 @@ class TextPipeline(AuditPipeline):
         if self.job.target.base_model:
             return architecture_of(self.job.target.base_model)
         tokenizer = load_tokenizer(data.directory / TOKENIZER)
-        return gpt2_architecture(
+        return demo_architecture(
             self.job.target, vocab_size=len(tokenizer), n_positions=self.job.data.chunk_length,
             eos_token_id=int(tokenizer.eos_token_id),
         )  # fmt: skip
 
+    def _lora(self) -> bool:
+        """Whether the demo target is a LoRA adapter over the public base."""
+        return self.job.target.kind == "train" and self.job.target.adapter == "lora"
+
+    def target_key(self, settings: dict) -> dict:
+        """Without the architecture and LoRA settings for a GPT-2 trained whole (the key it
+        always had: :func:`panoramia.models.lora.key_without_defaults`)."""
+        from panoramia.models.lora import key_without_defaults
+
+        return key_without_defaults(settings)
+
+    def target_inputs(self, data: StageResult) -> list[StageResult]:
+        """A LoRA target starts from the public base: its stage is in the target's key."""
+        return [self.public_base(data)] if self._lora() else []
+
+    def _train_like_target(self, data: StageResult, examples: TextSet, seed: int):
+        """The demo target's recipe on ``examples``: (the trained model, a peft wrapper for a
+        LoRA target; its training metrics)."""
+        from panoramia.models.causal_lm import fit_causal_lm, new_causal_lm
+
+        target = self.job.target
+        if not self._lora():
+            model = new_causal_lm(
+                base_model=target.base_model, architecture=self.architecture(data), seed=seed
+            )
+            return fit_causal_lm(model, examples.tokens, target, seed=seed)
+        from panoramia.models.lora import with_new_lora
+
+        base = target.base_model or str(self.public_base(data).directory)
+        model = new_causal_lm(base_model=base, architecture=None, seed=seed)
+        return fit_causal_lm(with_new_lora(model, target, seed=seed), examples.tokens, target,
+                             seed=seed)  # fmt: skip
+
     def train_demo_target(self, data: StageResult, directory: Path) -> dict:
-        from panoramia.models.causal_lm import (
-            fit_causal_lm,
-            mean_loss,
-            new_causal_lm,
-            save_causal_lm,
-        )
+        from panoramia.models.causal_lm import mean_loss, save_causal_lm
 
         target = self.job.target
         pool = read_chunks(
             data.directory / (CONTROL_POOL if target.members == "disjoint" else MEMBERS)
         )
-        model = new_causal_lm(
-            base_model=target.base_model, architecture=self.architecture(data),
-            seed=target.train_seed,
-        )  # fmt: skip
-        model, metrics = fit_causal_lm(model, pool.tokens, target, seed=target.train_seed)
-        save_causal_lm(model, data.directory / TOKENIZER, directory)
+        model, metrics = self._train_like_target(data, pool, target.train_seed)
+        if self._lora():
+            from panoramia.models.lora import save_peft_target
+
+            base = Path(target.base_model or self.public_base(data).directory)
+            save_peft_target(model, base, data.directory / TOKENIZER, directory)
+        else:
+            save_causal_lm(model, data.directory / TOKENIZER, directory)
         metrics["train_loss_per_token"] = mean_loss(model, pool.tokens)
         if (data.directory / NONMEMBERS).exists():
             holdout = read_chunks(data.directory / NONMEMBERS)
@@ -197,8 +233,8 @@ class TextPipeline(AuditPipeline):
 
         config, generator = self.job.base, self.job.generator
         length = self.job.data.chunk_length
-        wanted = config.source != "none" and not (
-            generator.base_model and self.job.helper.base_model
+        wanted = config.source != "none" and (
+            self._lora() or not (generator.base_model and self.job.helper.base_model)
         )
         identity: dict = {**asdict(config), "length": length} if wanted else {"source": "none"}
         if wanted:
@@ -270,7 +306,7 @@ class TextPipeline(AuditPipeline):
     def stand_in_recipe_key(self) -> dict:
         if not self._target_recipe():
             return {}
-        recipe = asdict(self.job.target)
+        recipe = self.target_key(asdict(self.job.target))
         for name in ("name", "members", "train_seed", "path", "kind"):
             recipe.pop(name, None)
         return {"recipe": "target", "target": recipe}
@@ -279,14 +315,12 @@ class TextPipeline(AuditPipeline):
         self, data: StageResult, examples: TextSet, directory: Path, seed: int
     ) -> dict:
         from panoramia.baselines.text import train_text_helper
-        from panoramia.models.causal_lm import fit_causal_lm, new_causal_lm, save_causal_lm
+        from panoramia.models.causal_lm import save_causal_lm
 
         if self._target_recipe():  # as train_demo_target trains the target, on these examples
-            target = self.job.target
-            model = new_causal_lm(
-                base_model=target.base_model, architecture=self.architecture(data), seed=seed
-            )
-            model, metrics = fit_causal_lm(model, examples.tokens, target, seed=seed)
+            model, metrics = self._train_like_target(data, examples, seed)
+            if self._lora():  # a stand-in is only scored: its adapter folded into the base
+                model = model.merge_and_unload()
             save_causal_lm(model, data.directory / TOKENIZER, directory)
             return metrics
 

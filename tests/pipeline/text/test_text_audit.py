@@ -47,6 +47,12 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     assert report["timings"]["base"]["seconds"] > 0  # the public base LM, pre-trained here
     generator = json.loads((stage(artifacts, report, "generator") / "generator.json").read_text())
     assert generator["base_model"].startswith(str(artifacts / "base"))
+    blind = report["baseline"]["blind"]  # token n-grams, no model (docs/SPEC.md §2.9)
+    assert set(blind) >= {"c_lb", "c_lb_two_sided", "auc", "beats_baseline", "note"}
+    assert blind["beats_baseline"] == (
+        blind["c_lb"] > report["c_lb"] or blind["c_lb_two_sided"] > report["two_sided"]["c_lb"]
+    )
+    assert ("told apart without any model" in blind["note"]) == blind["beats_baseline"]
     phases = [c["params"]["phase"] for c in report["attack"]["distinguisher"]["selection"]]
     assert phases == ["head", "all"]
     examples = report["examples"]
@@ -68,7 +74,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
 
     again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
     assert again.returncode == 0
-    assert again.stderr.count(": reused (") == 21
+    assert again.stderr.count(": reused (") == 22
     second = json.loads((tmp_path / "second" / "report.json").read_text())
     assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
 
@@ -108,6 +114,41 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
         assert report["m"] == 140
 
 
+def test_lora_demo_target_with_calibrated_and_blind_features(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """``target=lora_many_epochs`` from the embedded defaults: a Llama-family public base, a LoRA
+    adapter trained over it and shipped in the peft format, stand-ins of its recipe; the attack
+    reads calibrated loss features with reference models and the blind logit on both sides."""
+    done = audit(
+        "target=lora_many_epochs", "target.epochs=2", "distinguisher.features=calibrated",
+        "distinguisher.blind=true", "audit.attack_side=target+helper+reference_models",
+        "audit.baseline_side=stand_in+helper+reference_models", artifacts=artifacts,
+        run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    target = report["target"]
+    assert target["identity"]["format"] == "peft"
+    assert set(target["identity"]["sha256"]) >= {
+        "adapter/adapter_config.json",
+        "adapter/adapter_model.safetensors",
+        "base/config.json",
+    }
+    folder = stage(artifacts, report, "target")
+    adapter_config = json.loads((folder / "adapter" / "adapter_config.json").read_text())
+    assert adapter_config["base_model_name_or_path"] == "../base"  # not this store's path
+    base_config = json.loads((stage(artifacts, report, "base") / "config.json").read_text())
+    assert base_config["model_type"] == "llama"
+    assert (folder / "base" / "model.safetensors").read_bytes() == (
+        stage(artifacts, report, "base") / "model.safetensors"
+    ).read_bytes()  # the adapter is over the public base, which stays as it was
+    assert report["baseline"]["blind"]["c_lb"] >= 0
+    assert 0 < report["null"]["p_value"] <= 1  # the sides mirror each other: the null ran
+    scores = np.load(stage(artifacts, report, "attack") / "scores_0.npz")
+    assert scores["side"].shape == (report["m"], 31, 4)  # f, h and the two other stand-ins
+
+
 def _lora_over(base: Path, directory: Path) -> None:
     """A LoRA adapter (peft, non-zero) over a copy of ``base``, with its manifest."""
     from transformers import AutoModelForCausalLM
@@ -133,10 +174,13 @@ def _lora_over(base: Path, directory: Path) -> None:
         ("base.source=web", "base.source: 'web' is not package_docs or none"),
         ("base.source=nope", "base.source: 'nope' is not package_docs or none"),
         ("target.kind=mlp", "target.kind: 'mlp' is not one of train, path"),
+        ("distinguisher.features=bag", "distinguisher.features: 'bag' is not one of sequence"),
+        ("target.architecture=bert", "target.architecture: 'bert' is not one of gpt2, llama"),
+        ("target=lora_many_epochs base.source=none", "target.adapter: a LoRA adapter trains"),
     ],
 )
 def test_bad_text_config_exits_2_with_one_line(override: str, message: str, tmp_path: Path) -> None:
-    done = audit(override, artifacts=tmp_path / "a", run_dir=tmp_path / "run")
+    done = audit(*override.split(), artifacts=tmp_path / "a", run_dir=tmp_path / "run")
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("panoramia-audit: error: "), done.stderr

@@ -1,0 +1,79 @@
+"""A blind text classifier: member vs generated from the chunk's tokens alone, no model's losses.
+
+Blind baselines (Das, Zhang and Tramèr 2024) show that a bag of words often tells a data set's
+members from its non-members when the two were not drawn alike. Here the non-members are
+generated, so a blind classifier measures how far the generator's chunks can be told apart
+without any model: docs/SPEC.md §2.9.
+
+:class:`BlindTextClassifier` is a logistic regression on TF-IDF-weighted token unigrams and
+bigrams (token ids as words; scikit-learn). ``fit(tokens, labels)`` keeps out-of-fold logits of
+the training chunks (each from a model that never saw that chunk), so a distinguisher that
+stacks the blind logit as a feature does not learn from a column that saw its own labels;
+``logits(tokens)`` scores other chunks with the model fit on all training chunks. Labels: 1 =
+member (the positive class), 0 = generated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+FOLDS = 5
+"""Folds of the training chunks' out-of-fold logits."""
+REGULARISATION = 1.0
+"""The logistic regression's inverse L2 strength (scikit-learn's ``C``)."""
+
+
+def token_documents(chunks: Any) -> list[str]:
+    """Chunks (a :class:`~panoramia.data.text.TextSet`, or (N, L) int token ids) → N
+    space-separated strings of ids (the vectoriser's words)."""
+    return [" ".join(map(str, row)) for row in np.asarray(getattr(chunks, "tokens", chunks))]
+
+
+@dataclass
+class BlindTextClassifier:
+    """Bag of token n-grams → logistic regression; ``seed`` fixes the folds."""
+
+    seed: int
+    description: str = "tf-idf token 1-2-grams, logistic regression (no model's losses)"
+    pipeline: Any = field(default=None, repr=False)
+    training_logits: np.ndarray | None = field(default=None, repr=False)
+
+    def _new(self) -> Any:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+
+        return make_pipeline(
+            TfidfVectorizer(token_pattern=r"\S+", ngram_range=(1, 2), sublinear_tf=True),
+            LogisticRegression(C=REGULARISATION, max_iter=2000),
+        )
+
+    def fit(self, tokens: Any, labels: np.ndarray) -> BlindTextClassifier:
+        """Fit on chunks (a TextSet or (N, L) token ids) with labels (N,) 1 = member; keep
+        out-of-fold training logits."""
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+        documents, labels = token_documents(tokens), np.asarray(labels, int)
+        folds = min(FOLDS, int(np.bincount(labels, minlength=2).min()))
+        if folds >= 2:
+            split = StratifiedKFold(folds, shuffle=True, random_state=self.seed)
+            self.training_logits = cross_val_predict(
+                self._new(), documents, labels, cv=split, method="decision_function"
+            )
+        else:  # too few of one class to hold any out: a constant column
+            self.training_logits = np.zeros(len(documents))
+        self.pipeline = self._new().fit(documents, labels)
+        return self
+
+    def logits(self, tokens: Any) -> np.ndarray:
+        """Log-odds of "member" for (N, L) chunks, float64 (N,), from the model fit on all
+        training chunks."""
+        assert self.pipeline is not None, "fit first"
+        return np.asarray(self.pipeline.decision_function(token_documents(tokens)), np.float64)
+
+    def probabilities(self, tokens: Any) -> np.ndarray:
+        """P(member) of (N, L) chunks, float64 (N,) in [0, 1]."""
+        return 1.0 / (1.0 + np.exp(-self.logits(tokens)))

@@ -1,0 +1,84 @@
+"""LoRA fine-tuning of a causal LM (Hugging Face ``peft``), as people adapt a public base.
+
+:func:`with_new_lora` wraps a base model in a fresh LoRA adapter over every linear layer of its
+blocks (``target_modules="all-linear"``: attention and feed-forward; the embeddings and the
+output head stay frozen), whose weights alone then train. :func:`save_peft_target` writes the
+``peft`` target format that :func:`panoramia.targets.text_models.load_peft_target` opens:
+``base/`` (the base's weights, config and tokenizer), ``adapter/`` (``adapter_config.json`` and
+``adapter_model.safetensors``) and ``target.json`` ``{"format": "peft", "base": "base",
+"adapter": "adapter", "merge": true}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from panoramia.targets.manifest import MANIFEST
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+
+@dataclass
+class LoraSettings:
+    """``target.adapter`` (``none``: the whole network trains; ``lora``: an adapter over the
+    public base) and the adapter's rank and scale (its update: ``lora_alpha / lora_rank · BA``)."""
+
+    adapter: str = "none"
+    lora_rank: int = 16
+    lora_alpha: int = 32
+
+
+NEW_FIELDS = ("architecture", "adapter", "lora_rank", "lora_alpha")
+"""The text target's settings younger than its stage keys: left out of a key at their defaults
+(a GPT-2 trained whole), so the stages stored before them are still found."""
+
+
+def key_without_defaults(settings: dict) -> dict:
+    """``settings`` (a text target's, as a dict) without :data:`NEW_FIELDS` where the target is a
+    GPT-2 trained whole (they say nothing then); unchanged otherwise."""
+    if settings.get("architecture", "gpt2") != "gpt2" or settings.get("adapter", "none") != "none":
+        return settings
+    return {key: value for key, value in settings.items() if key not in NEW_FIELDS}
+
+
+BASE_FILES = ("config.json", "model.safetensors", "generation_config.json")
+"""What of a saved base model the ``peft`` target's ``base/`` keeps (with the tokenizer)."""
+
+
+def with_new_lora(model: PreTrainedModel, settings: LoraSettings, *, seed: int) -> Any:
+    """``model`` wrapped in a new trainable LoRA adapter (peft's ``PeftModel``; its base frozen).
+    peft starts B at zero, so the wrapped model computes what ``model`` does until trained."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed)
+    config = LoraConfig(
+        r=settings.lora_rank, lora_alpha=settings.lora_alpha, target_modules="all-linear",
+        lora_dropout=0.0, task_type="CAUSAL_LM",
+    )  # fmt: skip
+    return get_peft_model(model, config)
+
+
+def save_peft_target(wrapped: Any, base: Path, tokenizer_dir: Path, directory: Path) -> None:
+    """Write the ``peft`` target format into ``directory``: the base model folder ``base``'s
+    weights and config, the tokenizer of ``tokenizer_dir``, the adapter of ``wrapped``."""
+    from panoramia.models.text_tokenizer import load_tokenizer
+
+    base_out, adapter_out = directory / "base", directory / "adapter"
+    base_out.mkdir(parents=True, exist_ok=True)
+    for name in BASE_FILES:
+        if (base / name).is_file():
+            shutil.copyfile(base / name, base_out / name)
+    load_tokenizer(tokenizer_dir).save_pretrained(base_out)
+    for config in wrapped.peft_config.values():  # the folder names its own base, not this store
+        config.base_model_name_or_path = "../base"
+    wrapped.save_pretrained(adapter_out, safe_serialization=True)
+    (adapter_out / "README.md").unlink(missing_ok=True)  # peft's model card template
+    manifest = {"format": "peft", "modality": "text", "base": "base", "adapter": "adapter",
+                "merge": True}  # fmt: skip
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1))

@@ -1,0 +1,48 @@
+"""The blind baseline stage: a classifier that sees no model tells members from generated
+examples (docs/SPEC.md §2.9); a modality runs it where its pipeline offers one
+(:meth:`panoramia.pipeline.graph.AuditPipeline.blind_classifier`; text: token n-grams).
+
+Trained on the attack's training split (members vs synthetic examples, the sets the
+distinguishers train on) and scored on the game's audit slots. Its ``scores.npz`` has the
+distinguisher stages' keys (``scores``: P(member), ``membership``: the coins, 1 = member), so the
+report measures its own c_lb with the game's tests (``baseline.blind``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from panoramia.pipeline.seeds import child_seed
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.runner import StageResult
+
+BLIND_STAGE = "baseline_blind"
+
+
+def build_blind_baseline(
+    audit: Audit, split: StageResult, synthetic: StageResult, game: StageResult
+) -> StageResult:
+    """Fit the modality's blind classifier on the attack's training split and score the audit
+    slots."""
+    sets, seed = audit.sets, child_seed(audit.seed, "blind")
+
+    def build(directory: Path) -> dict:
+        members = sets.read(split.directory / f"member_attack_train{sets.suffix}")
+        generated = sets.read(synthetic.directory / f"synthetic_attack_train{sets.suffix}")
+        labels = np.r_[np.ones(len(members)), np.zeros(len(generated))].astype(int)
+        model = audit.blind_classifier(seed).fit(sets.stack(members, generated), labels)
+        coins = np.load(game.directory / "game.npz")["coins"]
+        slots = sets.fill(
+            sets.read(split.directory / f"member_audit{sets.suffix}"),
+            sets.read(synthetic.directory / f"synthetic_audit{sets.suffix}"),
+            coins.astype(bool),
+        )  # fmt: skip
+        np.savez(directory / "scores.npz", scores=model.probabilities(slots), membership=coins)
+        return {"model": model.description, "trained_on": len(labels)}
+
+    return audit.runner.run(
+        BLIND_STAGE, build, config={"seed": audit.seed}, inputs=[split, synthetic, game],
+        label="blind baseline (no model)",
+    )  # fmt: skip

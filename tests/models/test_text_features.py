@@ -1,0 +1,60 @@
+"""The text distinguisher's loss features and the blind classifier (docs/SPEC.md §2.9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from panoramia.mia.blind_text import BlindTextClassifier
+from panoramia.mia.text_features import (
+    calibrated_features,
+    loss_sequence_features,
+    lowest_share_mean,
+)
+
+
+def test_calibrated_features_hold_the_sequence_then_the_calibration() -> None:
+    rng = np.random.default_rng(0)
+    losses = rng.uniform(0.1, 5, size=(7, 10, 3))
+    features = calibrated_features(losses)
+    sequence = loss_sequence_features(losses)
+    assert features.shape == (7, sequence.shape[1] + 10 + 5)
+    np.testing.assert_array_equal(features[:, : sequence.shape[1]], sequence)
+    calibrated = losses[..., 0] - losses[..., 1:].mean(axis=2)
+    np.testing.assert_allclose(features[:, sequence.shape[1] : -5], calibrated, rtol=1e-6)
+    mean, min_k_raw, min_k_calibrated, below, _ = features[:, -5:].T
+    np.testing.assert_allclose(mean, calibrated.mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(min_k_raw, np.sort(losses[..., 0], axis=1)[:, :2].mean(axis=1), 1e-5)
+    np.testing.assert_allclose(
+        min_k_calibrated, np.sort(calibrated, axis=1)[:, :2].mean(axis=1), 1e-5
+    )
+    np.testing.assert_allclose(below, (calibrated < 0).mean(axis=1))
+
+
+def test_calibrated_features_of_one_model_add_its_min_k() -> None:
+    losses = np.arange(20, dtype=float).reshape(2, 10) + 1
+    features = calibrated_features(losses)
+    assert features.shape == (2, 22 + 1)
+    assert features[:, -1].tolist() == pytest.approx([1.5, 11.5])  # the lowest 2 of 10
+    assert lowest_share_mean(losses, 0.01).tolist() == [1.0, 11.0]  # at least one token
+
+
+def test_a_token_shift_the_generator_left_is_caught_without_any_model() -> None:
+    """Members use tokens 0–99, generated chunks also 100–119: the blind classifier sees it,
+    out of fold on its training chunks and on new chunks alike; same tokens, chance."""
+    rng = np.random.default_rng(1)
+    members = rng.integers(0, 100, size=(200, 16))
+    generated = rng.integers(0, 120, size=(200, 16))
+    labels = np.r_[np.ones(200), np.zeros(200)].astype(int)
+    model = BlindTextClassifier(seed=0).fit(np.r_[members, generated], labels)
+    assert model.training_logits is not None
+    assert model.training_logits.shape == (400,)
+
+    assert roc_auc_score(labels, model.training_logits) > 0.9
+    fresh = np.r_[rng.integers(0, 100, size=(100, 16)), rng.integers(0, 120, size=(100, 16))]
+    fresh_labels = np.r_[np.ones(100), np.zeros(100)]
+    assert roc_auc_score(fresh_labels, model.probabilities(fresh)) > 0.9
+    same = BlindTextClassifier(seed=0).fit(rng.integers(0, 100, size=(400, 16)), labels)
+    assert same.training_logits is not None
+    assert abs(roc_auc_score(labels, same.training_logits) - 0.5) < 0.1
