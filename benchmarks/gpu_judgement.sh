@@ -7,7 +7,10 @@
 #   CONFIG=image LEAKING=cnn_overfit CONTROL=cnn_disjoint GEN=303 SEEDS=0,1,2,3,4 \
 #     bash benchmarks/gpu_judgement.sh [extra settings ...]
 # CONFIG, LEAKING and CONTROL default to the text audit's gpt2_many_epochs and gpt2_disjoint; the
-# extra settings go to both halves. Every run's report.json (and each half's summary) is packed
+# extra settings go to both halves. TARGETS="a b c d" runs one part a target instead (each its own
+# store, all side by side; THREADS torch threads each), e.g. both text families and their controls:
+#   CONFIG=text TARGETS="gpt2_many_epochs gpt2_disjoint lora_many_epochs lora_disjoint" THREADS=3 \
+#     GEN=302 SEEDS=0,1,2 bash benchmarks/gpu_judgement.sh text_attack=calibrated,paper Every run's report.json (and each half's summary) is packed
 # into $OUT/reports.tgz every 15 s, so what finished comes back even when the loan's limit cuts the
 # rest short.
 set -uo pipefail
@@ -24,12 +27,19 @@ half() {  # name, target, extra settings
   shift 2
   PANORAMIA_HOME=$(mktemp -d) timeout "${LIMIT:-470}" python3 -m panoramia.pipeline.app \
     --config-name "$config" "+experiment=$experiment" "target=$target" "generation_seed=${GEN:?}" \
-    "seed=${SEEDS:?}" "hydra.sweep.dir=$sweep/$name" "$@" > "$out/$name.log" 2>&1
+    "seed=${SEEDS:?}" "hydra.sweep.dir=$sweep/$name" ${THREADS:+"threads=$THREADS"} "$@" \
+    > "$out/$name.log" 2>&1
   echo "$name: exit $?, $SECONDS s" | tee -a "$out/halves.log"
 }
 started=$SECONDS
-half leaking "${LEAKING:-gpt2_many_epochs}" "$@" & a=$!
-half control "${CONTROL:-gpt2_disjoint}" "$@" & b=$!
-while kill -0 $a 2>/dev/null || kill -0 $b 2>/dev/null; do pack; sleep 15; done
+pids=()
+if [ -n "${TARGETS:-}" ]; then
+  for target in $TARGETS; do half "$target" "$target" "$@" & pids+=($!); done
+else
+  half leaking "${LEAKING:-gpt2_many_epochs}" "$@" & pids+=($!)
+  half control "${CONTROL:-gpt2_disjoint}" "$@" & pids+=($!)
+fi
+running() { for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
+while running; do pack; sleep 15; done
 pack
 echo "all: $((SECONDS - started)) s" | tee -a "$out/halves.log"

@@ -176,6 +176,9 @@ def _figures_table(document: JSONDict) -> str:
         rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
     if reference["rmrn"]:
         rows.append(("RM;RN ε_lb (real non-members)", reference["rmrn"]["eps_lb"]))
+    blind = (document.get("baseline") or {}).get("blind") or {}
+    if "c_lb" in blind:
+        rows.append(("blind baseline c_lb (the words alone, no model)", blind["c_lb"]))
     fidelity = ((document.get("data") or {}).get("synthetic") or {}).get("real_vs_synthetic_auc")
     if fidelity is not None:
         rows.append(

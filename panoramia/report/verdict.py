@@ -745,6 +745,9 @@ def _caveats(
             f"The generated rows are easy to tell from real ones (AUC {fidelity:.2f}; 0.5 is "
             "indistinguishable): a leak can hide behind what the baseline already sees."
         )
+    blind = _blind_beats(document)
+    if blind:
+        caveats.append(blind)
     for name in claim.get("inconclusive") or []:
         caveats.append(
             f"The {name}'s guesses beat the declared guarantee's curve, but against generated "
@@ -767,6 +770,26 @@ def _caveats(
             "rate was not measured per run."
         )
     return caveats
+
+
+def _blind_beats(document: JSONDict) -> str | None:
+    """Where a classifier that sees no model (``baseline.blind``, docs/SPEC.md §2.9) beat the
+    baseline's bound: the caveat in words; None otherwise or without the section."""
+    baseline = document.get("baseline")
+    blind = baseline.get("blind") if isinstance(baseline, dict) else None
+    if not isinstance(blind, dict) or not blind.get("beats_baseline"):
+        return None
+    c_lb = finite_number(blind.get("c_lb"))
+    shown = (
+        f" (its c_lb {c_lb:.2f} against the baseline's {document['c_lb']:.2f})"
+        if (c_lb is not None and isinstance(document.get("c_lb"), int | float))
+        else ""
+    )
+    return (
+        "A classifier that sees no model, only the words of each example, tells the generated "
+        f"examples from the members better than the baseline does{shown}: they are told apart "
+        "without any model, so ε̃ may overstate what the model adds."
+    )
 
 
 def _reach(document: JSONDict, quoted: JSONDict, claim: JSONDict, quiet: bool) -> str | None:

@@ -385,3 +385,16 @@ def test_the_reference_audit_that_called_the_leak_says_which_way_its_calls_went(
     assert "Its calls: 40 member and 60 non-member." in mixed["sentence"]
     assert "were right" not in mixed["sentence"]
     assert mixed["decision"]["references"][0]["calls"] == {"member": 40, "nonmember": 60}
+
+
+def test_a_blind_baseline_that_beats_the_baseline_is_a_caveat() -> None:
+    """``baseline.blind`` (docs/SPEC.md §2.9): the words alone told the generated examples
+    apart better than the baseline; the caveat says so, and only then."""
+    document = _document((1.0, 1.05), (0.8, 0.85), null=_null(0.05, 500))
+    document["baseline"] = {**document["baseline"], "blind": {"c_lb": 0.4, "beats_baseline": False}}
+    assert not any("sees no model" in caveat for caveat in verdict(document)["caveats"])
+    document["baseline"]["blind"] = {"c_lb": 1.7, "beats_baseline": True}
+    caveat = next(c for c in verdict(document)["caveats"] if "sees no model" in c)
+    assert "its c_lb 1.70 against the baseline's 1.00" in caveat
+    document["baseline"]["blind"] = "garbled"  # a malformed section never costs the verdict
+    assert verdict(document)["level"] == "no_leak_detected"
