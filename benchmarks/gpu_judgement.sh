@@ -8,9 +8,12 @@
 #     bash benchmarks/gpu_judgement.sh [extra settings ...]
 # CONFIG, LEAKING and CONTROL default to the text audit's gpt2_many_epochs and gpt2_disjoint; the
 # extra settings go to both halves. TARGETS="a b c d" runs one part a target instead (each its own
-# store, all side by side; THREADS torch threads each), e.g. both text families and their controls:
+# store, /tmp/stores/<part>, kept for a second call on the same machine; all side by side; THREADS
+# torch threads each; TAG names a call's sweep folders), e.g. both text families and their
+# controls, the new attack first, then the rule before on the stages the first call built:
 #   CONFIG=text TARGETS="gpt2_many_epochs gpt2_disjoint lora_many_epochs lora_disjoint" THREADS=3 \
-#     GEN=302 SEEDS=0,1,2 bash benchmarks/gpu_judgement.sh text_attack=calibrated,paper Every run's report.json (and each half's summary) is packed
+#     GEN=302 SEEDS=0,1,2 TAG=calibrated bash benchmarks/gpu_judgement.sh text_attack=calibrated
+#   ... TAG=paper LIMIT=120 bash benchmarks/gpu_judgement.sh text_attack=paper Every run's report.json (and each half's summary) is packed
 # into $OUT/reports.tgz every 15 s, so what finished comes back even when the loan's limit cuts the
 # rest short.
 set -uo pipefail
@@ -25,10 +28,11 @@ pack() { (cd "$sweep" 2>/dev/null && find . -name report.json -o -name 'summary.
 half() {  # name, target, extra settings
   local name=$1 target=$2
   shift 2
-  PANORAMIA_HOME=$(mktemp -d) timeout "${LIMIT:-470}" python3 -m panoramia.pipeline.app \
+  mkdir -p "/tmp/stores/$name"
+  PANORAMIA_HOME="/tmp/stores/$name" timeout "${LIMIT:-470}" python3 -m panoramia.pipeline.app \
     --config-name "$config" "+experiment=$experiment" "target=$target" "generation_seed=${GEN:?}" \
-    "seed=${SEEDS:?}" "hydra.sweep.dir=$sweep/$name" ${THREADS:+"threads=$THREADS"} "$@" \
-    > "$out/$name.log" 2>&1
+    "seed=${SEEDS:?}" "hydra.sweep.dir=$sweep/$name${TAG:+-$TAG}" ${THREADS:+"threads=$THREADS"} \
+    "$@" >> "$out/$name.log" 2>&1
   echo "$name: exit $?, $SECONDS s" | tee -a "$out/halves.log"
 }
 started=$SECONDS
