@@ -57,6 +57,23 @@ TINY_IMAGE_AUDIT = [
 ]
 """Overrides of an image audit on sklearn's digits (``data.source: digits``) as in
 ``+experiment=digits_tiny``, in the form a service request may carry (~1 min)."""
+TINY_TEXT_AUDIT = [
+    SMALL_NULL,
+    "data.max_members=700",
+    "generator.epochs=1",
+    "helper.epochs=1",
+    "helper.n_chunks=200",
+    "distinguisher.epochs=1",
+    "distinguisher.head_epochs=1",
+    "distinguisher.d_model=16",
+    "distinguisher.layers=1",
+    "distinguisher.heads=2",
+    "distinguisher.hidden=16",
+    "audit.ensemble=1",
+    "audit.fpr_negatives=200",
+]
+"""Overrides of a text audit of a brought causal LM (``target.path``) in the form a service
+request may carry (~30 s with a tiny model)."""
 
 
 HEAVY_FIRST = (

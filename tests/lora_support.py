@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -20,3 +21,27 @@ def with_lora(model: Any, modules: list[str], *, scale: float, seed: int) -> Any
             if "lora_B" in name:
                 parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
     return adapted
+
+
+def tiny_peft_target(directory: Path, documents: list[str], *, seed: int = 0) -> Path:
+    """A contributor's LoRA adapter as she would ship it: a small Llama-family base of fresh
+    weights with its own BPE tokenizer (trained on ``documents``), a non-zero LoRA adapter over
+    it, written in the ``peft`` target format into ``directory``; returns ``directory``."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from panoramia.models.lora import save_peft_target
+    from panoramia.models.text_tokenizer import train_bpe_tokenizer
+
+    base = directory.parent / f"{directory.name}-base"
+    vocab = train_bpe_tokenizer(documents, vocab_size=512, directory=base)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(base)
+    adapted = with_lora(model, ["q_proj", "v_proj"], scale=0.05, seed=seed)
+    save_peft_target(adapted, base, base, directory)
+    return directory

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,7 +78,9 @@ def save_peft_target(wrapped: Any, base: Path, tokenizer_dir: Path, directory: P
     load_tokenizer(tokenizer_dir).save_pretrained(base_out)
     for config in wrapped.peft_config.values():  # the folder names its own base, not this store
         config.base_model_name_or_path = "../base"
-    wrapped.save_pretrained(adapter_out, safe_serialization=True)
+    with warnings.catch_warnings():  # peft looks for that base from the working directory
+        warnings.filterwarnings("ignore", message="Could not find a config file")
+        wrapped.save_pretrained(adapter_out, safe_serialization=True)
     (adapter_out / "README.md").unlink(missing_ok=True)  # peft's model card template
     manifest = {"format": "peft", "modality": "text", "base": "base", "adapter": "adapter",
                 "merge": True}  # fmt: skip

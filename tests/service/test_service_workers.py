@@ -5,16 +5,18 @@ Each audit is the tiny tabular configuration (real Lightning, sdv and xgboost; ~
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 import redis
 
 from panoramia.sandbox import describe
-from tests.conftest import TINY_AUDIT, TINY_IMAGE_AUDIT
+from tests.conftest import TINY_AUDIT, TINY_IMAGE_AUDIT, TINY_TEXT_AUDIT
 from tests.service_support import (
     REDIS_URL,
     audit_processes,
@@ -209,3 +211,59 @@ def test_a_finished_audit_records_its_last_stage_even_between_heartbeats(tmp_pat
         done = wait_ended(alice, audit_id, timeout=180)
         assert done["status"] == "succeeded", done["error"]
         assert done["progress"]["done"] == done["progress"]["total"] == 20
+
+
+def test_local_pool_audits_an_uploaded_lora_adapter(tmp_path: Path) -> None:
+    """A contributor's own LoRA adapter (peft: a Llama-family base and its adapter, one
+    archive) and her documents arrive as uploads; the service audits the adapted model and
+    stores a text report that reads the adapter's identity, the blind baseline and the
+    attacker's terms (issue 56)."""
+    from panoramia.datasets.text import load_pydoc_topics
+    from tests.lora_support import tiny_peft_target
+    from tests.service.test_uploads import upload
+
+    topics = load_pydoc_topics()
+    folder = tiny_peft_target(tmp_path / "shipped" / "lora", topics)
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        tar.add(folder, arcname="lora")  # base/, adapter/ and target.json
+    documents = {
+        "members": "".join(json.dumps({"text": t}) + "\n" for t in topics[:50]),
+        "held_out": "".join(json.dumps({"text": t}) + "\n" for t in topics[50:]),
+    }
+    settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)
+    with live_service(settings) as service, service.client(service.token("alice")) as alice:
+        model = upload(alice, archive.getvalue(), name="lora", kind="model",
+                       filename="lora.tar.gz")  # fmt: skip
+        assert model.status_code == 200, model.text
+        assert model.json()["summary"]["modality"] == "text"
+        for name, text in documents.items():  # a folder of documents, as one archive
+            sent = upload(alice, _archive({f"{name}/{name}.jsonl": text.encode()}), name=name,
+                          filename=f"{name}.tar.gz")  # fmt: skip
+            assert sent.status_code == 200, sent.text
+        body = {"model": {"name": "notes-lora"}, "target": {"path": "lora"},
+                "data": {"source": "text_files", "members": "members", "nonmembers": "held_out"},
+                "overrides": TINY_TEXT_AUDIT}  # fmt: skip
+        submitted = alice.post("/v1/audits", json=body)
+        assert submitted.status_code == 202, submitted.text
+        done = wait_ended(alice, submitted.json()["id"], timeout=300)
+        assert done["status"] == "succeeded", done["error"]
+        report = alice.get(f"/v1/reports/{done['report_id']}").json()["document"]
+    assert report["modality"] == "text"
+    identity = report["target"]["identity"]
+    assert identity["format"] == "peft"
+    assert "adapter/adapter_model.safetensors" in identity["sha256"]
+    assert report["baseline"]["blind"]["c_lb"] >= 0
+    assert set(report["attacker"]["attack"]["tpr_at_fpr"]) == {"0.001", "0.01"}
+    assert str(tmp_path) not in json.dumps(report)
+
+
+def _archive(files: dict[str, bytes]) -> bytes:
+    """A .tar.gz holding ``files`` (archive name → content)."""
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for name, content in files.items():
+            entry = tarfile.TarInfo(name)
+            entry.size = len(content)
+            tar.addfile(entry, io.BytesIO(content))
+    return packed.getvalue()
