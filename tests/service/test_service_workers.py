@@ -237,10 +237,15 @@ def test_local_pool_audits_an_uploaded_lora_adapter(tmp_path: Path) -> None:
                        filename="lora.tar.gz")  # fmt: skip
         assert model.status_code == 200, model.text
         assert model.json()["summary"]["modality"] == "text"
-        for name, text in documents.items():  # a folder of documents, as one archive
-            sent = upload(alice, _archive({f"{name}/{name}.jsonl": text.encode()}), name=name,
-                          filename=f"{name}.tar.gz")  # fmt: skip
-            assert sent.status_code == 200, sent.text
+        members = upload(alice, documents["members"].encode(), name="members",
+                         filename="members.jsonl")  # one file of documents  # fmt: skip
+        assert members.status_code == 200, members.text
+        summary = members.json()["summary"]
+        assert (summary["documents"], summary["text_fields"]) == (50, ["text"])
+        assert summary["characters"] == sum(len(t) for t in topics[:50])
+        folder = _archive({"held_out/held_out.jsonl": documents["held_out"].encode()})
+        held_out = upload(alice, folder, name="held_out", filename="held_out.tar.gz")
+        assert held_out.status_code == 200, held_out.text
         body = {"model": {"name": "notes-lora"}, "target": {"path": "lora"},
                 "data": {"source": "text_files", "members": "members", "nonmembers": "held_out"},
                 "overrides": TINY_TEXT_AUDIT}  # fmt: skip

@@ -38,12 +38,15 @@ FOLDER_SOURCES = {"images": "images in one folder per class", "text_files": "tex
 
 def upload_kind(upload: Upload) -> str:
     """``table`` (a CSV or Parquet upload: its columns are known), ``arrays`` (an .npz of
-    images) or ``folder`` (a folder: images per class, or text files)."""
+    images), ``documents`` (a ``.jsonl`` or ``.txt`` of text documents) or ``folder`` (a
+    folder: images per class, or text files)."""
     summary = upload.summary or {}
     if summary.get("columns"):
         return "table"
     if summary.get("arrays"):
         return "arrays"
+    if summary.get("documents"):
+        return "documents"
     return "folder"
 
 
@@ -72,7 +75,8 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         return values[0].strip() or None
 
     kind = upload_kind(members)
-    source = {"table": "csv", "arrays": "images"}.get(kind) or one("holds") or "images"
+    source = {"table": "csv", "arrays": "images", "documents": "text_files"}.get(kind)
+    source = source or one("holds") or "images"
     data: dict[str, Any] = {"source": source, "members": members.name}
     if one("nonmembers"):
         data["nonmembers"] = one("nonmembers")

@@ -10,6 +10,9 @@
   (:func:`panoramia.service.uploads.files.finish`): a file built to expand inside a parser
   (a tar's long-name header, a CSV of a few enormous rows) fails its own check only.
 - A **Parquet** file: its metadata readable; rows and column types from it.
+- **Documents** for a text audit: ``.jsonl`` (one JSON object a line; the summary counts the
+  documents and names the fields that hold text) or ``.txt`` (one document); UTF-8, at least
+  one non-blank document, no line longer than :data:`MAX_LINE_BYTES` (read a line at a time).
 - An **npz**: every array's header read before any array (no pickled objects, no more data
   declared than held, at most ``max_bytes`` once read:
   :func:`panoramia.data.files.check_npz_arrays`).
@@ -46,11 +49,14 @@ from panoramia.errors import InputError
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
-DATA_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES, ".npz", *ARCHIVE_SUFFIXES)
+TEXT_SUFFIXES = (".jsonl", ".txt")
+DATA_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES, ".npz", *TEXT_SUFFIXES, *ARCHIVE_SUFFIXES)
 MODEL_SUFFIXES = ARCHIVE_SUFFIXES
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (the staging copy's cap)."""
 MAX_DEPTH = 32
+MAX_LINE_BYTES = 16 * 2**20
+"""The longest line a ``.jsonl`` or ``.txt`` upload may hold (each is read a line at a time)."""
 MAX_FOLDERS = 10_000
 """Folders an archive may create (named, or implied by its files' paths)."""
 ENTRY_BYTES = 4096
@@ -157,6 +163,8 @@ def check_upload(
         return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
     if suffix in PARQUET_SUFFIXES:
         return Checked(check_parquet(path, max_bytes=max_bytes, shown=filename))
+    if suffix in TEXT_SUFFIXES:
+        return Checked(check_documents(path, jsonl=suffix == ".jsonl", shown=filename))
     from panoramia.data.files import check_npz_arrays
 
     try:
@@ -207,6 +215,50 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOWra
     raw = openers.get(suffix, open)(path, "rb")  # closed with the wrapper
     capped = io.BufferedReader(_Capped(raw, max_bytes, shown), 1 << 20)
     return io.TextIOWrapper(capped, encoding="utf-8", newline="")
+
+
+def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
+    """A text audit's documents (see the module docstring): ``{"documents": n, "characters":
+    c}``, and for ``.jsonl`` ``"text_fields"``, the fields that hold text in every document."""
+    import json
+
+    documents = characters = 0
+    fields: set[str] | None = None
+    with path.open("rb") as stream:
+        for number, raw in enumerate(iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise UploadRejected(
+                    f"{shown}: line {number} is longer than {MAX_LINE_BYTES} bytes"
+                )
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UploadRejected(f"{shown}: line {number} is not UTF-8 text") from None
+            if not line.strip():
+                continue
+            if not jsonl:
+                characters += len(line.strip())
+                continue
+            try:
+                document = json.loads(line)
+            except ValueError:
+                raise UploadRejected(f"{shown}: line {number} is not one JSON object") from None
+            if not isinstance(document, dict):
+                raise UploadRejected(f"{shown}: line {number} is not a JSON object")
+            texts = {key for key, value in document.items() if isinstance(value, str)}
+            fields = texts if fields is None else fields & texts
+            documents += 1
+            characters += sum(len(document[key]) for key in texts)
+    if not jsonl:
+        documents = 1 if characters else 0
+    if documents == 0:
+        raise UploadRejected(f"{shown}: no document (only blank lines)")
+    summary: dict = {"documents": documents, "characters": characters}
+    if jsonl:
+        if not fields:
+            raise UploadRejected(f"{shown}: no field holds text in every document")
+        summary["text_fields"] = sorted(fields)[:20]
+    return summary
 
 
 def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:

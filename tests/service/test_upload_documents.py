@@ -1,0 +1,64 @@
+"""A text audit's documents as an upload (``.jsonl``, ``.txt``): checked a line at a time,
+each refusal one line naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from panoramia.service.uploads import checks
+from panoramia.service.uploads.checks import UploadRejected, check_upload
+
+
+def _check(tmp_path: Path, content: bytes, filename: str) -> dict:
+    path = tmp_path / "incoming"
+    path.write_bytes(content)
+    checked = check_upload(
+        path, filename, "data", max_bytes=2**20, into=tmp_path / "into", trust_torchscript=False
+    )
+    return checked.summary
+
+
+def test_documents_are_counted_with_the_fields_every_one_holds_as_text(tmp_path: Path) -> None:
+    jsonl = b'{"text": "a note", "title": "t", "n": 1}\n\n{"text": "another", "n": 2}\n'
+    assert _check(tmp_path, jsonl, "notes.jsonl") == {
+        "documents": 2, "characters": len("a note") + 1 + len("another"), "text_fields": ["text"]
+    }  # fmt: skip
+    assert _check(tmp_path, "one document\nover two lines, ü\n".encode(), "a.TXT") == {
+        "documents": 1, "characters": len("one document") + len("over two lines, ü")
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "filename", "message"),
+    [
+        (b'{"text": "ok"}\nnot json\n', "d.jsonl", "d.jsonl: line 2 is not one JSON object"),
+        (b'["a list"]\n', "d.jsonl", "d.jsonl: line 1 is not a JSON object"),
+        (b'{"text": "a"}\n{"body": "b"}\n', "d.jsonl", "no field holds text in every document"),
+        (b"\n \n\t\n", "d.txt", "d.txt: no document (only blank lines)"),
+        (b"caf\xe9\n", "d.txt", "d.txt: line 1 is not UTF-8 text"),
+        (b"x" * 40 + b"\n", "d.txt", "d.txt: line 1 is longer than 32 bytes"),
+    ],
+)
+def test_bad_documents_are_refused_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, filename: str, message: str
+) -> None:
+    monkeypatch.setattr(checks, "MAX_LINE_BYTES", 32)
+    with pytest.raises(UploadRejected) as refused:
+        _check(tmp_path, content, filename)
+    assert message in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_console_audits_a_documents_upload_as_text() -> None:
+    """A ``.jsonl`` upload's summary makes the console's form a text audit of it (no "the
+    folder holds" question to answer)."""
+    from panoramia.service.console.audit_form import audit_request, upload_kind
+    from panoramia.store.tables import Upload
+
+    documents = Upload(name="notes", summary={"documents": 50, "characters": 9, "text_fields": []})
+    assert upload_kind(documents) == "documents"
+    fields = {"model": ["lora"], "model_name": ["notes-lm"], "version": ["1"], "repeats": ["1"]}
+    request = audit_request(fields, documents)
+    assert (request.data.source, request.data.members) == ("text_files", "notes")
