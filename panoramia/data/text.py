@@ -84,7 +84,7 @@ def concat_chunks(sets: list[TextSet]) -> TextSet:
 
 def _jsonl_documents(path: Path, field: str) -> list[str]:
     documents = []
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:  # a leading BOM (Windows editors) allowed
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -122,7 +122,7 @@ def read_documents(path: str | Path, *, field: str = "text") -> list[str]:
             if file.suffix == ".jsonl":
                 documents += _jsonl_documents(file, field)
             else:
-                documents.append(file.read_text(encoding="utf-8"))
+                documents.append(file.read_text(encoding="utf-8-sig"))
         except UnicodeDecodeError:
             raise InputError(f"{str(file)!r}: not UTF-8 text") from None
     documents = [d for d in documents if d.strip()]

@@ -41,6 +41,11 @@ class BlindTextClassifier:
     pipeline: Any = field(default=None, repr=False)
     training_logits: np.ndarray | None = field(default=None, repr=False)
 
+    def key(self) -> dict[str, object]:
+        """What the classifier is, for a stage key: its words, model and regularisation."""
+        return {"description": self.description, "ngrams": [1, 2], "C": REGULARISATION,
+                "folds": FOLDS}  # fmt: skip
+
     def _new(self) -> Any:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -51,14 +56,19 @@ class BlindTextClassifier:
             LogisticRegression(C=REGULARISATION, max_iter=2000),
         )
 
-    def fit(self, tokens: Any, labels: np.ndarray) -> BlindTextClassifier:
+    def fit(
+        self, tokens: Any, labels: np.ndarray, *, out_of_fold: bool = True
+    ) -> BlindTextClassifier:
         """Fit on chunks (a TextSet or (N, L) token ids) with labels (N,) 1 = member; keep
-        out-of-fold training logits."""
+        out-of-fold training logits (``out_of_fold=False``: none, for a classifier that only
+        scores other chunks)."""
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
         documents, labels = token_documents(tokens), np.asarray(labels, int)
         folds = min(FOLDS, int(np.bincount(labels, minlength=2).min()))
-        if folds >= 2:
+        if not out_of_fold:
+            self.training_logits = None
+        elif folds >= 2:
             split = StratifiedKFold(folds, shuffle=True, random_state=self.seed)
             self.training_logits = cross_val_predict(
                 self._new(), documents, labels, cv=split, method="decision_function"

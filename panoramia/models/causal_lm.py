@@ -139,9 +139,14 @@ def architecture_key(architecture: PretrainedConfig) -> dict:
 
 
 def new_causal_lm(
-    *, base_model: str | None, architecture: PretrainedConfig | None, seed: int
+    *,
+    base_model: str | None,
+    architecture: PretrainedConfig | None,
+    seed: int,
+    dropout: float | None = None,
 ) -> PreTrainedModel:
-    """The base model's weights, else fresh weights (seeded) of ``architecture``."""
+    """The base model's weights, else fresh weights (seeded) of ``architecture``; ``dropout``,
+    where given, replaces the base's dropout rates (its config's :data:`DROPOUT_FIELDS`)."""
     import torch
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
@@ -149,7 +154,12 @@ def new_causal_lm(
     quiet_transformers()
     if base_model:
         try:
-            model = AutoModelForCausalLM.from_pretrained(base_model, local_files_only=True)
+            config = None
+            if dropout is not None:
+                config = with_context(architecture_of(base_model), 0, dropout=dropout)
+            model = AutoModelForCausalLM.from_pretrained(
+                base_model, config=config, local_files_only=True
+            )
         except (OSError, ValueError, RuntimeError, SafetensorError) as error:
             first = str(error).strip().splitlines()[0]
             raise InputError(f"base_model {base_model!r}: not a causal LM ({first})") from None

@@ -39,16 +39,17 @@ NEW_FIELDS = ("architecture", "adapter", "lora_rank", "lora_alpha")
 (a GPT-2 trained whole), so the stages stored before them are still found."""
 
 
+RECIPE_VERSION = 2
+"""The recipe of a Llama or LoRA target, in its key: 2 applies ``target.dropout`` over the
+base's (1 kept the public base's, the generator's dropout)."""
+
+
 def key_without_defaults(settings: dict) -> dict:
     """``settings`` (a text target's, as a dict) without :data:`NEW_FIELDS` where the target is a
-    GPT-2 trained whole (they say nothing then); unchanged otherwise."""
+    GPT-2 trained whole (they say nothing then); with :data:`RECIPE_VERSION` otherwise."""
     if settings.get("architecture", "gpt2") != "gpt2" or settings.get("adapter", "none") != "none":
-        return settings
+        return {**settings, "recipe_version": RECIPE_VERSION}
     return {key: value for key, value in settings.items() if key not in NEW_FIELDS}
-
-
-BASE_FILES = ("config.json", "model.safetensors", "generation_config.json")
-"""What of a saved base model the ``peft`` target's ``base/`` keeps (with the tokenizer)."""
 
 
 def with_new_lora(model: PreTrainedModel, settings: LoraSettings, *, seed: int) -> Any:
@@ -72,9 +73,9 @@ def save_peft_target(wrapped: Any, base: Path, tokenizer_dir: Path, directory: P
 
     base_out, adapter_out = directory / "base", directory / "adapter"
     base_out.mkdir(parents=True, exist_ok=True)
-    for name in BASE_FILES:
-        if (base / name).is_file():
-            shutil.copyfile(base / name, base_out / name)
+    for path in sorted(base.iterdir()):  # its weights (sharded too), config and the rest
+        if path.is_file() and path.name != MANIFEST:
+            shutil.copyfile(path, base_out / path.name)
     load_tokenizer(tokenizer_dir).save_pretrained(base_out)
     for config in wrapped.peft_config.values():  # the folder names its own base, not this store
         config.base_model_name_or_path = "../base"

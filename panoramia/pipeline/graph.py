@@ -104,6 +104,9 @@ def _distinguisher(
             # The stand-ins train on the data's real non-members, RM;RN's too: an attack that
             # sees them as reference models would tell those non-members by their low losses.
             or audit.job.audit.attack_side.endswith(REFERENCE)
+            # A blind column fit on members vs real non-members tells them apart by their
+            # documents, with no model at all (docs/SPEC.md §2.9).
+            or getattr(audit.job.distinguisher, "blind", False)
         ):
             return None
         return build_distinguisher(
@@ -341,9 +344,9 @@ class AuditPipeline(ABC):
         return settings
 
     def blind_classifier(self, seed: int) -> Any:
-        """A classifier that sees no model (``fit(examples, labels)``, ``probabilities
-        (examples)``, ``description``), for the blind baseline stage (docs/SPEC.md §2.9); None
-        (the default): the modality runs none."""
+        """A classifier that sees no model (``fit(examples, labels, out_of_fold=...)``,
+        ``probabilities(examples)``, ``description``, ``key()``), for the blind baseline stage
+        (docs/SPEC.md §2.9); None (the default): the modality runs none."""
         return None
 
     def side_losses(self, adapter: Any, examples: Any) -> np.ndarray:

@@ -176,9 +176,13 @@ def _figures_table(document: JSONDict) -> str:
         rows.append(("O(1) ε_lb (real non-members)", reference["o1"]["eps_lb"]))
     if reference["rmrn"]:
         rows.append(("RM;RN ε_lb (real non-members)", reference["rmrn"]["eps_lb"]))
-    blind = (document.get("baseline") or {}).get("blind") or {}
-    if "c_lb" in blind:
-        rows.append(("blind baseline c_lb (the words alone, no model)", blind["c_lb"]))
+    blind = (document.get("baseline") or {}).get("blind")
+    if isinstance(blind, dict):
+        for key, game in (("c_lb", "paper's one-sided game"), ("c_lb_two_sided", "two-sided game")):
+            if isinstance(blind.get(key), int | float):
+                rows.append(
+                    (f"{game}: blind baseline c_lb (the words alone, no model)", blind[key])
+                )
     fidelity = ((document.get("data") or {}).get("synthetic") or {}).get("real_vs_synthetic_auc")
     if fidelity is not None:
         rows.append(

@@ -774,17 +774,24 @@ def _caveats(
 
 def _blind_beats(document: JSONDict) -> str | None:
     """Where a classifier that sees no model (``baseline.blind``, docs/SPEC.md §2.9) beat the
-    baseline's bound: the caveat in words; None otherwise or without the section."""
+    baseline's bound in either game: the caveat in words, with the figures of the game it beat
+    the baseline in (the two-sided one first); None otherwise or without the section."""
     baseline = document.get("baseline")
     blind = baseline.get("blind") if isinstance(baseline, dict) else None
     if not isinstance(blind, dict) or not blind.get("beats_baseline"):
         return None
-    c_lb = finite_number(blind.get("c_lb"))
-    shown = (
-        f" (its c_lb {c_lb:.2f} against the baseline's {document['c_lb']:.2f})"
-        if (c_lb is not None and isinstance(document.get("c_lb"), int | float))
-        else ""
-    )
+    two_sided = document.get("two_sided")
+    games = [
+        ("the two-sided game", blind.get("c_lb_two_sided"),
+         two_sided.get("c_lb") if isinstance(two_sided, dict) else None),
+        ("the paper's game", blind.get("c_lb"), document.get("c_lb")),
+    ]  # fmt: skip
+    shown = ""
+    for game, mine, theirs in games:
+        mine, theirs = finite_number(mine), finite_number(theirs)
+        if mine is not None and theirs is not None and mine > theirs:
+            shown = f" (in {game}, its c_lb {mine:.2f} against the baseline's {theirs:.2f})"
+            break
     return (
         "A classifier that sees no model, only the words of each example, tells the generated "
         f"examples from the members better than the baseline does{shown}: they are told apart "

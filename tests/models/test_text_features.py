@@ -58,3 +58,27 @@ def test_a_token_shift_the_generator_left_is_caught_without_any_model() -> None:
     same = BlindTextClassifier(seed=0).fit(rng.integers(0, 100, size=(400, 16)), labels)
     assert same.training_logits is not None
     assert abs(roc_auc_score(labels, same.training_logits) - 0.5) < 0.1
+
+
+def test_the_blind_column_is_out_of_fold_on_the_training_chunks_alone() -> None:
+    """The distinguisher stacks the blind logit: its training chunks get their out-of-fold
+    logits (a model that never saw each one), any other chunks the full model's."""
+    from panoramia.data.text import TextSet
+    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
+
+    rng = np.random.default_rng(3)
+    tokens = np.r_[rng.integers(0, 100, size=(60, 16)), rng.integers(0, 120, size=(60, 16))]
+    chunks = TextSet(tokens, np.arange(120), np.zeros(120, dtype=np.int64))
+    labels = np.r_[np.ones(60), np.zeros(60)].astype(int)
+    distinguisher = TextDistinguisher(TextDistinguisherConfig(blind=True), seed=0, vocab_size=120)
+    distinguisher.blind_model = BlindTextClassifier(0).fit(tokens, labels)
+    distinguisher._blind_train = chunks
+    losses = rng.uniform(0.1, 5, size=(120, 15))
+    model = distinguisher.blind_model
+    assert model.training_logits is not None
+    np.testing.assert_allclose(distinguisher.features_of(chunks, losses)[:, -1],
+                               model.training_logits, rtol=1e-5)  # fmt: skip
+    copy = TextSet(tokens.copy(), np.arange(120), np.zeros(120, dtype=np.int64))
+    np.testing.assert_allclose(distinguisher.features_of(copy, losses)[:, -1],
+                               model.logits(tokens), rtol=1e-5)  # fmt: skip
+    assert not np.allclose(model.training_logits, model.logits(tokens))

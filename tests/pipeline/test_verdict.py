@@ -395,6 +395,9 @@ def test_a_blind_baseline_that_beats_the_baseline_is_a_caveat() -> None:
     assert not any("sees no model" in caveat for caveat in verdict(document)["caveats"])
     document["baseline"]["blind"] = {"c_lb": 1.7, "beats_baseline": True}
     caveat = next(c for c in verdict(document)["caveats"] if "sees no model" in c)
-    assert "its c_lb 1.70 against the baseline's 1.00" in caveat
+    assert "in the paper's game, its c_lb 1.70 against the baseline's 1.00" in caveat
+    document["baseline"]["blind"] = {"c_lb": 0.4, "c_lb_two_sided": 2.0, "beats_baseline": True}
+    caveat = next(c for c in verdict(document)["caveats"] if "sees no model" in c)
+    assert "in the two-sided game, its c_lb 2.00 against the baseline's 0.80" in caveat
     document["baseline"]["blind"] = "garbled"  # a malformed section never costs the verdict
     assert verdict(document)["level"] == "no_leak_detected"

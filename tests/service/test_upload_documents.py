@@ -21,9 +21,9 @@ def _check(tmp_path: Path, content: bytes, filename: str) -> dict:
 
 
 def test_documents_are_counted_with_the_fields_every_one_holds_as_text(tmp_path: Path) -> None:
-    jsonl = b'{"text": "a note", "title": "t", "n": 1}\n\n{"text": "another", "n": 2}\n'
-    assert _check(tmp_path, jsonl, "notes.jsonl") == {
-        "documents": 2, "characters": len("a note") + 1 + len("another"), "text_fields": ["text"]
+    jsonl = '\ufeff{"text": "a note", "title": "t"}\r\n\n"a bare string"\n{"text": " "}\n'.encode()
+    assert _check(tmp_path, jsonl, "notes.jsonl") == {  # a BOM, CRLF, a blank text skipped
+        "documents": 2, "characters": len("a note") + len("a bare string")
     }  # fmt: skip
     assert _check(tmp_path, "one document\nover two lines, ü\n".encode(), "a.TXT") == {
         "documents": 1, "characters": len("one document") + len("over two lines, ü")
@@ -33,10 +33,10 @@ def test_documents_are_counted_with_the_fields_every_one_holds_as_text(tmp_path:
 @pytest.mark.parametrize(
     ("content", "filename", "message"),
     [
-        (b'{"text": "ok"}\nnot json\n', "d.jsonl", "d.jsonl: line 2 is not one JSON object"),
-        (b'["a list"]\n', "d.jsonl", "d.jsonl: line 1 is not a JSON object"),
-        (b'{"text": "a"}\n{"body": "b"}\n', "d.jsonl", "no field holds text in every document"),
-        (b"\n \n\t\n", "d.txt", "d.txt: no document (only blank lines)"),
+        (b'{"text": "ok"}\nnot json\n', "d.jsonl", "d.jsonl: line 2 is not one JSON value"),
+        (b'["a list"]\n', "d.jsonl", "d.jsonl: line 1 needs a string field 'text'"),
+        (b'{"text": "a"}\n{"body": "b"}\n', "d.jsonl", "line 2 needs a string field 'text'"),
+        (b"\n \n\t\n", "d.txt", "d.txt: no document (only blank text)"),
         (b"caf\xe9\n", "d.txt", "d.txt: line 1 is not UTF-8 text"),
         (b"x" * 40 + b"\n", "d.txt", "d.txt: line 1 is longer than 32 bytes"),
     ],
@@ -51,13 +51,19 @@ def test_bad_documents_are_refused_with_one_line(
     assert "\n" not in str(refused.value)
 
 
+def test_a_line_nested_past_the_parsers_depth_is_refused_with_one_line(tmp_path: Path) -> None:
+    nested = b"[" * 200_000 + b"]" * 200_000 + b"\n"
+    with pytest.raises(UploadRejected, match=r"^d.jsonl: line 1 is not one JSON value$"):
+        _check(tmp_path, nested, "d.jsonl")
+
+
 def test_the_console_audits_a_documents_upload_as_text() -> None:
     """A ``.jsonl`` upload's summary makes the console's form a text audit of it (no "the
     folder holds" question to answer)."""
     from panoramia.service.console.audit_form import audit_request, upload_kind
     from panoramia.store.tables import Upload
 
-    documents = Upload(name="notes", summary={"documents": 50, "characters": 9, "text_fields": []})
+    documents = Upload(name="notes", summary={"documents": 50, "characters": 9})
     assert upload_kind(documents) == "documents"
     fields = {"model": ["lora"], "model_name": ["notes-lm"], "version": ["1"], "repeats": ["1"]}
     request = audit_request(fields, documents)

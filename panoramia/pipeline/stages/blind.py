@@ -32,7 +32,8 @@ def build_blind_baseline(
         members = sets.read(split.directory / f"member_attack_train{sets.suffix}")
         generated = sets.read(synthetic.directory / f"synthetic_attack_train{sets.suffix}")
         labels = np.r_[np.ones(len(members)), np.zeros(len(generated))].astype(int)
-        model = audit.blind_classifier(seed).fit(sets.stack(members, generated), labels)
+        model = audit.blind_classifier(seed)
+        model.fit(sets.stack(members, generated), labels, out_of_fold=False)
         coins = np.load(game.directory / "game.npz")["coins"]
         slots = sets.fill(
             sets.read(split.directory / f"member_audit{sets.suffix}"),
@@ -42,7 +43,8 @@ def build_blind_baseline(
         np.savez(directory / "scores.npz", scores=model.probabilities(slots), membership=coins)
         return {"model": model.description, "trained_on": len(labels)}
 
+    config = {"seed": audit.seed, "model": audit.blind_classifier(seed).key()}
     return audit.runner.run(
-        BLIND_STAGE, build, config={"seed": audit.seed}, inputs=[split, synthetic, game],
+        BLIND_STAGE, build, config=config, inputs=[split, synthetic, game],
         label="blind baseline (no model)",
     )  # fmt: skip

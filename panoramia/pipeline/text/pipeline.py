@@ -183,7 +183,7 @@ class TextPipeline(AuditPipeline):
 
     def target_inputs(self, data: StageResult) -> list[StageResult]:
         """A LoRA target starts from the public base: its stage is in the target's key."""
-        return [self.public_base(data)] if self._lora() else []
+        return [self.public_base(data)] if self._lora() and not self.job.target.base_model else []
 
     def _train_like_target(self, data: StageResult, examples: TextSet, seed: int):
         """The demo target's recipe on ``examples``: (the trained model, a peft wrapper for a
@@ -199,7 +199,7 @@ class TextPipeline(AuditPipeline):
         from panoramia.models.lora import with_new_lora
 
         base = target.base_model or str(self.public_base(data).directory)
-        model = new_causal_lm(base_model=base, architecture=None, seed=seed)
+        model = new_causal_lm(base_model=base, architecture=None, seed=seed, dropout=target.dropout)
         return fit_causal_lm(with_new_lora(model, target, seed=seed), examples.tokens, target,
                              seed=seed)  # fmt: skip
 
@@ -233,8 +233,9 @@ class TextPipeline(AuditPipeline):
 
         config, generator = self.job.base, self.job.generator
         length = self.job.data.chunk_length
+        lora_on_public_base = self._lora() and not self.job.target.base_model
         wanted = config.source != "none" and (
-            self._lora() or not (generator.base_model and self.job.helper.base_model)
+            lora_on_public_base or not (generator.base_model and self.job.helper.base_model)
         )
         identity: dict = {**asdict(config), "length": length} if wanted else {"source": "none"}
         if wanted:

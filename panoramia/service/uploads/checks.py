@@ -10,9 +10,10 @@
   (:func:`panoramia.service.uploads.files.finish`): a file built to expand inside a parser
   (a tar's long-name header, a CSV of a few enormous rows) fails its own check only.
 - A **Parquet** file: its metadata readable; rows and column types from it.
-- **Documents** for a text audit: ``.jsonl`` (one JSON object a line; the summary counts the
-  documents and names the fields that hold text) or ``.txt`` (one document); UTF-8, at least
-  one non-blank document, no line longer than :data:`MAX_LINE_BYTES` (read a line at a time).
+- **Documents** for a text audit, as the audit reads them: ``.jsonl`` (a line: an object with a
+  string field ``text``, or a bare JSON string) or ``.txt`` (one document); UTF-8 (a leading BOM
+  allowed), at least one non-blank document, no line longer than :data:`MAX_LINE_BYTES` (read a
+  line at a time); the summary counts the documents and their characters.
 - An **npz**: every array's header read before any array (no pickled objects, no more data
   declared than held, at most ``max_bytes`` once read:
   :func:`panoramia.data.files.check_npz_arrays`).
@@ -218,20 +219,20 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOWra
 
 
 def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
-    """A text audit's documents (see the module docstring): ``{"documents": n, "characters":
-    c}``, and for ``.jsonl`` ``"text_fields"``, the fields that hold text in every document."""
+    """A text audit's documents as the audit reads them (``panoramia.data.text``): a ``.jsonl``
+    line is a JSON object with a string field ``text`` (the field the service's audits read) or
+    a bare JSON string; a ``.txt`` is one document. ``{"documents": n, "characters": c}``
+    counts the non-blank documents and their characters."""
     import json
 
     documents = characters = 0
-    fields: set[str] | None = None
     with path.open("rb") as stream:
         for number, raw in enumerate(iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b""), 1):
             if len(raw) > MAX_LINE_BYTES:
-                raise UploadRejected(
-                    f"{shown}: line {number} is longer than {MAX_LINE_BYTES} bytes"
-                )
+                limit = MAX_LINE_BYTES
+                raise UploadRejected(f"{shown}: line {number} is longer than {limit} bytes")
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise UploadRejected(f"{shown}: line {number} is not UTF-8 text") from None
             if not line.strip():
@@ -240,25 +241,23 @@ def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
                 characters += len(line.strip())
                 continue
             try:
-                document = json.loads(line)
-            except ValueError:
-                raise UploadRejected(f"{shown}: line {number} is not one JSON object") from None
-            if not isinstance(document, dict):
-                raise UploadRejected(f"{shown}: line {number} is not a JSON object")
-            texts = {key for key, value in document.items() if isinstance(value, str)}
-            fields = texts if fields is None else fields & texts
-            documents += 1
-            characters += sum(len(document[key]) for key in texts)
+                value = json.loads(line)
+            except (ValueError, RecursionError):
+                raise UploadRejected(f"{shown}: line {number} is not one JSON value") from None
+            if isinstance(value, dict):
+                value = value.get("text")
+            if not isinstance(value, str):
+                raise UploadRejected(
+                    f"{shown}: line {number} needs a string field 'text' (or a bare JSON string)"
+                )
+            if value.strip():
+                documents += 1
+                characters += len(value)
     if not jsonl:
         documents = 1 if characters else 0
     if documents == 0:
-        raise UploadRejected(f"{shown}: no document (only blank lines)")
-    summary: dict = {"documents": documents, "characters": characters}
-    if jsonl:
-        if not fields:
-            raise UploadRejected(f"{shown}: no field holds text in every document")
-        summary["text_fields"] = sorted(fields)[:20]
-    return summary
+        raise UploadRejected(f"{shown}: no document (only blank text)")
+    return {"documents": documents, "characters": characters}
 
 
 def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:

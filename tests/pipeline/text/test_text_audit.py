@@ -143,8 +143,16 @@ def test_lora_demo_target_with_calibrated_and_blind_features(
     assert (folder / "base" / "model.safetensors").read_bytes() == (
         stage(artifacts, report, "base") / "model.safetensors"
     ).read_bytes()  # the adapter is over the public base, which stays as it was
-    assert report["baseline"]["blind"]["c_lb"] >= 0
     assert 0 < report["null"]["p_value"] <= 1  # the sides mirror each other: the null ran
+    assert "attack_rmrn" not in report["timings"]  # no RM;RN beside a blind column (SPEC §2.9)
+    from safetensors.numpy import load_file
+
+    # the stand-ins trained the target's LoRA recipe: the base's embeddings left as they were
+    base_weights = load_file(stage(artifacts, report, "base") / "model.safetensors")
+    stand_in = load_file(stage(artifacts, report, "stand_in_1") / "model.safetensors")
+    name = "model.embed_tokens.weight"
+    np.testing.assert_array_equal(stand_in[name], base_weights[name])
+    assert not all(np.array_equal(stand_in[k], base_weights[k]) for k in base_weights)
     scores = np.load(stage(artifacts, report, "attack") / "scores_0.npz")
     assert scores["side"].shape == (report["m"], 31, 4)  # f, h and the two other stand-ins
 
