@@ -123,7 +123,8 @@ def main() -> None:
     unit["generate"] = 1 / tokens_generated_per_second(model, vocab, arguments.samples)
     print(f"sampling: {1 / unit['generate']:,.0f} tokens/s (batch 64, top-k 200); "
           f"peak memory {peak_mb():,.0f} MB")  # fmt: skip
-    print("\nestimated stage times at the demo's counts (one process, these threads):")
+    print("\nthe demo's counts at these unit costs (a floor: Lightning's loop, validation and the")
+    print("base's and generator's 128-token pairs add to them; one process, these threads):")
     for stage, (kind, units) in DEMO_WORK.items():
         print(f"  {stage:52s} {unit[kind] * units:10,.0f} s")
 
