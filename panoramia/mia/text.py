@@ -14,13 +14,17 @@ epoch's weights are kept (``candidates`` records every epoch, phase and number).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from panoramia.data.text import TextSet
 from panoramia.mia.blind_text import BlindTextClassifier
-from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
+from panoramia.mia.network import (
+    KEY_AT_DEFAULT,
+    NetworkDistinguisher,
+    NetworkDistinguisherConfig,
+)
 from panoramia.mia.text_features import TEXT_FEATURES, loss_sequence_features
 
 
@@ -35,11 +39,11 @@ class TextDistinguisherConfig(NetworkDistinguisherConfig):
     """Phase 1: the sequence encoder frozen."""
     epochs: int = 15
     """Phase 2: everything trained."""
-    features: str = "sequence"
+    features: str = field(default="sequence", metadata={KEY_AT_DEFAULT: False})
     """What the loss branch reads of the losses (:mod:`panoramia.mia.text_features`):
     ``sequence`` (the paper's) or ``calibrated`` (the first model's losses against the
     others', min-k %; docs/SPEC.md §2.9)."""
-    blind: bool = False
+    blind: bool = field(default=False, metadata={KEY_AT_DEFAULT: False})
     """Stack a blind classifier's logit (token n-grams, no model:
     :mod:`panoramia.mia.blind_text`) as one more side feature, on both sides alike."""
 

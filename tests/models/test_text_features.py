@@ -82,3 +82,18 @@ def test_the_blind_column_is_out_of_fold_on_the_training_chunks_alone() -> None:
     np.testing.assert_allclose(distinguisher.features_of(copy, losses)[:, -1],
                                model.logits(tokens), rtol=1e-5)  # fmt: skip
     assert not np.allclose(model.training_logits, model.logits(tokens))
+
+
+def test_the_new_settings_stay_out_of_a_stage_key_at_their_defaults() -> None:
+    """Stores built before ``features`` and ``blind`` existed are still found at the defaults;
+    set, they are in the key."""
+    from dataclasses import asdict
+
+    from panoramia.mia.network import settings_key
+    from panoramia.mia.text import TextDistinguisherConfig
+
+    default = TextDistinguisherConfig()
+    before = {k: v for k, v in asdict(default).items() if k not in ("features", "blind")}
+    assert settings_key(default) == before
+    chosen = settings_key(TextDistinguisherConfig(features="calibrated", blind=True))
+    assert (chosen["features"], chosen["blind"]) == ("calibrated", True)

@@ -255,10 +255,12 @@ def test_local_pool_audits_an_uploaded_lora_adapter(tmp_path: Path) -> None:
         assert done["status"] == "succeeded", done["error"]
         report = alice.get(f"/v1/reports/{done['report_id']}").json()["document"]
     assert report["modality"] == "text"
+    assert report["data"]["members"] > 0  # her .jsonl's documents, chunked and audited
+    assert report["data"]["nonmembers"] > 0
     identity = report["target"]["identity"]
     assert identity["format"] == "peft"
     assert "adapter/adapter_model.safetensors" in identity["sha256"]
-    assert report["baseline"]["blind"]["c_lb"] >= 0
+    assert set(report["baseline"]["blind"]) >= {"c_lb", "auc", "beats_baseline", "note"}
     assert set(report["attacker"]["attack"]["tpr_at_fpr"]) == {"0.001", "0.01"}
     assert str(tmp_path) not in json.dumps(report)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from panoramia.mia.network import settings_key
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import SEQUENCE_LOSSES
 from panoramia.pipeline.stages.runner import StageResult
@@ -61,7 +62,7 @@ def build_distinguisher(
 def _stage_config(audit: Audit, sides: list[list[StageResult]], real_nonmembers: bool) -> dict:
     """The distinguisher stage's key inputs (beside its input stages)."""
     config: dict[str, Any] = {
-        "distinguisher": asdict(audit.job.distinguisher),
+        "distinguisher": settings_key(audit.job.distinguisher),
         "seed": audit.seed,
         "real_nonmembers": real_nonmembers,
     }
