@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -97,3 +99,25 @@ def test_the_new_settings_stay_out_of_a_stage_key_at_their_defaults() -> None:
     assert settings_key(default) == before
     chosen = settings_key(TextDistinguisherConfig(features="calibrated", blind=True))
     assert (chosen["features"], chosen["blind"]) == ("calibrated", True)
+
+
+def test_losses_stages_are_read_whether_written_a_set_a_file_or_in_one_archive(
+    tmp_path: Path,
+) -> None:
+    """Per-token losses are written a set at a time (``sequences/<set>.npy``, memory-mapped
+    when read); a store built before keeps them in one ``sequence_losses.npz``, still read."""
+    from panoramia.pipeline.stages.losses import SEQUENCE_LOSSES, SEQUENCES, side_losses_of
+    from panoramia.pipeline.stages.runner import StageResult
+
+    losses = {"member_audit": np.arange(6.0).reshape(2, 3), "synthetic_audit": np.ones((2, 3))}
+    new, old = tmp_path / "new", tmp_path / "old"
+    (new / SEQUENCES).mkdir(parents=True)
+    for name, values in losses.items():
+        np.save(new / SEQUENCES / f"{name}.npy", values)
+    old.mkdir()
+    np.savez(old / SEQUENCE_LOSSES, **losses)
+    for folder in (new, old):
+        read = side_losses_of(StageResult("losses_target", "k", folder, 0.0, True))
+        assert set(read) == set(losses)
+        for name, values in losses.items():
+            np.testing.assert_array_equal(read[name], values)

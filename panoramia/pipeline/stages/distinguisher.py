@@ -11,7 +11,7 @@ import numpy as np
 
 from panoramia.mia.network import settings_key
 from panoramia.pipeline.stages.audit_protocol import Audit
-from panoramia.pipeline.stages.losses import SEQUENCE_LOSSES
+from panoramia.pipeline.stages.losses import side_losses_of
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import POOL_SET
 
@@ -84,10 +84,7 @@ class _SideTables:
     def table(self, stage: StageResult) -> dict[str, np.ndarray]:
         """One losses stage's table (its loss sequences where it stored them)."""
         if stage.key not in self.tables_read:
-            sequences = stage.directory / SEQUENCE_LOSSES
-            self.tables_read[stage.key] = dict(
-                np.load(sequences if sequences.exists() else stage.directory / "losses.npz")
-            )
+            self.tables_read[stage.key] = side_losses_of(stage)
         return self.tables_read[stage.key]
 
     def __call__(self, losses: list[StageResult]) -> dict[str, np.ndarray]:

@@ -12,8 +12,11 @@ from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import POOL_SET
 from panoramia.targets import load_target
 
+SEQUENCES = "sequences"
+"""The folder of per-token losses (text): ``<set>.npy`` (n, T) float64 each, written a set at
+a time, beside their means in ``losses.npz``."""
 SEQUENCE_LOSSES = "sequence_losses.npz"
-"""Per-token losses (n, T) of each set, beside their means in ``losses.npz`` (text)."""
+"""Where stores built before :data:`SEQUENCES` keep the per-token losses (one archive)."""
 
 
 def build_losses(
@@ -32,13 +35,16 @@ def build_losses(
         files = sorted([*split.directory.glob(pattern), *synthetic.directory.glob(pattern)])
         if pool is not None:
             files.append(pool.directory / f"{POOL_SET}{audit.sets.suffix}")
-        side = {file.stem: audit.side_losses(adapter, audit.sets.read(file)) for file in files}
-        losses = {k: v.mean(axis=1) if v.ndim == 2 else v for k, v in side.items()}
+        losses = {}
+        for file in files:  # one set's losses in memory at a time; its sequences to disk
+            values = audit.side_losses(adapter, audit.sets.read(file))
+            if values.ndim == 2:
+                (directory / SEQUENCES).mkdir(exist_ok=True)
+                np.save(directory / SEQUENCES / f"{file.stem}.npy", values)
+                values = values.mean(axis=1)
+            losses[file.stem] = values
         # savez's stub: ** could fill allow_pickle: bool
         np.savez(directory / "losses.npz", **losses)  # type: ignore[arg-type]
-        if any(v.ndim == 2 for v in side.values()):
-            # savez's stub: ** could fill allow_pickle: bool
-            np.savez(directory / SEQUENCE_LOSSES, **side)  # type: ignore[arg-type]
         return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
 
     return audit.runner.run(
@@ -48,6 +54,16 @@ def build_losses(
         inputs=[model, split, synthetic, *([pool] if pool is not None else [])],
         label=f"losses under {which}",
     )
+
+
+def side_losses_of(stage: StageResult) -> dict[str, np.ndarray]:
+    """A losses stage's side information by set: its per-token losses (n, T), read from disk as
+    needed (memory-mapped), where it stored them (text); else its per-example losses (n,)."""
+    sequences = stage.directory / SEQUENCES
+    if sequences.is_dir():
+        return {path.stem: np.load(path, mmap_mode="r") for path in sorted(sequences.glob("*.npy"))}
+    archive = stage.directory / SEQUENCE_LOSSES
+    return dict(np.load(archive if archive.exists() else stage.directory / "losses.npz"))
 
 
 def model_directory(model: StageResult) -> Path:

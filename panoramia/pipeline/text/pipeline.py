@@ -2,9 +2,9 @@
 
 The graph and the game are :class:`~panoramia.pipeline.graph.AuditPipeline`'s. The side
 information of a chunk is its loss *sequence* under f or h (L−1 per-token losses), stored in
-``sequence_losses.npz`` beside the per-chunk means. Every stage writes a content-addressed
-artifact: a rerun (another target, a resumed run) reuses the tokenizer and chunks, the
-generator, the synthetic chunks and h.
+``sequences/<set>.npy`` (written a set at a time) beside the per-chunk means. Every stage
+writes a content-addressed artifact: a rerun (another target, a resumed run) reuses the
+tokenizer and chunks, the generator, the synthetic chunks and h.
 """
 
 from __future__ import annotations

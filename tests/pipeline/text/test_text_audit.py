@@ -67,6 +67,9 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     scores = np.load(stage(artifacts, report, "attack") / "scores.npz")
     assert np.unique(scores["scores"]).size > 50  # continuous scores
     assert scores["side"].shape == (report["m"], 31)  # the loss sequence of each chunk
+    sequences = stage(artifacts, report, "losses_target") / "sequences"  # a set a file
+    assert {p.stem for p in sequences.glob("*.npy")} >= {"member_audit", "synthetic_audit"}
+    assert np.load(sequences / "member_audit.npy").shape[1] == 31
     synthetic = stage(artifacts, report, "synthetic")
     audit_chunks = np.load(synthetic / "synthetic_audit.npz")["tokens"]
     helper_chunks = np.load(synthetic / "synthetic_helper.npz")["tokens"]
