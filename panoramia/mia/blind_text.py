@@ -9,8 +9,8 @@ without any model: docs/SPEC.md §2.9.
 bigrams (token ids as words; scikit-learn). ``fit(tokens, labels)`` keeps out-of-fold logits of
 the training chunks (each from a model that never saw that chunk), so a distinguisher that
 stacks the blind logit as a feature does not learn from a column that saw its own labels;
-``logits(tokens)`` scores other chunks with the model fit on all training chunks. Labels: 1 =
-member (the positive class), 0 = generated.
+``logits(tokens)`` scores other chunks with the mean of the fold models (the same scale).
+Labels: 1 = member (the positive class), 0 = generated.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class BlindTextClassifier:
 
     seed: int
     description: str = "tf-idf token 1-2-grams, logistic regression (no model's losses)"
-    pipeline: Any = field(default=None, repr=False)
+    models: list[Any] = field(default_factory=list, repr=False)
     training_logits: np.ndarray | None = field(default=None, repr=False)
 
     def key(self) -> dict[str, object]:
@@ -59,30 +59,37 @@ class BlindTextClassifier:
     def fit(
         self, tokens: Any, labels: np.ndarray, *, out_of_fold: bool = True
     ) -> BlindTextClassifier:
-        """Fit on chunks (a TextSet or (N, L) token ids) with labels (N,) 1 = member; keep
-        out-of-fold training logits (``out_of_fold=False``: none, for a classifier that only
-        scores other chunks)."""
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        """Fit on chunks (a TextSet or (N, L) token ids) with labels (N,) 1 = member.
+
+        ``out_of_fold`` (for a stacked column): one model per fold of :data:`FOLDS`; each
+        training chunk's logit comes from the model that did not see it
+        (:attr:`training_logits`), and other chunks get the mean of the fold models' logits,
+        on the same scale. ``out_of_fold=False``: one model on every training chunk (for a
+        classifier that only scores other chunks)."""
+        from sklearn.model_selection import StratifiedKFold
 
         documents, labels = token_documents(tokens), np.asarray(labels, int)
         folds = min(FOLDS, int(np.bincount(labels, minlength=2).min()))
-        if not out_of_fold:
-            self.training_logits = None
-        elif folds >= 2:
-            split = StratifiedKFold(folds, shuffle=True, random_state=self.seed)
-            self.training_logits = cross_val_predict(
-                self._new(), documents, labels, cv=split, method="decision_function"
-            )
-        else:  # too few of one class to hold any out: a constant column
-            self.training_logits = np.zeros(len(documents))
-        self.pipeline = self._new().fit(documents, labels)
+        self.training_logits, self.models = None, []
+        if not out_of_fold or folds < 2:
+            self.models = [self._new().fit(documents, labels)]
+            if out_of_fold:  # too few of one class to hold any out: a constant column
+                self.training_logits = np.zeros(len(documents))
+            return self
+        self.training_logits = np.zeros(len(documents))
+        split = StratifiedKFold(folds, shuffle=True, random_state=self.seed)
+        for seen, held_out in split.split(np.zeros(len(labels)), labels):
+            model = self._new().fit([documents[i] for i in seen], labels[seen])
+            held = [documents[i] for i in held_out]
+            self.training_logits[held_out] = model.decision_function(held)
+            self.models.append(model)
         return self
 
     def logits(self, tokens: Any) -> np.ndarray:
-        """Log-odds of "member" for (N, L) chunks, float64 (N,), from the model fit on all
-        training chunks."""
-        assert self.pipeline is not None, "fit first"
-        return np.asarray(self.pipeline.decision_function(token_documents(tokens)), np.float64)
+        """Log-odds of "member" for chunks, float64 (N,): the mean over the fitted models."""
+        assert self.models, "fit first"
+        documents = token_documents(tokens)
+        return np.mean([model.decision_function(documents) for model in self.models], axis=0)
 
     def probabilities(self, tokens: Any) -> np.ndarray:
         """P(member) of (N, L) chunks, float64 (N,) in [0, 1]."""
