@@ -468,3 +468,33 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
         )
         numeric = colours | {"data": colours["data"] | {"label": "y"}}  # numbers: left to the audit
         assert alice.post("/v1/audits", json=numeric).status_code == 202
+
+
+def test_hostile_documents_are_refused_on_arrival_and_nothing_is_kept(
+    service: LiveService,
+) -> None:
+    """A text audit's documents over the network (``.jsonl``, ``.txt``): each hostile one gets a
+    422 of one line naming her file, nothing of it stays, and the service answers on; a good one
+    is kept and a text audit of it is accepted."""
+    hostile = {
+        "bad.jsonl": (b'{"text": "ok"}\nnot json\n', "bad.jsonl: line 2 is not one JSON value"),
+        "deep.jsonl": (b"[" * 200_000 + b"]" * 200_000 + b"\n", "deep.jsonl: line 1 is not one"),
+        "latin.txt": ("café\n".encode("latin-1"), "latin.txt: line 1 is not UTF-8 text"),
+        "packed.jsonl": (gzip.compress(b'{"text": "x"}\n'), "packed.jsonl: line 1 is not"),
+        "field.jsonl": (b'{"body": "no text field"}\n', "needs a string field 'text'"),
+        "blank.txt": (b"\n \n", "blank.txt: no document"),
+    }
+    with service.client(service.token("mallory")) as mallory:
+        for filename, (content, message) in hostile.items():
+            refused = upload(mallory, content, name=filename.split(".")[0], filename=filename)
+            assert refused.status_code == 422, (filename, refused.text)
+            assert message in refused.text, (filename, refused.text)
+            assert "\\n" not in refused.json()["detail"], refused.text
+        assert mallory.get("/v1/uploads").json() == []
+        assert stored_files(service) == []
+        kept = upload(mallory, b'{"text": "a note"}\n', name="notes", filename="notes.jsonl")
+        assert kept.status_code == 200, kept.text
+        body = {"model": {"name": "m"}, "target": {"config": "gpt2_few_epochs"},
+                "data": {"source": "text_files", "members": "notes"}}  # fmt: skip
+        assert mallory.post("/v1/audits", json=body).status_code == 202
+        assert mallory.get("/healthz").status_code == 200
