@@ -1,9 +1,28 @@
-"""Content hashes of files and directory trees (SHA-256, hex), for stage keys and identities."""
+"""Content hashes of files and directory trees (SHA-256, hex), for stage keys and identities;
+what of a settings dataclass a stage key holds (:func:`settings_key`)."""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
+from typing import Any
+
+KEY_AT_DEFAULT = "key_at_default"
+"""Field metadata: False for a setting added after stores were built, which a stage key leaves
+out while it holds its default (so those stores are still found): :func:`settings_key`."""
+
+
+def settings_key(config: Any) -> dict[str, Any]:
+    """A settings dataclass as a stage key holds it: ``asdict``, less the fields marked
+    ``KEY_AT_DEFAULT: False`` that hold their default."""
+    settings = asdict(config)
+    for entry in fields(config):
+        if entry.metadata.get(KEY_AT_DEFAULT, True) or entry.default is MISSING:
+            continue
+        if settings[entry.name] == entry.default:
+            del settings[entry.name]
+    return settings
 
 
 def file_sha256(path: Path) -> str:

@@ -20,25 +20,8 @@ from panoramia.mia.selection import CandidateRecord
 if TYPE_CHECKING:
     from panoramia.models.device_settings import LoaderOptions
 
-KEY_AT_DEFAULT = "key_at_default"
-"""Field metadata: False for a setting added after stores were built, which a stage key leaves
-out while it holds its default (so those stores are still found): :func:`settings_key`."""
 SIDE_STD_FLOOR = 1e-6
 VALIDATION_BATCH = 1024
-
-
-def settings_key(config: Any) -> dict[str, Any]:
-    """A distinguisher config as its stage key holds it: ``asdict``, less the fields marked
-    ``KEY_AT_DEFAULT: False`` that hold their default."""
-    from dataclasses import MISSING, asdict, fields
-
-    settings = asdict(config)
-    for entry in fields(config):
-        if entry.metadata.get(KEY_AT_DEFAULT, True) or entry.default is MISSING:
-            continue
-        if settings[entry.name] == entry.default:
-            del settings[entry.name]
-    return settings
 
 
 @dataclass

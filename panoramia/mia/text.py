@@ -19,12 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from panoramia.data.text import TextSet
+from panoramia.hashing import KEY_AT_DEFAULT
 from panoramia.mia.blind_text import BlindTextClassifier
-from panoramia.mia.network import (
-    KEY_AT_DEFAULT,
-    NetworkDistinguisher,
-    NetworkDistinguisherConfig,
-)
+from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
 from panoramia.mia.text_features import TEXT_FEATURES, loss_sequence_features
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.hashing import KEY_AT_DEFAULT
 from panoramia.models.device_settings import DeviceSettings, LoaderOptions
 from panoramia.targets.causal_lm_losses import quiet_transformers, token_losses
 from panoramia.targets.manifest import MANIFEST
@@ -51,7 +52,7 @@ class GPT2Size:
     """The demo targets' network from a config, no pretrained weights: GPT-2
     (``GPT2LMHeadModel``) or the Llama family (``LlamaForCausalLM``) of the same size."""
 
-    architecture: str = "gpt2"
+    architecture: str = field(default="gpt2", metadata={KEY_AT_DEFAULT: False})
     """``gpt2`` or ``llama`` (:func:`demo_architecture`)."""
     n_layer: int = 2
     n_embd: int = 128

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from panoramia.hashing import KEY_AT_DEFAULT
 from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -29,14 +30,9 @@ class LoraSettings:
     """``target.adapter`` (``none``: the whole network trains; ``lora``: an adapter over the
     public base) and the adapter's rank and scale (its update: ``lora_alpha / lora_rank · BA``)."""
 
-    adapter: str = "none"
-    lora_rank: int = 16
-    lora_alpha: int = 32
-
-
-NEW_FIELDS = ("architecture", "adapter", "lora_rank", "lora_alpha")
-"""The text target's settings younger than its stage keys: left out of a key at their defaults
-(a GPT-2 trained whole), so the stages stored before them are still found."""
+    adapter: str = field(default="none", metadata={KEY_AT_DEFAULT: False})
+    lora_rank: int = field(default=16, metadata={KEY_AT_DEFAULT: False})
+    lora_alpha: int = field(default=32, metadata={KEY_AT_DEFAULT: False})
 
 
 RECIPE_VERSION = 2
@@ -44,12 +40,13 @@ RECIPE_VERSION = 2
 base's (1 kept the public base's, the generator's dropout)."""
 
 
-def key_without_defaults(settings: dict) -> dict:
-    """``settings`` (a text target's, as a dict) without :data:`NEW_FIELDS` where the target is a
-    GPT-2 trained whole (they say nothing then); with :data:`RECIPE_VERSION` otherwise."""
-    if settings.get("architecture", "gpt2") != "gpt2" or settings.get("adapter", "none") != "none":
+def recipe_key(settings: dict) -> dict:
+    """A text target's key settings (:func:`panoramia.hashing.settings_key`: the architecture
+    and LoRA settings left out at their defaults, a GPT-2 trained whole keeping the key it
+    always had), with :data:`RECIPE_VERSION` where the target is a Llama or a LoRA adapter."""
+    if "architecture" in settings or "adapter" in settings:
         return {**settings, "recipe_version": RECIPE_VERSION}
-    return {key: value for key, value in settings.items() if key not in NEW_FIELDS}
+    return settings
 
 
 def with_new_lora(model: PreTrainedModel, settings: LoraSettings, *, seed: int) -> Any:

@@ -339,8 +339,8 @@ class AuditPipeline(ABC):
         return []
 
     def target_key(self, settings: dict) -> dict:
-        """The target's settings (``asdict(job.target)``) as its stage key holds them; all of
-        them by default."""
+        """The target's settings (:func:`panoramia.hashing.settings_key` of ``job.target``) as
+        its stage key holds them; unchanged by default."""
         return settings
 
     def blind_classifier(self, seed: int) -> Any:

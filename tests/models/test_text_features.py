@@ -91,7 +91,7 @@ def test_the_new_settings_stay_out_of_a_stage_key_at_their_defaults() -> None:
     set, they are in the key."""
     from dataclasses import asdict
 
-    from panoramia.mia.network import settings_key
+    from panoramia.hashing import settings_key
     from panoramia.mia.text import TextDistinguisherConfig
 
     default = TextDistinguisherConfig()
@@ -121,3 +121,19 @@ def test_losses_stages_are_read_whether_written_a_set_a_file_or_in_one_archive(
         assert set(read) == set(losses)
         for name, values in losses.items():
             np.testing.assert_array_equal(read[name], values)
+
+
+def test_a_gpt2_trained_whole_keeps_its_target_key_and_a_lora_target_names_its_recipe() -> None:
+    from dataclasses import asdict
+
+    from panoramia.hashing import settings_key
+    from panoramia.models.lora import RECIPE_VERSION, recipe_key
+    from panoramia.pipeline.text.config import TextTargetConfig
+
+    whole = TextTargetConfig()
+    new = ("architecture", "adapter", "lora_rank", "lora_alpha")
+    assert recipe_key(settings_key(whole)) == {
+        k: v for k, v in asdict(whole).items() if k not in new
+    }  # fmt: skip
+    lora = recipe_key(settings_key(TextTargetConfig(architecture="llama", adapter="lora")))
+    assert (lora["adapter"], lora["recipe_version"]) == ("lora", RECIPE_VERSION)

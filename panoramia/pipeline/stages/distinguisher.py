@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from panoramia.mia.network import settings_key
+from panoramia.hashing import settings_key
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import side_losses_of
 from panoramia.pipeline.stages.runner import StageResult

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from panoramia.hashing import settings_key
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.targets import load_target
@@ -13,7 +14,7 @@ from panoramia.targets import load_target
 
 def build_target(audit: Audit, data: StageResult) -> StageResult:
     """Train the demo target (cached) or record an external target's identity."""
-    config = audit.target_key(asdict(audit.job.target))
+    config = audit.target_key(settings_key(audit.job.target))
     config.pop("trusted_modules", None)  # who may be imported, not what the target is
     if config.get("dp_epsilon", 0) is None:  # plain training: the key it always had
         for name in [key for key in config if key.startswith("dp_")]:

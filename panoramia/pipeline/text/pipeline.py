@@ -19,6 +19,7 @@ import numpy as np
 from panoramia.audit_settings import PublicBaseSource
 from panoramia.data.text import TextSet, read_chunks
 from panoramia.errors import InputError
+from panoramia.hashing import settings_key
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
@@ -175,11 +176,11 @@ class TextPipeline(AuditPipeline):
         return self.job.target.kind == "train" and self.job.target.adapter == "lora"
 
     def target_key(self, settings: dict) -> dict:
-        """Without the architecture and LoRA settings for a GPT-2 trained whole (the key it
-        always had: :func:`panoramia.models.lora.key_without_defaults`)."""
-        from panoramia.models.lora import key_without_defaults
+        """With the recipe's version for a Llama or LoRA target
+        (:func:`panoramia.models.lora.recipe_key`); a GPT-2 trained whole keeps its key."""
+        from panoramia.models.lora import recipe_key
 
-        return key_without_defaults(settings)
+        return recipe_key(settings)
 
     def target_inputs(self, data: StageResult) -> list[StageResult]:
         """A LoRA target starts from the public base: its stage is in the target's key."""
@@ -307,7 +308,7 @@ class TextPipeline(AuditPipeline):
     def stand_in_recipe_key(self) -> dict:
         if not self._target_recipe():
             return {}
-        recipe = self.target_key(asdict(self.job.target))
+        recipe = self.target_key(settings_key(self.job.target))
         for name in ("name", "members", "train_seed", "path", "kind"):
             recipe.pop(name, None)
         return {"recipe": "target", "target": recipe}
