@@ -212,7 +212,7 @@ def expanding_npz(path: Path) -> None:
 
 READ_AS_AN_AUDIT = """
 import resource, sys, time
-from panoramia.data.images import read_npz
+from panoramia.modalities.image.images import read_npz
 from panoramia.errors import InputError
 started = time.perf_counter()
 try:

@@ -28,11 +28,11 @@ import torch
 from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
-from panoramia.data.image_module import Normalization
-from panoramia.data.images import ImageSet
-from panoramia.datasets.images import load_mnist_subset
-from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
-from panoramia.models.image_nets import SmallCNN
+from panoramia.modalities.image.datasets import load_mnist_subset
+from panoramia.modalities.image.generator import ImageGenerator, ImageGeneratorConfig
+from panoramia.modalities.image.image_module import Normalization
+from panoramia.modalities.image.images import ImageSet
+from panoramia.modalities.image.nets import SmallCNN
 from panoramia.models.training import TrainingConfig, fit_classifier
 
 PROBE_EPOCHS = 10

@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from panoramia.data.images import ImageSet, read_npz
 from panoramia.measure.roc import roc_summary
-from panoramia.models.image_training import ImageModelConfig, train_image_directory
-from panoramia.pipeline.image.config import ImageDataConfig
-from panoramia.pipeline.image.data import CONTROL_POOL, MEMBERS, NONMEMBERS, build_image_data
+from panoramia.modalities.image.config import ImageDataConfig
+from panoramia.modalities.image.data import CONTROL_POOL, MEMBERS, NONMEMBERS, build_image_data
+from panoramia.modalities.image.images import ImageSet, read_npz
+from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
 FPRS = (0.01, 0.10)

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from image_generator_quality import demo_settings
 
-from panoramia.datasets.images import load_mnist_subset
-from panoramia.generators.image import ImageGenerator
-from panoramia.models.image_training import ImageModelConfig, train_image_directory
+from panoramia.modalities.image.datasets import load_mnist_subset
+from panoramia.modalities.image.generator import ImageGenerator
+from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
 

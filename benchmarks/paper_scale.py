@@ -210,7 +210,7 @@ def known_fields(cls: type, settings: dict) -> dict:
 
 
 def fake_images(n: int, rng: np.random.Generator):
-    from panoramia.data.images import ImageSet
+    from panoramia.modalities.image.images import ImageSet
 
     images = rng.integers(0, 256, (n, *CIFAR_SHAPE), dtype=np.uint8)
     return ImageSet(images, rng.integers(0, 10, n).astype(np.int64))
@@ -219,8 +219,8 @@ def fake_images(n: int, rng: np.random.Generator):
 def image_stages(
     args: argparse.Namespace, device: torch.device, monitor: GpuMonitor
 ) -> list[tuple[Stage, Measured]]:
-    from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
-    from panoramia.models.image_training import ImageModelConfig, train_image_directory
+    from panoramia.modalities.image.generator import ImageGenerator, ImageGeneratorConfig
+    from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
     from panoramia.targets import load_target
 
     cifar = experiment("cifar10")
@@ -253,8 +253,8 @@ def image_stages(
                             "h 60 epochs × 20,000; stand-ins 60 × 30,000 each"),
                       measured))  # fmt: skip
         if args.compare_determinism:
-            from panoramia.data.image_module import ImageDataModule, Normalization
-            from panoramia.models.image_nets import ResNet
+            from panoramia.modalities.image.image_module import ImageDataModule, Normalization
+            from panoramia.modalities.image.nets import ResNet
             from panoramia.models.training import TrainingConfig, fit_classifier_on
 
             def fit_fast(callbacks: list) -> None:
@@ -301,7 +301,7 @@ def image_stages(
     found.append((Stage("image", f"generator DDPM (width {generator.config.width}) training",
                         "images", 200 * 20_000, "200 epochs × 20,000 (40 % of the members)"),
                   diffusion))  # fmt: skip
-    from panoramia.generators.image import SAMPLE_BATCH
+    from panoramia.modalities.image.generator import SAMPLE_BATCH
 
     per_call = SAMPLE_BATCH.get(device.type, SAMPLE_BATCH["cpu"]) if not args.smoke else 8
     sampling = timed_calls(lambda: generator.sample(per_call, seed=1), calls=args.calls,
@@ -320,10 +320,10 @@ def text_stages(
 ) -> list[tuple[Stage, Measured]]:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from panoramia.data.text import TextSet
-    from panoramia.generators.text import TextGenerator, TextGeneratorConfig
-    from panoramia.models.causal_lm import CausalLMConfig, fit_causal_lm
-    from panoramia.targets.causal_lm_losses import LOSS_BATCH, token_losses
+    from panoramia.modalities.text.causal_lm import CausalLMConfig, fit_causal_lm
+    from panoramia.modalities.text.causal_lm_losses import LOSS_BATCH, token_losses
+    from panoramia.modalities.text.documents import TextSet
+    from panoramia.modalities.text.generator import TextGenerator, TextGeneratorConfig
 
     wikitext = experiment("wikitext_gpt2")
     length = int(wikitext["data"]["chunk_length"])

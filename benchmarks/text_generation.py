@@ -16,9 +16,14 @@ import argparse
 import numpy as np
 import torch
 
-from panoramia.data.text import TextSet
-from panoramia.generators.text import TextGenerator, TextGeneratorConfig
-from panoramia.models.causal_lm import GPT2Size, gpt2_architecture, new_causal_lm, with_context
+from panoramia.modalities.text.causal_lm import (
+    GPT2Size,
+    gpt2_architecture,
+    new_causal_lm,
+    with_context,
+)
+from panoramia.modalities.text.documents import TextSet
+from panoramia.modalities.text.generator import TextGenerator, TextGeneratorConfig
 
 
 def main() -> None:

@@ -28,10 +28,15 @@ import time
 import numpy as np
 import torch
 
-from panoramia.data.text import TextSet
-from panoramia.generators.text import TextGenerator, TextGeneratorConfig
-from panoramia.models.causal_lm import GPT2Size, demo_architecture, new_causal_lm, with_context
-from panoramia.targets.causal_lm_losses import token_losses
+from panoramia.modalities.text.causal_lm import (
+    GPT2Size,
+    demo_architecture,
+    new_causal_lm,
+    with_context,
+)
+from panoramia.modalities.text.causal_lm_losses import token_losses
+from panoramia.modalities.text.documents import TextSet
+from panoramia.modalities.text.generator import TextGenerator, TextGeneratorConfig
 
 SIZES = {
     "demo": (GPT2Size(n_layer=2, n_embd=128, n_head=4, dropout=0.0), 2048),

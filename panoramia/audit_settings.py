@@ -1,7 +1,7 @@
 """The one module where audit settings are checked: the range of every numeric setting
 (:data:`RANGES`, :data:`MAX_LIST`), the values of every setting that takes one of a list
-(:data:`CHOICES`, one :class:`~enum.StrEnum` each, narrowed by modality in
-:data:`MODALITY_CHOICES`) and the rules that tie settings together (:data:`RULES`).
+(:data:`CHOICES`, one :class:`~enum.StrEnum` each, narrowed by each modality plug-in's
+``choices``, :mod:`panoramia.plugins`) and the rules that tie settings together (:data:`RULES`).
 
 :func:`check_settings` runs them in that order on the composed config, a plain container,
 before any work: the CLI's job (``panoramia/pipeline/app.py::run_job``: one line, exit 2) and
@@ -13,7 +13,7 @@ Values still holding an interpolation of the project's own configs are checked o
 (the job) and skipped unresolved (the service, which never resolves), and so is every rule
 that reads one. ``claim.*`` has no range here: the claim is the accounting's own to check
 (``panoramia/accounting/claims.py``), which the claim rule asks. What needs files, installed
-packages or the data's columns is checked where those are read (the pipeline's wings).
+packages or the data's columns is checked where those are read (the modality plug-ins).
 The tables are documented in ``docs/RANGES.md`` (``python -m panoramia.audit_settings``).
 
 This module imports nothing of the job (``panoramia.pipeline``): the service, the building
@@ -141,7 +141,7 @@ REFERENCE = "+reference_models"
 
 class DataSource(StrEnum):
     """``data.source``: the embedded data sets and the user's files, narrowed by modality
-    (:data:`MODALITY_CHOICES`; the files' value by :data:`FILE_SOURCES`)."""
+    (each plug-in's ``choices``; the files' value is its ``file_source_values``)."""
 
     ADULT = "adult"
     CSV = "csv"
@@ -163,7 +163,7 @@ class GroupStatistic(StrEnum):
 
 class TextFeatures(StrEnum):
     """``distinguisher.features`` (text): what the loss branch reads of the per-token losses
-    (``panoramia.mia.text_features``; docs/SPEC.md §2.9)."""
+    (``panoramia.modalities.text.features``; docs/SPEC.md §2.9)."""
 
     SEQUENCE = "sequence"
     CALIBRATED = "calibrated"
@@ -235,14 +235,15 @@ class ImageGeneratorModel(StrEnum):
 
 
 class ImageArch(StrEnum):
-    """``target.arch``, ``helper.arch`` (images): ``panoramia.models.image_nets``' networks."""
+    """``target.arch``, ``helper.arch`` (images): ``panoramia.modalities.image.nets``' networks."""
 
     CNN = "cnn"
     RESNET = "resnet"
 
 
 class Augmentation(StrEnum):
-    """``target.augment``, ``helper.augment`` (images; see ``panoramia.data.image_module``)."""
+    """``target.augment``, ``helper.augment`` (images; see
+    ``panoramia.modalities.image.image_module``)."""
 
     NONE = "none"
     CROP = "crop"
@@ -301,32 +302,16 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
 """The type of each setting that takes one of a list of values, by its whole key."""
 CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE_TYPES.items()}
 """The values of each choice setting (plain strings), checked with the ranges."""
-_CONTROLS = values((TargetMembers.SAME, TargetMembers.DISJOINT))
-_TRAIN_OR_PATH = values((TargetKind.TRAIN, TargetKind.PATH))
-MODALITY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
-    "tabular": {"target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)),
-                "data.source": values((DataSource.ADULT, DataSource.CSV))},
-    "image": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS,
-              "data.source": values((DataSource.MNIST, DataSource.DIGITS, DataSource.FILES))},
-    "text": {"target.kind": _TRAIN_OR_PATH, "target.members": _CONTROLS,
-             "data.source": values((DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.FILES))},
-}  # fmt: skip
-"""What a modality (the config's ``modality``) allows of a choice where it allows fewer: every
-modality of ``panoramia.pipeline.registry`` has an entry (a test keeps it so)."""
-FILE_SOURCES: dict[str, tuple[str, ...]] = {
-    "tabular": (DataSource.CSV.value,), "image": (DataSource.FILES.value,),
-    "text": (DataSource.FILES.value,),
-}  # fmt: skip
-"""Each modality's ``data.source`` values that read the user's files: they have no control
-pool (``target.members`` other than ``same`` needs one)."""
 _NOUNS = {"target.augment": "augmentation ", "helper.augment": "augmentation "}
 _EITHER = ("base.source", "data.source", "target.optimizer", "helper.optimizer")
 
 
 def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
     """The values the setting ``key`` may take in ``modality``'s audit (None: any text)."""
-    narrowed = MODALITY_CHOICES.get(modality, {}) if isinstance(modality, str) else {}
-    return narrowed.get(key, CHOICES.get(key))
+    from panoramia.plugins import MODALITIES
+
+    entry = MODALITIES.get(modality) if isinstance(modality, str) else None
+    return (entry.choices if entry else {}).get(key, CHOICES.get(key))
 
 
 def _not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
@@ -437,7 +422,10 @@ def _control_pool(config: Mapping[str, Any]) -> None:
     if found is None:
         return
     modality, members, source = found
-    if members != TargetMembers.SAME and source in FILE_SOURCES.get(modality, ()):
+    from panoramia.plugins import MODALITIES
+
+    entry = MODALITIES.get(modality) if isinstance(modality, str) else None
+    if members != TargetMembers.SAME and entry is not None and source in entry.file_source_values:
         raise InputError(
             f"target.members={members} needs embedded data with a control pool, not "
             f"data.source={source}"
@@ -480,7 +468,8 @@ def check_image_generator(generator: Mapping[str, Any]) -> None:
     """The image generator's settings (its ``generator`` section): ``model`` one of
     :class:`ImageGeneratorModel`, ``black_level`` in [0, 255], and for the DDPM a ``width``
     that is a multiple of 8 and 1 ≤ ``sampling_steps`` ≤ ``diffusion_steps``. The job checks
-    them with every setting; ``panoramia.generators.image.ImageGeneratorConfig`` on construction."""
+    them with every setting; ``panoramia.modalities.image.generator.ImageGeneratorConfig`` on
+    construction."""
 
     def known(name: str) -> Any:
         value = generator.get(name, UNKNOWN)
@@ -689,6 +678,8 @@ def check_settings(config: dict) -> None:
 def ranges_markdown() -> str:
     """The tables of every setting's range, choices and rules (``docs/RANGES.md`` holds them;
     a test keeps it so)."""
+    from panoramia.plugins import MODALITIES
+
     lines = [
         "# Settings and their ranges",
         "",
@@ -711,9 +702,9 @@ def ranges_markdown() -> str:
     ]
     lines += ["", "| modality | setting | one of |", "|---|---|---|"]
     lines += [
-        f"| {modality} | `{key}` | {', '.join(f'`{v}`' for v in allowed)} |"
-        for modality, narrowed in MODALITY_CHOICES.items()
-        for key, allowed in sorted(narrowed.items())
+        f"| {entry.name} | `{key}` | {', '.join(f'`{v}`' for v in allowed)} |"
+        for entry in MODALITIES.values()
+        for key, allowed in sorted(entry.choices.items())
     ]
     lines += ["", "| list setting | fewest entries | most entries |", "|---|---|---|"]
     lines += [

@@ -29,8 +29,8 @@ from pathlib import Path
 
 AUDIT_COMMAND = Path(sys.executable).parent / "panoramia-audit"
 PRELOAD = (
-    "tests.cli_support", "panoramia.pipeline.app", "panoramia.pipeline.tabular.pipeline",
-    "panoramia.pipeline.image.pipeline", "panoramia.pipeline.text.pipeline", "lightning",
+    "tests.cli_support", "panoramia.pipeline.app", "panoramia.modalities.tabular.pipeline",
+    "panoramia.modalities.image.pipeline", "panoramia.modalities.text.pipeline", "lightning",
     "transformers", "sdv.single_table", "xgboost", "sklearn.ensemble",
 )  # fmt: skip
 """Modules the fork server imports once; each audit process starts with them loaded."""

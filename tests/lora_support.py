@@ -30,8 +30,8 @@ def tiny_peft_target(directory: Path, documents: list[str], *, seed: int = 0) ->
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from panoramia.models.lora import save_peft_target
-    from panoramia.models.text_tokenizer import train_bpe_tokenizer
+    from panoramia.modalities.text.lora import save_peft_target
+    from panoramia.modalities.text.tokenizer import train_bpe_tokenizer
 
     base = directory.parent / f"{directory.name}-base"
     vocab = train_bpe_tokenizer(documents, vocab_size=512, directory=base)

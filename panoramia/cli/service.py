@@ -10,7 +10,7 @@ import typer
 
 from panoramia.cli.common import exits_on_input_error, print_json, table_console
 from panoramia.errors import InputError
-from panoramia.pipeline.registry import MODALITIES
+from panoramia.plugins import MODALITIES
 
 if TYPE_CHECKING:
     from panoramia.client import ServiceClient

@@ -5,8 +5,8 @@ cross-fitted on two folds so that every real example also gets a P(real) from a 
 not train on it. Candidates below the ``real_quantile`` quantile of the held-out real
 examples' P(real) are dropped, at most ``max_drop`` of them (the least real-looking ones).
 Calibrating the bar on real examples makes it independent of the classifier's calibration.
-The tabular filter is :mod:`panoramia.generators.tabular_filter`, the image filter
-:mod:`panoramia.generators.image_filter`.
+The tabular filter is :mod:`panoramia.modalities.tabular.generator_filter`, the image filter
+:mod:`panoramia.modalities.image.generator_filter`.
 """
 
 from __future__ import annotations

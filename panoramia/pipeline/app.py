@@ -26,10 +26,10 @@ from rich.markup import escape
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
     config_dir,
-    modality,
     modality_of_command_line,
     register_schemas,
 )
+from panoramia.plugins import modality
 from panoramia.report.html import quote_text
 
 log = logging.getLogger("panoramia.audit")

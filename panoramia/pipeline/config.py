@@ -201,8 +201,8 @@ class ClaimConfig:
 class DataConfigBase:
     """Where the known members (and optional real non-members) come from, and how they split.
 
-    ``source`` names an embedded dataset or the modality's user-file source
-    (``panoramia.audit_settings.FILE_SOURCES``); embedded data has a control pool that a
+    ``source`` names an embedded dataset or the modality's user-file source (its plug-in's
+    ``file_source_values``, :mod:`panoramia.plugins`); embedded data has a control pool that a
     ``disjoint`` target trains on."""
 
     source: str = ""
@@ -221,8 +221,8 @@ class DataConfigBase:
 @dataclass
 class TargetConfigBase:
     """The audited model: a demo target trained here, or a directory (``kind: path``). The
-    values each modality allows of ``kind`` and ``members``, and what goes with them, are
-    ``panoramia.audit_settings``' (``MODALITY_CHOICES``, ``RULES``)."""
+    values each modality allows of ``kind`` and ``members`` are its plug-in's ``choices``
+    (:mod:`panoramia.plugins`); what goes with them, ``panoramia.audit_settings.RULES``."""
 
     kind: str = TargetKind.TRAIN.value
     name: str = "target"

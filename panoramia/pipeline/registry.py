@@ -1,137 +1,23 @@
-"""The modality registry: every place that depends on the kind of data reads it from here.
-
-A modality is one entry of :data:`MODALITIES` plus its wing ``panoramia/pipeline/<name>/``
-(``config.py``: the job schema; ``data.py``: the data stage; ``pipeline.py``: the stages that
-differ by data) and its primary config ``conf/<primary_config>.yaml``. The CLI
-(:mod:`panoramia.pipeline.app`), :func:`register_schemas`, the service's request checks and
-command builder and the API's ``modality`` filter read this table (the report builder takes
-any ``JobConfigBase`` and names no modality).
-
-Entries name their schema and pipeline class by import path, resolved on first use: the
-service imports this module without loading a deep-learning stack, and a name here is never
-taken from a request (the table is the allow-list).
+"""Composing a job against the modality plug-ins' schemas (the registry itself is
+:mod:`panoramia.plugins`): the Hydra config directory, the job schemas registered in Hydra's
+store, and the composition the CLI and the service's command builder share.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import os
 import threading
-import typing
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from panoramia.errors import InputError
+from panoramia.plugins import MODALITIES, Modality, modality
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
 CONF_DIR_ENV = "PANORAMIA_CONF_DIR"
-
-
-@dataclass(frozen=True)
-class Modality:
-    """One kind of audited data and the pieces that audit it."""
-
-    name: str
-    """The ``modality`` value of its job schema and reports."""
-    primary_config: str
-    """``conf/<primary_config>.yaml``: the Hydra primary config (``--config-name``)."""
-    schema_name: str
-    """The ConfigStore name the primary config's defaults list extends."""
-    job_schema_path: str
-    """``module:Class`` of the job schema (a dataclass extending ``JobConfigBase``)."""
-    pipeline_path: str
-    """``module:Class`` of the pipeline (an ``AuditPipeline``)."""
-    path_target: str
-    """The ``target`` option that audits a contributor's model directory (``target.path``)."""
-    data_sources: tuple[str, ...]
-    """The ``data`` group options (``conf/data/*.yaml``) that pick this modality."""
-    file_data_sources: tuple[str, ...]
-    """Those of :attr:`data_sources` that read the contributor's own files (the rest are
-    embedded datasets)."""
-
-    def command_line(self) -> list[str]:
-        """The ``panoramia-audit`` arguments that select this modality's primary config."""
-        return [] if self.primary_config == "config" else [f"--config-name={self.primary_config}"]
-
-    def job_schema(self) -> type:
-        """The job schema class (imports the modality's wing)."""
-        return _resolve(self.job_schema_path)
-
-    def pipeline_class(self) -> type:
-        """The pipeline class (imports the modality's wing)."""
-        return _resolve(self.pipeline_path)
-
-    def target_schema(self) -> type:
-        """The type of the job schema's ``target`` section."""
-        return typing.get_type_hints(self.job_schema())["target"]
-
-    def target_settings(self) -> frozenset[str]:
-        """The names of the ``target`` section's settings (its schema's fields)."""
-        return frozenset(field.name for field in dataclasses.fields(self.target_schema()))
-
-
-def _resolve(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-MODALITIES: dict[str, Modality] = {
-    entry.name: entry
-    for entry in (
-        Modality(
-            name="tabular",
-            primary_config="config",
-            schema_name="job_schema",
-            job_schema_path="panoramia.pipeline.tabular.config:TabularJobConfig",
-            pipeline_path="panoramia.pipeline.tabular.pipeline:TabularPipeline",
-            path_target="path",
-            data_sources=("adult", "csv"),
-            file_data_sources=("csv",),
-        ),
-        Modality(
-            name="image",
-            primary_config="image",
-            schema_name="image_job_schema",
-            job_schema_path="panoramia.pipeline.image.config:ImageJobConfig",
-            pipeline_path="panoramia.pipeline.image.pipeline:ImagePipeline",
-            path_target="image_path",
-            data_sources=("mnist", "digits", "images"),
-            file_data_sources=("images",),
-        ),
-        Modality(
-            name="text",
-            primary_config="text",
-            schema_name="text_job_schema",
-            job_schema_path="panoramia.pipeline.text.config:TextJobConfig",
-            pipeline_path="panoramia.pipeline.text.pipeline:TextPipeline",
-            path_target="text_path",
-            data_sources=("python_docs", "text_files"),
-            file_data_sources=("text_files",),
-        ),
-    )
-}
-"""Every modality by name, in the order the docs list them."""
-
-MODALITY_PATTERN = "^(" + "|".join(MODALITIES) + ")$"
-"""A regular expression that matches exactly the registered names (API query filters)."""
-
-
-def modality(name: str) -> Modality:
-    """The registered modality ``name``; InputError naming the setting otherwise."""
-    try:
-        return MODALITIES[name]
-    except KeyError:
-        raise InputError(f"modality: {name!r} is not one of {', '.join(MODALITIES)}") from None
-
-
-def data_sources() -> dict[str, str]:
-    """Every ``data`` group option → its modality's name."""
-    return {source: m.name for m in MODALITIES.values() for source in m.data_sources}
 
 
 def modality_of_command_line(arguments: list[str]) -> Modality | None:
@@ -188,7 +74,7 @@ def folder_name(path: object) -> str:
 def register_schemas(names: Iterable[str] | None = None) -> None:
     """Register the job schemas of the modalities ``names`` (default: all) under their
     ``schema_name``: the primary configs' defaults lists extend them, so Hydra type-checks
-    every override. Registering only the one a command line runs spares it the other wings'
+    every override. Registering only the one a command line runs spares it the other plug-ins'
     imports. Also registers the configs' ``folder_name`` resolver. A schema already in
     Hydra's store is kept (building one costs ~0.03 s, and every composition asks)."""
     from hydra.core.config_store import ConfigStore

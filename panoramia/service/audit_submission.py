@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
+from panoramia.audit_cost import CostEstimate
+from panoramia.plugins import MODALITIES
 from panoramia.service.routing import Queue
 from panoramia.service.schemas import AuditRequest
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
-from panoramia.service.submission.cost import CostEstimate, check_budget, estimate_cost
+from panoramia.service.submission.cost import check_budget, estimate_cost
 from panoramia.service.submission.repeats import seeded_overrides
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.naming import check_columns, portable_overrides, upload_resolver
@@ -111,12 +113,17 @@ def check_model_fits(body: AuditRequest, model: Upload | None) -> None:
     kind = (model.summary or {}).get("modality") if model is not None else None
     if model is None or not isinstance(kind, str) or kind == body.data.modality:
         return
-    words = {"tabular": "a table", "image": "images", "text": "text"}
     raise RequestProblem(
         ("target", "path"),
-        f"upload {model.name!r} is a model of {words.get(kind, kind)}; data source "
-        f"{body.data.source!r} is an audit of {words.get(body.data.modality, body.data.modality)}",
+        f"upload {model.name!r} is a model of {_noun(kind)}; data source "
+        f"{body.data.source!r} is an audit of {_noun(body.data.modality)}",
     )
+
+
+def _noun(name: str) -> str:
+    """What modality ``name``'s data is called in a sentence (its plug-in says)."""
+    entry = MODALITIES.get(name)
+    return entry.data_noun if entry else name
 
 
 def check_label_classes(body: AuditRequest, data: Upload | None, model: Upload | None) -> None:

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from panoramia.pipeline.registry import MODALITIES, data_sources
+from panoramia.plugins import MODALITIES, data_sources
 from panoramia.report.schema import ReportDocument
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

@@ -17,9 +17,9 @@ skops with an explicit list of trusted types.
 
 A manifest's ``module`` is imported only from trusted modules (:mod:`panoramia.targets.trust`):
 by default :data:`DEFAULT_TRUSTED_MODULES`, the project's own networks
-(``panoramia.models.tabular_mlp``, ``panoramia.models.image_nets``). The module name is checked
-before anything is imported; the class must subclass ``torch.nn.Module``, and ``kwargs`` must
-be JSON data. Trust more explicitly: ``target.trusted_modules=[mypkg]`` on the command line
+(``panoramia.modalities.tabular.mlp``, ``panoramia.modalities.image.nets``). The module name is
+checked before anything is imported; the class must subclass ``torch.nn.Module``, and ``kwargs``
+must be JSON data. Trust more explicitly: ``target.trusted_modules=[mypkg]`` on the command line
 (``mypkg`` and ``mypkg.*``, not ``mypkgevil``), or, for the service's operator,
 ``PANORAMIA_TRUSTED_MODULES=mypkg,other`` (:func:`trusted_modules_from_env`). ``torch.nn``'s
 own layers are not trusted by default. Any other name is refused with an InputError.

@@ -16,9 +16,10 @@ class TargetModel(Protocol):
     def per_example_loss(self, rows: Any) -> np.ndarray:
         """Cross-entropy (nats) of each example's true label; float64 array of shape (n,).
 
-        ``rows`` is a DataFrame for tabular targets, a :class:`panoramia.data.images.ImageSet`
-        for image targets (``"modality": "image"``) and a :class:`panoramia.data.text.TextSet`
-        of token chunks for causal LMs (the mean next-token loss of each chunk).
+        ``rows`` is a DataFrame for tabular targets, a
+        :class:`panoramia.modalities.image.images.ImageSet` for image targets (``"modality":
+        "image"``) and a :class:`panoramia.modalities.text.documents.TextSet` of token chunks for
+        causal LMs (the mean next-token loss of each chunk).
         """
         ...
 

@@ -1,4 +1,5 @@
-"""Opening a target directory with the adapter its manifest names."""
+"""Opening a target directory with the adapter its manifest names: the loader of the modality
+plug-in that opens its format (:func:`panoramia.plugins.modality_of_manifest`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from panoramia.errors import InputError
+from panoramia.plugins import modality_of_manifest, target_formats
 from panoramia.targets.interface import TargetModel
-from panoramia.targets.manifest import manifest_modality, read_manifest
+from panoramia.targets.manifest import read_manifest
 from panoramia.targets.trust import check_trusted_modules
 
 
@@ -25,35 +27,10 @@ def load_target(
     trusted_modules = check_trusted_modules(trusted_modules, source="target.trusted_modules")
     manifest = read_manifest(directory)
     kind = manifest["format"]
-    if kind == "peft":
-        from panoramia.targets.text_models import load_peft_target
-
-        return load_peft_target(directory, manifest, device)
-    if manifest_modality(manifest) == "text":
-        from panoramia.targets.text_models import load_causal_lm_target
-
-        return load_causal_lm_target(directory, manifest, device)
-    if manifest_modality(manifest) == "image":
-        from panoramia.targets.image_models import load_image_target
-
-        return load_image_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]
-    if kind in ("torch-safetensors", "torchscript"):
-        from panoramia.targets.torch_models import load_torch_target
-
-        return load_torch_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]
-    if kind == "xgboost-json":
-        from panoramia.targets.xgboost_model import XGBoostTarget
-
-        return XGBoostTarget.load(directory, manifest)
-    if kind == "skops":
-        from panoramia.targets.skops_model import SkopsTarget
-
-        return SkopsTarget.load(directory, manifest, trusted_modules)
-    if kind == "http":
-        from panoramia.targets.http_model import HttpTarget
-
-        return HttpTarget.from_manifest(manifest)
-    raise InputError(
-        f"target {str(directory)!r}: unknown format {kind!r}; expected torch-safetensors, "
-        "torchscript, hf-image-classification, hf-causal-lm, peft, xgboost-json, skops or http"
-    )
+    if kind not in target_formats():
+        raise InputError(
+            f"target {str(directory)!r}: unknown format {kind!r}; expected "
+            f"{', '.join(target_formats())}"
+        )
+    entry = modality_of_manifest(manifest)
+    return entry.target_loader()(directory, manifest, trusted_modules, device)

@@ -7,17 +7,20 @@ import json
 from pathlib import Path
 
 from panoramia.errors import InputError
+from panoramia.plugins import implicit_manifest
 
 MANIFEST = "target.json"
 """The manifest's file name inside a target directory."""
 
 
 def read_manifest(directory: Path) -> dict:
-    """The target's manifest; a bare Hugging Face causal-LM directory gets an implicit one."""
+    """The target's manifest; a folder without one that a modality plug-in recognises (a bare
+    Hugging Face causal-LM directory) gets the plug-in's implicit one."""
     path = Path(directory) / MANIFEST
     if not path.is_file():
-        if _is_causal_lm_directory(Path(directory)):
-            return {"format": "hf-causal-lm", "modality": "text", "directory": "."}
+        implicit = implicit_manifest(Path(directory))
+        if implicit is not None:
+            return implicit
         raise InputError(f"target {str(directory)!r}: no {MANIFEST} manifest")
     try:
         manifest = json.loads(path.read_text())
@@ -26,30 +29,6 @@ def read_manifest(directory: Path) -> dict:
     if not isinstance(manifest, dict) or "format" not in manifest:
         raise InputError(f"target manifest {str(path)!r}: needs a 'format' field")
     return manifest
-
-
-def manifest_modality(manifest: dict) -> str:
-    """The audit a model of this manifest belongs to: ``text`` for a causal LM (``hf-causal-lm``,
-    or a ``peft`` adapter over one), ``image`` for an image classifier
-    (``hf-image-classification``, or ``"modality": "image"``), else ``tabular`` (the rule
-    :func:`panoramia.targets.loading.load_target` opens it by)."""
-    kind = manifest.get("format")
-    if kind in ("hf-causal-lm", "peft"):
-        return "text"
-    if manifest.get("modality") == "image" or kind == "hf-image-classification":
-        return "image"
-    return "tabular"
-
-
-def _is_causal_lm_directory(directory: Path) -> bool:
-    config = directory / "config.json"
-    if not config.is_file():
-        return False
-    try:
-        architectures = json.loads(config.read_text()).get("architectures") or []
-    except (ValueError, AttributeError):
-        return False
-    return any(str(name).endswith("ForCausalLM") or "LMHead" in str(name) for name in architectures)
 
 
 def inside_model_directory(directory: Path, name: object, field: str) -> Path:

@@ -32,11 +32,18 @@ from typing import TypeGuard
 from panoramia.errors import InputError
 
 DEFAULT_TRUSTED_MODULES: tuple[str, ...] = (
-    "panoramia.models.tabular_mlp",
-    "panoramia.models.image_nets",
+    "panoramia.modalities.tabular.mlp",
+    "panoramia.modalities.image.nets",
 )
 """Modules whose ``nn.Module`` classes every manifest may name: the tabular MLP and the image
 networks (SmallCNN, ResNet) that the demo targets and helpers write into their manifests."""
+
+MOVED_MODULES: dict[str, str] = {
+    "panoramia.models.tabular_mlp": "panoramia.modalities.tabular.mlp",
+    "panoramia.models.image_nets": "panoramia.modalities.image.nets",
+}
+"""Where the networks of :data:`DEFAULT_TRUSTED_MODULES` lived before the modalities became
+plug-ins: a manifest written then names the old module, which is read as the new one."""
 
 TRUSTED_MODULES_ENV = "PANORAMIA_TRUSTED_MODULES"
 """The service operator's extra trusted modules, comma-separated."""
@@ -90,6 +97,7 @@ def import_model_class(
     extra = check_trusted_modules(trusted_modules, source="target.trusted_modules")
     trusted = (*DEFAULT_TRUSTED_MODULES, *extra)
     module_name, colon, attribute = path.partition(":") if isinstance(path, str) else ("", "", "")
+    module_name = MOVED_MODULES.get(module_name, module_name)
     if not (colon and is_dotted_name(module_name) and _IDENTIFIER.fullmatch(attribute)):
         raise InputError(
             f"target manifest field {field!r}: {path!r} is not 'package.module:Class' "

@@ -289,7 +289,7 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     xgboost model folder (.tar.gz); start an audit from the form by its labels; follow it to
     its verdict; start 3 repeats and read their pooled verdict; delete the model entry and
     the uploads. Every page passes axe and fits 1280 and 390 px (``shot``)."""
-    from panoramia.datasets.adult import load_adult
+    from panoramia.modalities.tabular.adult import load_adult
     from tests.service.test_upload_deletion import _model_archive
 
     expect = sync_api.expect

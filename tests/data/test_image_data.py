@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from panoramia.data.images import ImageSet, read_images
-from panoramia.datasets.images import load_digits, load_mnist_subset
 from panoramia.errors import InputError
+from panoramia.modalities.image.datasets import load_digits, load_mnist_subset
+from panoramia.modalities.image.images import ImageSet, read_images
 
 
 def some_images(n: int = 12, side: int = 8, channels: int = 1, seed: int = 0) -> ImageSet:
@@ -131,7 +131,7 @@ def test_embedded_sets() -> None:
 def test_normalization_and_augmentation() -> None:
     import torch
 
-    from panoramia.data.image_module import Normalization, augment_batch
+    from panoramia.modalities.image.image_module import Normalization, augment_batch
 
     images = some_images(16, channels=3)
     normalization = Normalization.of(images.images)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from panoramia.data.images import read_npz
 from panoramia.errors import InputError
+from panoramia.modalities.image.images import read_npz
 
 
 def test_a_compressed_npz_past_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_an_npz_whose_shape_is_no_image_set_is_refused_from_its_headers(
     path = tmp_path / "channels_first.npz"
     _zeros_npz(path, (2000, 3, 160, 160))  # 154 MB once read, channels first
     assert path.stat().st_size < 1_000_000
-    import panoramia.data.images as images
+    import panoramia.modalities.image.images as images
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("np.load called before the headers were checked")

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panoramia.data.encoding import TabularEncoder
-from panoramia.data.tabular import TabularSchema, conform, read_table
-from panoramia.datasets.adult import SCHEMA, load_adult
 from panoramia.errors import InputError
+from panoramia.modalities.tabular.adult import SCHEMA, load_adult
+from panoramia.modalities.tabular.encoding import TabularEncoder
+from panoramia.modalities.tabular.table import TabularSchema, conform, read_table
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from panoramia.data.text import (
+from panoramia.errors import InputError
+from panoramia.modalities.text.documents import (
     TextSet,
     chunk_documents,
     concat_chunks,
     read_chunks,
     read_documents,
 )
-from panoramia.errors import InputError
 
 
 def test_chunks_are_consecutive_capped_and_drop_the_tail() -> None:
@@ -90,7 +90,7 @@ def test_bad_text_files_name_the_file(
 
 
 def test_embedded_corpus_is_python_documentation() -> None:
-    from panoramia.datasets.text import load_pydoc_topics, load_python_docs
+    from panoramia.modalities.text.datasets import load_pydoc_topics, load_python_docs
 
     topics = load_pydoc_topics()
     assert 60 <= len(topics) <= 120
@@ -101,8 +101,8 @@ def test_embedded_corpus_is_python_documentation() -> None:
 
 
 def test_pools_hold_whole_documents() -> None:
-    from panoramia.pipeline.text.config import TextDataConfig
-    from panoramia.pipeline.text.data import _pools
+    from panoramia.modalities.text.config import TextDataConfig
+    from panoramia.modalities.text.data import _pools
 
     rng = np.random.default_rng(0)
     documents = np.repeat(np.arange(40), rng.integers(1, 20, 40))

@@ -156,7 +156,7 @@ def test_the_readme_walkthrough_over_the_network_with_a_worker_that_shares_no_di
 
     import xgboost as xgb
 
-    from panoramia.datasets.adult import SCHEMA, load_adult
+    from panoramia.modalities.tabular.adult import SCHEMA, load_adult
 
     mounts = json.loads(docker("inspect", "-f", "{{json .Mounts}}", stack.container("worker")))
     assert f"{stack.project}_panoramia" not in [m.get("Name") for m in mounts]

@@ -6,7 +6,7 @@ import copy
 
 import torch
 
-from panoramia.generators.ema import update_ema
+from panoramia.modalities.image.ema import update_ema
 
 
 def test_the_average_moves_each_float_tensor_by_its_share_and_copies_counts() -> None:

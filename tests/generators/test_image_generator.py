@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from panoramia.baselines.labels import draw_classes
-from panoramia.data.images import ImageSet
-from panoramia.datasets.images import load_digits
 from panoramia.errors import InputError
-from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
-from panoramia.mia.image import ImageDistinguisher, ImageDistinguisherConfig
+from panoramia.modalities.image.datasets import load_digits
+from panoramia.modalities.image.distinguisher import ImageDistinguisher, ImageDistinguisherConfig
+from panoramia.modalities.image.generator import ImageGenerator, ImageGeneratorConfig
+from panoramia.modalities.image.images import ImageSet
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_samples_are_reproducible_and_follow_the_class_prior(
 
 
 def test_black_level_comes_from_a_pure_black_background() -> None:
-    from panoramia.generators.image import black_level_of
+    from panoramia.modalities.image.generator import black_level_of
 
     mnist_like = np.r_[np.zeros(1000), np.full(10, 5), np.full(10, 9), np.full(500, 200)]
     assert black_level_of(mnist_like.astype(np.uint8)) == 8  # (0, 8]: 1 % of the zeros
@@ -93,7 +93,7 @@ def test_ddim_returns_the_data_under_an_exact_denoiser() -> None:
     deterministic DDIM must land on x* from any start, for any number of steps."""
     import torch
 
-    from panoramia.generators.ddpm import cosine_alpha_bar, ddim_sample
+    from panoramia.modalities.image.ddpm import cosine_alpha_bar, ddim_sample
 
     target = torch.linspace(-1.0, 1.0, 2 * 4 * 4).reshape(2, 4, 4)
     alpha_bar = cosine_alpha_bar(1000)
@@ -137,7 +137,7 @@ def test_ddpm_learns_each_class_pattern() -> None:
 def test_quality_filter_keeps_at_least_one_minus_max_drop(
     generator: ImageGenerator, digits: ImageSet
 ) -> None:
-    from panoramia.generators.image_filter import filter_synthetic_images
+    from panoramia.modalities.image.generator_filter import filter_synthetic_images
 
     real = digits.take(np.arange(300))
     result = filter_synthetic_images(
@@ -162,8 +162,8 @@ def test_draw_classes_follows_the_probabilities() -> None:
 
 
 def test_labeler_relabels_with_known_classes(digits: ImageSet, tmp_path: Path) -> None:
-    from panoramia.baselines.image import ImageLabeler
-    from panoramia.models.image_training import ImageModelConfig
+    from panoramia.modalities.image.helper import ImageLabeler
+    from panoramia.modalities.image.training import ImageModelConfig
 
     labeler = ImageLabeler(ImageModelConfig(width=16, epochs=15, batch_size=32), tmp_path, seed=0)
     labeler.fit(digits.take(np.arange(600)), n_classes=10)
@@ -216,8 +216,8 @@ def test_distinguisher_without_signal_stays_near_chance() -> None:
 def test_cross_fitted_losses_rate_real_images_with_the_model_that_did_not_see_them(
     digits: ImageSet, tmp_path: Path
 ) -> None:
-    from panoramia.generators.image_filter import cross_fitted_losses
-    from panoramia.models.image_training import ImageModelConfig
+    from panoramia.modalities.image.generator_filter import cross_fitted_losses
+    from panoramia.modalities.image.training import ImageModelConfig
 
     real, candidates = digits.take(np.arange(300)), digits.take(np.arange(300, 400))
     fitted = cross_fitted_losses(
@@ -278,7 +278,7 @@ def test_a_seed_gives_the_same_images_whatever_number_a_device_samples_at_once(
 ) -> None:
     """A GPU samples 2,048 images per call and the CPU 256; the noise is drawn 256 at a time
     from the seed's CPU generator, so both give the same images (the CPU's here, twice)."""
-    import panoramia.generators.image as module
+    import panoramia.modalities.image.generator as module
 
     drawn = {}
     for per_call in (256, 512):

@@ -1,5 +1,5 @@
 """Resampling synthetic examples on a real-data classifier's loss
-(panoramia.generators.loss_matching)."""
+(panoramia.modalities.image.loss_matching)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import ks_2samp
 
-from panoramia.generators.loss_matching import loss_matching_keep
+from panoramia.modalities.image.loss_matching import loss_matching_keep
 
 
 def brute_force_keep(reference, candidate, priority, bins, max_drop) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Sequential CART synthesis (panoramia/generators/tabular_cart.py), the tabular audit's default."""
+"""Sequential CART synthesis (panoramia/modalities/tabular/generator_cart.py), the tabular audit's
+default."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from panoramia.datasets.adult import SCHEMA, load_adult
-from panoramia.generators.tabular import TabularGenerator, TabularGeneratorConfig
-from panoramia.generators.tabular_filter import synthetic_fidelity
+from panoramia.modalities.tabular.adult import SCHEMA, load_adult
+from panoramia.modalities.tabular.generator import TabularGenerator, TabularGeneratorConfig
+from panoramia.modalities.tabular.generator_filter import synthetic_fidelity
 
 CART = TabularGeneratorConfig(synthesizer="cart", min_leaf=10)
 
@@ -57,7 +58,7 @@ def test_its_rows_are_hard_to_tell_from_real_rows(
 
 
 def test_a_leaf_needs_at_least_one_donor() -> None:
-    from panoramia.generators.tabular_cart import SequentialCart
+    from panoramia.modalities.tabular.generator_cart import SequentialCart
 
     with pytest.raises(ValueError, match="min_leaf"):
         SequentialCart({"income"}, min_leaf=0)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panoramia.datasets.adult import SCHEMA, load_adult
 from panoramia.errors import InputError
-from panoramia.generators.tabular import (
+from panoramia.modalities.tabular.adult import SCHEMA, load_adult
+from panoramia.modalities.tabular.generator import (
     TABLE,
     TabularGenerator,
     TabularGeneratorConfig,
@@ -19,7 +19,7 @@ from panoramia.generators.tabular import (
     merge_point_masses,
     split_point_masses,
 )
-from panoramia.generators.tabular_filter import filter_synthetic
+from panoramia.modalities.tabular.generator_filter import filter_synthetic
 
 COPULA = TabularGeneratorConfig(synthesizer="gaussian_copula")
 
@@ -106,7 +106,7 @@ def test_fidelity_auc_tells_synthetic_from_real_rows_apart(
 ) -> None:
     """Held-out real rows against other real rows: about 0.5; against the copula's rows: well
     above (the figure the synthetic stage reports)."""
-    from panoramia.generators.tabular_filter import synthetic_fidelity
+    from panoramia.modalities.tabular.generator_filter import synthetic_fidelity
 
     other_real = load_adult()[0].iloc[5000:5800].reset_index(drop=True)
     real_vs_real = synthetic_fidelity(members, other_real, SCHEMA, seed=0)

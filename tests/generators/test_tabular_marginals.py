@@ -1,4 +1,4 @@
-"""Marginal matching (panoramia/generators/tabular_marginals.py): each continuous column of
+"""Marginal matching (panoramia/modalities/tabular/marginals.py): each continuous column of
 synthetic rows is mapped onto D_G's values by quantile, keeping the generator's ranks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp, spearmanr
 
-from panoramia.generators.tabular_marginals import MarginalMatch
+from panoramia.modalities.tabular.marginals import MarginalMatch
 
 
 def _real(rng: np.random.Generator, n: int = 4000) -> pd.DataFrame:

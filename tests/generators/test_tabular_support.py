@@ -1,4 +1,4 @@
-"""The support screen (``panoramia.generators.tabular_support``): rows with value pairs D_G never
+"""The support screen (``panoramia.modalities.tabular.support``): rows with value pairs D_G never
 shows."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panoramia.generators.tabular_support import SupportScreen
+from panoramia.modalities.tabular.support import SupportScreen
 
 
 def _real(n: int, seed: int = 0) -> pd.DataFrame:

@@ -13,8 +13,8 @@ import torch
 
 from panoramia.accounting.claims import DpSgdClaim
 from panoramia.accounting.summary import summarize_claim
+from panoramia.modalities.tabular.mlp import TabularMLP
 from panoramia.models.dp_training import DpSgdSettings, fit_classifier_dpsgd
-from panoramia.models.tabular_mlp import TabularMLP
 from panoramia.models.training import TrainingConfig
 from tests.cli_support import run_audit
 from tests.conftest import TINY_AUDIT, shared_store

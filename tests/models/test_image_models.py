@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from panoramia.data.images import ImageSet
-from panoramia.datasets.images import load_digits
 from panoramia.errors import InputError
-from panoramia.models.image_nets import ResNet, SmallCNN
-from panoramia.models.image_training import ImageModelConfig, train_image_directory
+from panoramia.modalities.image.datasets import load_digits
+from panoramia.modalities.image.images import ImageSet
+from panoramia.modalities.image.nets import ResNet, SmallCNN
+from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 
 

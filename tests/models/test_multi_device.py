@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from panoramia.errors import InputError
-from panoramia.models.tabular_mlp import TabularMLP
+from panoramia.modalities.tabular.mlp import TabularMLP
 from panoramia.models.training import (
     TrainingConfig,
     device_count,
@@ -101,8 +101,8 @@ def test_a_rank_lost_mid_training_leaves_no_stage_behind(tmp_path) -> None:  # t
 def test_a_dcgan_on_several_devices_is_one_line() -> None:
     """The DCGAN's two optimisers step by hand, which DDP does not support: refused before
     any process starts (the DDPM trains on several devices)."""
-    from panoramia.data.images import ImageSet
-    from panoramia.generators.image import ImageGenerator, ImageGeneratorConfig
+    from panoramia.modalities.image.generator import ImageGenerator, ImageGeneratorConfig
+    from panoramia.modalities.image.images import ImageSet
 
     rng = np.random.default_rng(0)
     images = ImageSet(rng.integers(0, 255, (32, 16, 16, 1), dtype=np.uint8),

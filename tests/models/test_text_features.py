@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from panoramia.mia.blind_text import BlindTextClassifier
-from panoramia.mia.text_features import (
+from panoramia.modalities.text.blind import BlindTextClassifier
+from panoramia.modalities.text.features import (
     calibrated_features,
     loss_sequence_features,
     lowest_share_mean,
@@ -65,8 +65,8 @@ def test_a_token_shift_the_generator_left_is_caught_without_any_model() -> None:
 def test_the_blind_column_is_out_of_fold_on_the_training_chunks_alone() -> None:
     """The distinguisher stacks the blind logit: its training chunks get their out-of-fold
     logits (a model that never saw each one), any other chunks the full model's."""
-    from panoramia.data.text import TextSet
-    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.modalities.text.distinguisher import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.modalities.text.documents import TextSet
 
     rng = np.random.default_rng(3)
     tokens = np.r_[rng.integers(0, 100, size=(60, 16)), rng.integers(0, 120, size=(60, 16))]
@@ -92,7 +92,7 @@ def test_the_new_settings_stay_out_of_a_stage_key_at_their_defaults() -> None:
     from dataclasses import asdict
 
     from panoramia.hashing import settings_key
-    from panoramia.mia.text import TextDistinguisherConfig
+    from panoramia.modalities.text.distinguisher import TextDistinguisherConfig
 
     default = TextDistinguisherConfig()
     before = {k: v for k, v in asdict(default).items() if k not in ("features", "blind")}
@@ -127,8 +127,8 @@ def test_a_gpt2_trained_whole_keeps_its_target_key_and_a_lora_target_names_its_r
     from dataclasses import asdict
 
     from panoramia.hashing import settings_key
-    from panoramia.models.lora import RECIPE_VERSION, recipe_key
-    from panoramia.pipeline.text.config import TextTargetConfig
+    from panoramia.modalities.text.config import TextTargetConfig
+    from panoramia.modalities.text.lora import RECIPE_VERSION, recipe_key
 
     whole = TextTargetConfig()
     new = ("architecture", "adapter", "lora_rank", "lora_alpha")

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from panoramia.data.text import TextSet, chunk_documents
 from panoramia.errors import InputError
-from panoramia.models.causal_lm import (
+from panoramia.modalities.text.causal_lm import (
     CausalLMConfig,
     GPT2Size,
     fit_causal_lm,
@@ -19,7 +18,8 @@ from panoramia.models.causal_lm import (
     new_causal_lm,
     save_causal_lm,
 )
-from panoramia.models.text_tokenizer import load_tokenizer, tokenize, train_bpe_tokenizer
+from panoramia.modalities.text.documents import TextSet, chunk_documents
+from panoramia.modalities.text.tokenizer import load_tokenizer, tokenize, train_bpe_tokenizer
 from panoramia.targets import load_target
 
 LENGTH = 16
@@ -29,7 +29,7 @@ TINY = GPT2Size(n_layer=1, n_embd=32, n_head=2, dropout=0.0)
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TextSet]:
     """A tokenizer trained on the documentation topics and their 16-token chunks."""
-    from panoramia.datasets.text import load_pydoc_topics
+    from panoramia.modalities.text.datasets import load_pydoc_topics
 
     directory = tmp_path_factory.mktemp("tokenizer")
     documents = load_pydoc_topics()
@@ -115,7 +115,11 @@ def test_a_bare_hugging_face_directory_loads_and_bad_ones_fail_in_one_line(
 def test_generator_continues_prompts_with_top_k_sampling(
     corpus: tuple[Path, TextSet], tmp_path: Path
 ) -> None:
-    from panoramia.generators.text import TextGenerator, TextGeneratorConfig, continuation_pairs
+    from panoramia.modalities.text.generator import (
+        TextGenerator,
+        TextGeneratorConfig,
+        continuation_pairs,
+    )
 
     tokenizer_dir, chunks = corpus
     pairs = continuation_pairs(chunks.take(np.arange(30)), seed=0)
@@ -148,7 +152,7 @@ def test_generator_continues_prompts_with_top_k_sampling(
 
 
 def test_text_distinguisher_two_phases_and_continuous_scores() -> None:
-    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.modalities.text.distinguisher import TextDistinguisher, TextDistinguisherConfig
 
     rng = np.random.default_rng(0)
     n, length = 800, 12
@@ -181,8 +185,8 @@ def test_text_distinguisher_two_phases_and_continuous_scores() -> None:
 def test_first_phase_trains_the_head_with_the_encoder_frozen() -> None:
     import lightning as L
 
-    from panoramia.mia.text import TextDistinguisher, TextDistinguisherConfig
-    from panoramia.mia.text_module import TextLossDistinguisher
+    from panoramia.modalities.text.distinguisher import TextDistinguisher, TextDistinguisherConfig
+    from panoramia.modalities.text.distinguisher_module import TextLossDistinguisher
 
     rng = np.random.default_rng(1)
     n, length = 64, 8
@@ -203,8 +207,8 @@ def test_first_phase_trains_the_head_with_the_encoder_frozen() -> None:
 def test_public_base_reads_package_docstrings_never_the_audited_text(
     corpus: tuple[Path, TextSet], tmp_path: Path
 ) -> None:
-    from panoramia.datasets.text import package_modules
-    from panoramia.models.public_base import pretrain_public_base, public_chunks
+    from panoramia.modalities.text.datasets import package_modules
+    from panoramia.modalities.text.public_base import pretrain_public_base, public_chunks
 
     tokenizer_dir, _ = corpus
     modules = package_modules(["sklearn"])
@@ -227,7 +231,7 @@ def test_public_base_reads_package_docstrings_never_the_audited_text(
 
 
 def test_loss_sequence_features_of_several_models_concatenate_per_model() -> None:
-    from panoramia.mia.text import loss_sequence_features
+    from panoramia.modalities.text.distinguisher import loss_sequence_features
 
     rng = np.random.default_rng(2)
     f_loss, h_loss = rng.gamma(2.0, 1.0, (5, 7)), rng.gamma(2.0, 1.0, (5, 7))

@@ -1,6 +1,6 @@
 """The installed ``panoramia-audit`` script itself, once per modality: the other audit tests
 fork their runs from a server that imported everything (tests/cli_support.py), so this is
-where the script's own start (its imports, a lazily loaded wing, warnings printed before the
+where the script's own start (its imports, a lazily loaded plug-in, warnings printed before the
 error) is checked."""
 
 from __future__ import annotations

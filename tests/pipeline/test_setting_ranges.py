@@ -20,7 +20,8 @@ from panoramia.audit_settings import (
     ranges_markdown,
 )
 from panoramia.errors import InputError
-from panoramia.pipeline.registry import MODALITIES, compose_job, config_dir
+from panoramia.pipeline.registry import compose_job, config_dir
+from panoramia.plugins import MODALITIES
 
 GROUPS = ("target", "generator", "helper", "distinguisher", "data", "audit", "run")
 
@@ -118,32 +119,31 @@ def test_a_choice_outside_its_list_names_key_value_and_choices(key: str, value: 
 
 
 def test_the_choices_are_the_ones_the_code_takes() -> None:
-    from panoramia.audit_settings import FILE_SOURCES, MODALITY_CHOICES
-    from panoramia.baselines.image import HELPER_DATA
-    from panoramia.data.images import AUGMENTATIONS
-    from panoramia.generators.image import MODELS
-    from panoramia.generators.tabular import SYNTHESIZERS
-    from panoramia.models.image_nets import ARCHITECTURES
+    from panoramia.modalities.image.generator import MODELS
+    from panoramia.modalities.image.helper import HELPER_DATA
+    from panoramia.modalities.image.images import AUGMENTATIONS
+    from panoramia.modalities.image.nets import ARCHITECTURES
+    from panoramia.modalities.tabular.generator import SYNTHESIZERS
 
     assert CHOICES["generator.synthesizer"] == SYNTHESIZERS
     assert CHOICES["generator.model"] == MODELS
     assert CHOICES["helper.training_data"] == HELPER_DATA
     assert CHOICES["target.augment"] == CHOICES["helper.augment"] == AUGMENTATIONS
     assert CHOICES["target.arch"] == CHOICES["helper.arch"] == tuple(ARCHITECTURES)
-    assert set(MODALITY_CHOICES) == set(FILE_SOURCES) == set(MODALITIES)  # one entry each
-    for narrowed in MODALITY_CHOICES.values():
-        for key, allowed in narrowed.items():
+    for entry in MODALITIES.values():  # each plug-in narrows choices to values they have
+        for key, allowed in entry.choices.items():
             assert set(allowed) <= set(CHOICES[key]), key
     for key, allowed in CHOICES.items():  # plain strings, as the composed config holds
         assert all(type(value) is str for value in allowed), key
-    from panoramia.datasets.images import EMBEDDED
-    from panoramia.datasets.text import EMBEDDED_TEXT
+    from panoramia.modalities.image.datasets import EMBEDDED
+    from panoramia.modalities.text.datasets import EMBEDDED_TEXT
 
-    # data.source: declared once; the text wing's embedded loaders are the declared ones
-    assert set(MODALITY_CHOICES["text"]["data.source"]) == {*EMBEDDED_TEXT, *FILE_SOURCES["text"]}
-    assert set(MODALITY_CHOICES["image"]["data.source"]) == {*EMBEDDED, *FILE_SOURCES["image"]}
-    for modality, files in FILE_SOURCES.items():
-        assert set(files) <= set(MODALITY_CHOICES[modality]["data.source"]), modality
+    # data.source: declared once; the text plug-in's embedded loaders are the declared ones
+    text, image = MODALITIES["text"], MODALITIES["image"]
+    assert set(text.choices["data.source"]) == {*EMBEDDED_TEXT, *text.file_source_values}
+    assert set(image.choices["data.source"]) == {*EMBEDDED, *image.file_source_values}
+    for entry in MODALITIES.values():
+        assert set(entry.file_source_values) <= set(entry.choices["data.source"]), entry.name
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ def test_the_job_refuses_before_any_stage(
     """``panoramia-audit`` runs the same checks as the service's door, with exit status 2
     and one line, before it builds the pipeline (so before any stage)."""
     from panoramia.pipeline.app import _task
-    from panoramia.pipeline.registry import Modality
+    from panoramia.plugins import Modality
 
     def no_pipeline(self: Modality) -> type:
         raise AssertionError("the pipeline was built")
@@ -259,7 +259,7 @@ def test_the_job_refuses_before_any_stage(
 def test_an_unknown_slice_of_a_csv_without_its_label_is_one_line(tmp_path: Path) -> None:
     """A CSV's declared columns with no ``data.label`` yet: the unknown slice is refused in
     one line naming the columns known so far (the missing label is the data stage's line)."""
-    from panoramia.pipeline.tabular.pipeline import TabularPipeline
+    from panoramia.modalities.tabular.pipeline import TabularPipeline
 
     config = compose_job(["--config-name=config", "data=csv", "data.categorical=[colour]",
                           "data.continuous=[height]", "audit.slices=[nope]",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from panoramia.modalities.tabular.config import TabularJobConfig
 from panoramia.pipeline.reporting import two_sided_section
-from panoramia.pipeline.tabular.config import TabularJobConfig
 
 LABELS = np.r_[np.ones(100), np.zeros(100)].astype(np.int8)
 SCORES = np.r_[np.linspace(0.3, 1, 100), np.linspace(0, 0.7, 100)]

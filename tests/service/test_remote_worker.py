@@ -31,7 +31,7 @@ def _send(client, name: str, content: bytes, filename: str = "census.csv") -> st
 def test_a_worker_on_another_disk_runs_an_audit_of_uploads_and_keeps_nothing(
     tmp_path: Path, database_url: str
 ) -> None:
-    from panoramia.datasets.adult import load_adult
+    from panoramia.modalities.tabular.adult import load_adult
     from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 

@@ -117,7 +117,7 @@ def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> Non
 def test_audits_submit_audits_ones_own_csv_files(tmp_path: Path) -> None:
     """A contributor's own CSV members and held-out rows, with their columns named on the
     command line, audited through the service to the end."""
-    from panoramia.datasets.adult import load_adult
+    from panoramia.modalities.tabular.adult import load_adult
     from tests.conftest import TINY_AUDIT
 
     settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=0.5)

@@ -218,7 +218,7 @@ def test_local_pool_audits_an_uploaded_lora_adapter(tmp_path: Path) -> None:
     archive) and her documents arrive as uploads; the service audits the adapted model and
     stores a text report that reads the adapter's identity, the blind baseline and the
     attacker's terms (issue 56)."""
-    from panoramia.datasets.text import load_pydoc_topics
+    from panoramia.modalities.text.datasets import load_pydoc_topics
     from tests.lora_support import tiny_peft_target
     from tests.service.test_uploads import upload
 

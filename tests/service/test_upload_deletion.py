@@ -27,7 +27,7 @@ def _model_archive(members, directory: Path) -> bytes:  # type: ignore[no-untype
     """An xgboost model trained on ``members`` as people save one, packed as a tar.gz."""
     import xgboost as xgb
 
-    from panoramia.datasets.adult import SCHEMA
+    from panoramia.modalities.tabular.adult import SCHEMA
 
     features = members.drop(columns=["income"]).copy()
     for column in SCHEMA.categorical:
@@ -63,7 +63,7 @@ def _send(client, name: str, kind: str, filename: str, content: bytes) -> dict: 
 
 
 def test_a_planted_canary_is_nowhere_once_her_uploads_are_deleted(tmp_path: Path) -> None:
-    from panoramia.datasets.adult import load_adult
+    from panoramia.modalities.tabular.adult import load_adult
     from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from panoramia.datasets.adult import SCHEMA, load_adult
-from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
+from panoramia.modalities.tabular.adult import SCHEMA, load_adult
+from panoramia.modalities.tabular.training import MlpConfig, train_mlp_directory
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 import torch
 
-from panoramia.datasets.adult import SCHEMA
 from panoramia.errors import InputError
-from panoramia.models.tabular_training import (
+from panoramia.modalities.tabular.adult import SCHEMA
+from panoramia.modalities.tabular.training import (
     XGBoostTargetConfig,
     train_xgboost_directory,
 )
@@ -255,8 +255,11 @@ def test_module_that_is_not_a_dotted_name_is_refused(
 
 
 def test_allowed_module_but_not_a_module_class(mlp_dir: Path, tmp_path: Path) -> None:
-    for module in ("panoramia.models.image_nets:ARCHITECTURES", "panoramia.models.tabular_mlp:nn",
-                   "panoramia.models.tabular_mlp:Missing"):  # fmt: skip
+    for module in (
+        "panoramia.modalities.image.nets:ARCHITECTURES",
+        "panoramia.modalities.tabular.mlp:nn",
+        "panoramia.modalities.tabular.mlp:Missing",
+    ):
         _one_line_refusal(
             _manifest_dir(mlp_dir, tmp_path / "m", module=module), "not a torch.nn.Module class"
         )
@@ -366,8 +369,8 @@ def test_kwargs_must_be_json_data(mlp_dir: Path, tmp_path: Path) -> None:
 
 
 def test_demo_manifests_name_default_trusted_modules() -> None:
-    from panoramia.models.image_nets import ARCHITECTURES
-    from panoramia.models.tabular_training import MLP_MODULE
+    from panoramia.modalities.image.nets import ARCHITECTURES
+    from panoramia.modalities.tabular.training import MLP_MODULE
 
     for path in (MLP_MODULE, *ARCHITECTURES.values()):
         assert is_trusted(path.partition(":")[0], DEFAULT_TRUSTED_MODULES)
@@ -450,8 +453,13 @@ def test_a_manifest_names_files_of_its_own_directory_only(tmp_path: Path, name: 
     model.mkdir()
     (tmp_path / "outside.safetensors").write_bytes(b"x")
     (model / "link.safetensors").symlink_to(tmp_path / "outside.safetensors")
-    manifest = {"format": "torch-safetensors", "module": "panoramia.models.tabular_mlp:TabularMLP",
-                "kwargs": {}, "weights": name, "encoder": "encoder.json"}  # fmt: skip
+    manifest = {
+        "format": "torch-safetensors",
+        "module": "panoramia.modalities.tabular.mlp:TabularMLP",
+        "kwargs": {},
+        "weights": name,
+        "encoder": "encoder.json",
+    }
     (model / MANIFEST).write_text(json.dumps(manifest))
     (model / "encoder.json").write_text("{}")
     with pytest.raises(InputError, match="must name a file inside the model directory"):
@@ -509,7 +517,7 @@ def _native_xgboost(rows: pd.DataFrame, directory: Path, **manifest: object) -> 
 def test_an_xgboost_model_as_xgboost_saves_it(rows: pd.DataFrame, tmp_path: Path) -> None:
     import xgboost as xgb
 
-    from panoramia.data.tabular import conform
+    from panoramia.modalities.tabular.table import conform
 
     directory = _native_xgboost(rows, tmp_path / "xgb", file="model.json",
                                 classes=["<=50K", ">50K"])  # fmt: skip
@@ -541,7 +549,7 @@ def test_xgboost_categories_match_by_value_and_margins_are_refused(tmp_path: Pat
     matches the booster's categories; an objective without probabilities is one line."""
     import xgboost as xgb
 
-    from panoramia.data.tabular import TabularSchema, conform
+    from panoramia.modalities.tabular.table import TabularSchema, conform
 
     rng = np.random.default_rng(0)
     grade, other = rng.choice([1, 2, 3], 300), rng.normal(size=300)

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from panoramia.data.text import TextSet
 from panoramia.errors import InputError
+from panoramia.modalities.text.causal_lm_losses import token_losses
+from panoramia.modalities.text.documents import TextSet
 from panoramia.targets import load_target
-from panoramia.targets.causal_lm_losses import token_losses
 from panoramia.targets.manifest import MANIFEST
 from tests.lora_support import with_lora
 

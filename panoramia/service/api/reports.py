@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
 from fastapi.responses import HTMLResponse
 
-from panoramia.pipeline.registry import MODALITY_PATTERN
+from panoramia.plugins import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.routing import RouteNeeds

@@ -26,6 +26,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from panoramia.plugins import MODALITIES
 from panoramia.report.digest import report_digest
 from panoramia.report.verdict import WORDS, plain_line
 from panoramia.report.verdict import finite_number as number
@@ -653,6 +654,7 @@ def add_report_pages(
         return page(
             request, "report.html", principal=principal, csrf=csrf, report=found,
             line=report_line(found), has_page=has_page,
+            shows_examples=_shows_examples(found.modality),
         )  # fmt: skip
 
     @router.get("/reports/{report_id}/page")
@@ -722,3 +724,9 @@ def not_signed_in_redirect(_request: Request, _error: NotSignedIn) -> Response:
     response = RedirectResponse("/console/login", 303)
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def _shows_examples(name: str) -> bool:
+    """Whether a report of modality ``name`` shows example inputs (its plug-in says)."""
+    entry = MODALITIES.get(name)
+    return bool(entry and entry.shows_examples)

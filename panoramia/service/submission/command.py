@@ -33,9 +33,9 @@ from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
     compose_job,
     config_dir,
-    modality,
     modality_of_command_line,
 )
+from panoramia.plugins import modality
 from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
 from panoramia.service.resource_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest

@@ -24,7 +24,7 @@
   :data:`ENTRY_BYTES`), all read from its headers before anything is written; then unpacked
   here, entry by entry, into a folder nothing else writes to.
 - A **model** folder: a ``target.json`` of a known format whose files lie inside it (a
-  ``peft`` adapter's folders as :func:`panoramia.targets.text_models.peft_folders` checks
+  ``peft`` adapter's folders as :func:`panoramia.modalities.text.targets.peft_folders` checks
   them); an ``http`` model (a URL the server would call) and, unless the operator trusts
   TorchScript, a TorchScript program are refused.
 
@@ -219,9 +219,9 @@ def _opened(path: Path, suffix: str, max_bytes: int, shown: str) -> io.TextIOWra
 
 
 def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
-    """A text audit's documents as the audit reads them (``panoramia.data.text``): a ``.jsonl``
-    line is a JSON object with a string field ``text`` (the field the service's audits read) or
-    a bare JSON string; a ``.txt`` is one document. ``{"documents": n, "characters": c}``
+    """A text audit's documents as the audit reads them (``panoramia.modalities.text.documents``):
+    a ``.jsonl`` line is a JSON object with a string field ``text`` (the field the service's audits
+    read) or a bare JSON string; a ``.txt`` is one document. ``{"documents": n, "characters": c}``
     counts the non-blank documents and their characters."""
     import json
 
@@ -485,9 +485,10 @@ def _classes_of(folder: Path) -> list[str] | None:
 
 def _modality_of(folder: Path) -> str:
     """The audit the checked model folder's manifest belongs to (its manifest was read)."""
-    from panoramia.targets.manifest import manifest_modality, read_manifest
+    from panoramia.plugins import modality_of_manifest
+    from panoramia.targets.manifest import read_manifest
 
-    return manifest_modality(read_manifest(model_root(folder)))
+    return modality_of_manifest(read_manifest(model_root(folder))).name
 
 
 def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> str:
@@ -524,7 +525,7 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
                     f"{shown}: its target.json's directory holds no Hugging Face config.json"
                 )
         if kind == "peft":  # base and adapter folders, by the audit's own rule
-            from panoramia.targets.text_models import peft_folders
+            from panoramia.modalities.text.targets import peft_folders
 
             peft_folders(root, manifest)
     except UploadRejected:

@@ -68,8 +68,8 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
 
 
 def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) -> None:
-    from panoramia.datasets.images import load_digits
-    from panoramia.models.image_training import ImageModelConfig, train_image_directory
+    from panoramia.modalities.image.datasets import load_digits
+    from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
 
     digits = load_digits()
     members, nonmembers = digits.take(np.arange(500)), digits.take(np.arange(500, 800))

@@ -450,8 +450,8 @@ def test_launcher_configs_compose() -> None:
 
 
 def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> None:
-    from panoramia.datasets.adult import SCHEMA, load_adult
-    from panoramia.models.tabular_training import MlpConfig, train_mlp_directory
+    from panoramia.modalities.tabular.adult import SCHEMA, load_adult
+    from panoramia.modalities.tabular.training import MlpConfig, train_mlp_directory
 
     train, test = load_adult()
     members = train.iloc[:800]
@@ -560,7 +560,7 @@ def test_a_brought_model_with_other_label_values_fails_at_the_target_stage(tmp_p
     import skops.io as sio
     from sklearn.linear_model import LogisticRegression
 
-    from panoramia.datasets.adult import load_adult
+    from panoramia.modalities.tabular.adult import load_adult
 
     train, test = load_adult()
     train.iloc[:1500].to_csv(tmp_path / "members.csv", index=False)
@@ -590,7 +590,7 @@ def test_a_brought_model_with_other_label_values_fails_at_the_target_stage(tmp_p
 def test_a_csv_without_declared_columns_gets_its_schema_from_their_types(
     artifacts: Path, tmp_path: Path
 ) -> None:
-    from panoramia.datasets.adult import SCHEMA, load_adult
+    from panoramia.modalities.tabular.adult import SCHEMA, load_adult
 
     train, test = load_adult()
     train.iloc[:800].to_csv(tmp_path / "members.csv", index=False)
@@ -627,7 +627,7 @@ def test_an_xgboost_model_as_people_save_it_audits_with_file_and_classes_only(
     the CSV's columns are read off their types."""
     import xgboost as xgb
 
-    from panoramia.datasets.adult import SCHEMA, load_adult
+    from panoramia.modalities.tabular.adult import SCHEMA, load_adult
 
     train, test = load_adult()
     members = train.iloc[:800]

@@ -84,7 +84,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
 
 def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> None:
     """A JSONL corpus and a bare Hugging Face directory (no target.json) of a causal LM."""
-    from panoramia.datasets.text import load_pydoc_topics
+    from panoramia.modalities.text.datasets import load_pydoc_topics
 
     base = audit(artifacts=artifacts, run_dir=tmp_path / "base")  # reused once built
     assert base.returncode == 0, base.stderr[-3000:]

@@ -1,0 +1,29 @@
+"""The image plug-in's declaration (the registry, :mod:`panoramia.plugins`, reads it)."""
+
+from __future__ import annotations
+
+from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
+from panoramia.plugins import Modality
+
+PLUGIN = Modality(
+    name="image",
+    primary_config="image",
+    schema_name="image_job_schema",
+    job_schema_path="panoramia.modalities.image.config:ImageJobConfig",
+    pipeline_path="panoramia.modalities.image.pipeline:ImagePipeline",
+    path_target="image_path",
+    data_sources=("mnist", "digits", "images"),
+    file_data_sources=("images",),
+    choices={
+        "target.kind": values((TargetKind.TRAIN, TargetKind.PATH)),
+        "target.members": values((TargetMembers.SAME, TargetMembers.DISJOINT)),
+        "data.source": values((DataSource.MNIST, DataSource.DIGITS, DataSource.FILES)),
+    },
+    file_source_values=(DataSource.FILES.value,),
+    data_noun="images",
+    target_formats=("hf-image-classification", "torch-safetensors", "torchscript"),
+    own_formats=("hf-image-classification",),
+    target_loader_path="panoramia.modalities.image.targets:load_image_target",
+    cost_path="panoramia.modalities.image.cost",
+    shows_examples=True,
+)

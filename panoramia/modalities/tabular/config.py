@@ -1,0 +1,80 @@
+"""The tabular audit's schema (``conf/config.yaml``): rows of a table, sdv, xgboost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from panoramia.audit_settings import TargetKind
+from panoramia.modalities.tabular.distinguisher import XGBoostDistinguisherConfig
+from panoramia.modalities.tabular.generator import TabularGeneratorConfig
+from panoramia.modalities.tabular.training import MlpConfig
+from panoramia.pipeline.config import (
+    DataConfigBase,
+    JobConfigBase,
+    QualityFilterConfig,
+    TargetConfigBase,
+    TrustedModulesMixin,
+)
+
+
+@dataclass
+class TabularDataConfig(DataConfigBase):
+    """``adult`` (embedded) or ``csv`` (members_path, optional nonmembers_path, the schema)."""
+
+    source: str = "adult"
+    label: str | None = None
+    categorical: list[str] = field(default_factory=list)
+    continuous: list[str] = field(default_factory=list)
+    pool_size: int = 15000
+    """adult: rows in each pool (the target's training set)."""
+
+
+@dataclass
+class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
+    """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
+
+    kind: str = TargetKind.MLP.value
+    name: str = "mlp"
+    n_estimators: int = 300
+    max_depth: int = 6
+    xgb_learning_rate: float = 0.1
+    dp_epsilon: float | None = None
+    """kind=mlp: train with DP-SGD (Opacus) for this ε at ``dp_delta`` (``inf``: the same
+    recipe without noise); the report's claim is then filled from the training. None: plain
+    training."""
+    dp_delta: float = 1e-5
+    dp_max_grad_norm: float = 1.0
+
+
+@dataclass
+class TabularGeneratorSettings(TabularGeneratorConfig):
+    """The synthesizer (fields of TabularGeneratorConfig), then labelling and filtering."""
+
+    relabel: bool = True
+    """Draw synthetic labels from a labeler trained on D_G (panoramia.modalities.tabular.helper)."""
+    support_novelty: float = 0.005
+    """Drop synthetic rows with a value, or a pair of values, that D_G never shows, on the
+    columns and pairs where real rows show unseen ones less often than this share
+    (panoramia.modalities.tabular.support); 0 turns the screen off. Applied before the filter."""
+    match_marginals: bool = True
+    """Map each continuous column of the generator's rows onto D_G's distribution by quantile
+    (panoramia.modalities.tabular.marginals), before the screen and the filter."""
+    filter: QualityFilterConfig = field(default_factory=QualityFilterConfig)
+
+
+@dataclass
+class TabularHelperConfig(MlpConfig):
+    """h: the target's architecture, trained on this many synthetic rows."""
+
+    n_rows: int = 6000
+    validation_fraction: float = 0.2
+
+
+@dataclass
+class TabularJobConfig(JobConfigBase):
+    modality: str = "tabular"
+    data: TabularDataConfig = field(default_factory=TabularDataConfig)
+    target: TabularTargetConfig = field(default_factory=TabularTargetConfig)
+    generator: TabularGeneratorSettings = field(default_factory=TabularGeneratorSettings)
+    helper: TabularHelperConfig = field(default_factory=TabularHelperConfig)
+    distinguisher: XGBoostDistinguisherConfig = field(default_factory=XGBoostDistinguisherConfig)

@@ -1,0 +1,107 @@
+"""The data stage of the tabular pipeline: known members, the control's pool, real non-members."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from panoramia.data.files import read_frame
+from panoramia.errors import InputError
+from panoramia.hashing import file_sha256
+from panoramia.modalities.tabular.config import TabularDataConfig
+from panoramia.modalities.tabular.table import TabularSchema, check_label, infer_schema, read_table
+from panoramia.pipeline.data_identity import by_name
+
+MEMBERS = "members.parquet"
+CONTROL_POOL = "control_pool.parquet"
+NONMEMBERS = "nonmembers.parquet"
+SCHEMA = "schema.json"
+
+
+def data_identity(config: TabularDataConfig) -> dict:
+    """What the data stage's key hashes: the config and the content of every input file."""
+    identity = asdict(config)
+    identity.pop("split")
+    if config.source == "csv":
+        for field in ("members_path", "label"):
+            if not getattr(config, field):
+                raise InputError(f"data.{field}: required for data=csv")
+        for field in ("members_path", "nonmembers_path"):
+            path = getattr(config, field)
+            if path is not None:
+                if not Path(path).is_file():
+                    raise InputError(f"data.{field}: file {path!r} does not exist")
+                identity[f"{field}_sha256"] = file_sha256(Path(path))
+                identity[field] = by_name(path)
+    else:  # adult: data.source's choices are declared in panoramia.audit_settings
+        from panoramia.datasets import path_of
+
+        identity["sha256"] = {
+            n: file_sha256(path_of(n)) for n in ("adult.data.gz", "adult.test.gz")
+        }
+    return identity
+
+
+def build_data(config: TabularDataConfig, directory: Path) -> dict:
+    """Write members, the control pool (adult only) and real non-members as parquet files."""
+    if config.source == "adult":
+        from panoramia.modalities.tabular.adult import SCHEMA as ADULT_SCHEMA
+        from panoramia.modalities.tabular.adult import load_adult
+
+        train, test = load_adult()
+        schema = ADULT_SCHEMA
+        order = np.random.default_rng(config.pool_seed).permutation(len(train))
+        if 2 * config.pool_size > len(train):
+            raise InputError(f"data.pool_size: at most {len(train) // 2} for Adult")
+        members = train.iloc[order[: config.pool_size]]
+        control = train.iloc[order[config.pool_size : 2 * config.pool_size]]
+        control.reset_index(drop=True).to_parquet(directory / CONTROL_POOL)
+        nonmembers: pd.DataFrame | None = test
+    else:
+        assert config.members_path is not None  # data_identity requires it (data=csv)
+        schema = user_schema(config)
+        members = read_table(config.members_path, schema)
+        check_label(members, schema.label, source=f"data file {str(config.members_path)!r}")
+        nonmembers = read_table(config.nonmembers_path, schema) if config.nonmembers_path else None
+    if config.max_members is not None:
+        members = members.iloc[: config.max_members]
+    members.reset_index(drop=True).to_parquet(directory / MEMBERS)
+    if nonmembers is not None:
+        nonmembers.reset_index(drop=True).to_parquet(directory / NONMEMBERS)
+    (directory / SCHEMA).write_text(json.dumps(schema.to_dict()))
+    return {
+        "members": len(members),
+        "nonmembers": 0 if nonmembers is None else len(nonmembers),
+        "has_control_pool": config.source == "adult",
+    }
+
+
+def user_schema(config: TabularDataConfig) -> TabularSchema:
+    """The declared schema, or, with neither ``data.categorical`` nor ``data.continuous``
+    given, one read off the members file's column types (printed as the overrides that set
+    it, so the run can be repeated or corrected)."""
+    # data_identity, which keys the data stage before it runs, requires both for data=csv
+    assert config.label is not None
+    assert config.members_path is not None
+    if config.categorical or config.continuous:
+        return TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
+    source = f"data file {str(config.members_path)!r}"
+    schema = infer_schema(read_frame(config.members_path, what="data file"), config.label,
+                          source=source)  # fmt: skip
+    print(
+        "data: no data.categorical or data.continuous given; from the columns' types: "
+        f"'data.categorical=[{','.join(schema.categorical)}]' "
+        f"'data.continuous=[{','.join(schema.continuous)}]' (set them to change it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return schema
+
+
+def load_schema(directory: Path) -> TabularSchema:
+    return TabularSchema.from_dict(json.loads((directory / SCHEMA).read_text()))

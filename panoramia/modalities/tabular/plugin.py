@@ -1,0 +1,27 @@
+"""The tabular plug-in's declaration (the registry, :mod:`panoramia.plugins`, reads it)."""
+
+from __future__ import annotations
+
+from panoramia.audit_settings import DataSource, TargetKind, values
+from panoramia.plugins import Modality
+
+PLUGIN = Modality(
+    name="tabular",
+    primary_config="config",
+    schema_name="job_schema",
+    job_schema_path="panoramia.modalities.tabular.config:TabularJobConfig",
+    pipeline_path="panoramia.modalities.tabular.pipeline:TabularPipeline",
+    path_target="path",
+    data_sources=("adult", "csv"),
+    file_data_sources=("csv",),
+    choices={
+        "target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)),
+        "data.source": values((DataSource.ADULT, DataSource.CSV)),
+    },
+    file_source_values=(DataSource.CSV.value,),
+    data_noun="a table",
+    target_formats=("torch-safetensors", "torchscript", "xgboost-json", "skops", "http"),
+    own_formats=("xgboost-json", "skops", "http"),
+    target_loader_path="panoramia.modalities.tabular.targets:load_tabular_target",
+    cost_path="panoramia.modalities.tabular.cost",
+)

@@ -1,1 +1,0 @@
-"""The image wing of the audit job: its schema (config), data stage (data), stages (pipeline)."""

@@ -1,1 +1,0 @@
-"""The tabular wing of the audit job: its schema (config), data stage (data), stages (pipeline)."""

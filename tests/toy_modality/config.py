@@ -1,0 +1,53 @@
+"""The toy audit's job schema (``conf/toy.yaml`` extends ``toy_job_schema``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
+
+
+@dataclass
+class ToyDataConfig(DataConfigBase):
+    source: str = "blobs"
+    pool_size: int = 400
+    """Points in each pool (the target's and the control's); as many real non-members."""
+    dims: int = 6
+
+
+@dataclass
+class ToyTargetConfig(TargetConfigBase):
+    name: str = "toy"
+    inverse_penalty: float = 1.0
+    """The logistic regression's C: large fits the members closely (leaks)."""
+    features: int = 0
+    """Random Fourier features of the points (0: the raw points), to over-fit with."""
+
+
+@dataclass
+class ToyGeneratorConfig:
+    spread: float = 1.0
+    """The fitted Gaussians' covariance is scaled by this."""
+
+
+@dataclass
+class ToyHelperConfig:
+    n_points: int = 300
+    inverse_penalty: float = 1.0
+    features: int = 0
+    validation_fraction: float = 0.0
+
+
+@dataclass
+class ToyDistinguisherConfig:
+    inverse_penalty: float = 1.0
+
+
+@dataclass
+class ToyJobConfig(JobConfigBase):
+    modality: str = "toy"
+    data: ToyDataConfig = field(default_factory=ToyDataConfig)
+    target: ToyTargetConfig = field(default_factory=ToyTargetConfig)
+    generator: ToyGeneratorConfig = field(default_factory=ToyGeneratorConfig)
+    helper: ToyHelperConfig = field(default_factory=ToyHelperConfig)
+    distinguisher: ToyDistinguisherConfig = field(default_factory=ToyDistinguisherConfig)
