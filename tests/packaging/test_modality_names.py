@@ -74,3 +74,31 @@ def test_no_page_template_compares_a_modality_name() -> None:
     assert templates
     offending = [str(t) for t in templates if pattern.search(t.read_text())]
     assert not offending, offending
+
+
+def test_the_registry_and_the_plug_ins_prices_load_no_deep_learning_stack() -> None:
+    """The service reads every plug-in's declaration and cost estimate in its own process:
+    that loads none of the libraries that train or open models."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from panoramia.plugins import MODALITIES\n"
+        "from panoramia.service.submission.cost import estimate_cost\n"
+        "assert all(estimate_cost({'modality': name}).total > 0 for name in MODALITIES)\n"
+        "heavy = ('torch', 'lightning', 'transformers', 'sdv', 'sklearn', 'xgboost', 'peft')\n"
+        "print(','.join(sorted(m for m in heavy if m in sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+def test_the_console_and_the_door_word_a_modality_as_its_plug_in_says() -> None:
+    from panoramia.service.audit_submission import _noun
+    from panoramia.service.console.pages import _shows_examples
+
+    assert [_shows_examples(name) for name in ("tabular", "image", "text", "other")] == [
+        False, True, True, False,
+    ]  # fmt: skip
+    assert [_noun(name) for name in ("tabular", "image", "other")] == ["a table", "images", "other"]
