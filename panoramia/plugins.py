@@ -15,96 +15,15 @@ the allow-list.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, cast
 
 from panoramia.errors import InputError
+from panoramia.modality_plugin import Modality, resolve
 
 BUILT_IN: tuple[str, ...] = ("tabular", "image", "text")
 """The shipped plug-ins, in the order the docs list them (the first is the default audit)."""
-
-
-@dataclass(frozen=True)
-class Modality:
-    """One kind of audited data and the pieces that audit it (a plug-in's declaration)."""
-
-    name: str
-    """The ``modality`` value of its job schema and reports."""
-    primary_config: str
-    """``conf/<primary_config>.yaml``: the Hydra primary config (``--config-name``)."""
-    schema_name: str
-    """The ConfigStore name the primary config's defaults list extends."""
-    job_schema_path: str
-    """``module:Class`` of the job schema (a dataclass extending ``JobConfigBase``)."""
-    pipeline_path: str
-    """``module:Class`` of the pipeline (an ``AuditPipeline``)."""
-    path_target: str
-    """The ``target`` option that audits a contributor's model directory (``target.path``)."""
-    data_sources: tuple[str, ...]
-    """The ``data`` group options (``conf/data/*.yaml``) that pick this modality."""
-    file_data_sources: tuple[str, ...]
-    """Those of :attr:`data_sources` that read the contributor's own files (the rest are
-    embedded datasets)."""
-    choices: Mapping[str, tuple[str, ...]]
-    """The choice settings this modality narrows (``data.source``, ``target.kind``, …) and
-    the values it allows of each (:func:`panoramia.audit_settings.choices_of`)."""
-    file_source_values: tuple[str, ...]
-    """The ``data.source`` values that read the contributor's files: such data has no
-    control pool (``target.members`` other than ``same`` needs one)."""
-    data_noun: str
-    """What its data is called in a sentence (``a table``, ``images``)."""
-    target_formats: tuple[str, ...]
-    """The ``format`` values of ``target.json`` its target loader opens."""
-    own_formats: tuple[str, ...]
-    """Those of :attr:`target_formats` that belong to this modality whatever the manifest's
-    ``modality`` field says (the rest are shared: the ``modality`` field, else the first
-    registered modality that opens the format, decides)."""
-    target_loader_path: str
-    """``module:function`` ``(directory, manifest, trusted_modules, device) -> TargetModel``."""
-    cost_path: str
-    """The module of its cost estimate (a :class:`panoramia.audit_cost.CostModel`: the
-    training stages of a composed, unresolved config and their multiply-adds); it imports no
-    deep-learning stack (the service calls it)."""
-    shows_examples: bool = field(default=False)
-    """Whether its report shows example inputs (generated images, text chunks) beside the
-    charts and the exposed records (the console's link to the page says so)."""
-    implicit_manifest_path: str | None = field(default=None)
-    """``module:function`` ``(directory) -> dict | None``: the manifest of a model folder that
-    has no ``target.json`` but is recognisably this modality's (None: no such rule)."""
-
-    def command_line(self) -> list[str]:
-        """The ``panoramia-audit`` arguments that select this modality's primary config."""
-        return [] if self.primary_config == "config" else [f"--config-name={self.primary_config}"]
-
-    def job_schema(self) -> type:
-        """The job schema class (imports the plug-in's schema module)."""
-        return cast("type", resolve(self.job_schema_path))
-
-    def pipeline_class(self) -> type:
-        """The pipeline class (imports the plug-in's stages)."""
-        return cast("type", resolve(self.pipeline_path))
-
-    def target_schema(self) -> type:
-        """The type of the job schema's ``target`` section."""
-        return cast("type", typing.get_type_hints(self.job_schema())["target"])
-
-    def target_settings(self) -> frozenset[str]:
-        """The names of the ``target`` section's settings (its schema's fields)."""
-        return frozenset(field.name for field in dataclasses.fields(self.target_schema()))
-
-    def target_loader(self) -> Callable[..., Any]:
-        """The function that opens this modality's targets."""
-        return cast("Callable[..., Any]", resolve(self.target_loader_path))
-
-
-def resolve(path: str) -> Any:
-    """``module:name`` → the object (the paths come from plug-in declarations only)."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def _load(name: str) -> Modality:
@@ -122,9 +41,13 @@ MODALITY_PATTERN = "^(" + "|".join(MODALITIES) + ")$"
 
 
 def register(entry: Modality) -> None:
-    """Add a plug-in that does not ship with the package (a test's, an operator's own):
-    from then on every part of the program that asks this registry sees it. A name already
-    registered is refused."""
+    """Add a plug-in that does not ship with the package (a test's, a developer's own) to this
+    process's registry: from then on the job, the settings, the target loader and the cost
+    estimate see it. Only in this process, and only where they ask the registry when they run:
+    a child process (the service's audits, a parallel launcher's workers) and the tables the
+    API's request schema builds at import (:mod:`panoramia.service.schemas`) do not, so a
+    plug-in the service runs is named in :data:`BUILT_IN`. A name already registered is
+    refused."""
     if entry.name in MODALITIES:
         raise ValueError(f"modality {entry.name!r} is already registered")
     MODALITIES[entry.name] = entry
@@ -161,16 +84,17 @@ def target_formats() -> tuple[str, ...]:
 
 
 def modality_of_manifest(manifest: Mapping[str, Any]) -> Modality:
-    """The modality whose loader opens a model of this manifest: the one that owns its
-    ``format``; else the one its ``modality`` field names, if that one opens the format;
-    else the first registered one that does. An unknown format belongs to the default
-    modality (whose loader refuses it, naming the formats it knows)."""
+    """The modality a model of this manifest belongs to: the one that owns its ``format``;
+    else the one its ``modality`` field names (whose loader refuses a format it does not
+    open, :func:`panoramia.targets.load_target`); else the first registered one that opens
+    the format. An unknown format belongs to the default
+    modality."""
     kind = manifest.get("format")
     for entry in MODALITIES.values():
         if kind in entry.own_formats:
             return entry
     named = MODALITIES.get(str(manifest.get("modality")))
-    if named is not None and kind in named.target_formats:
+    if named is not None:
         return named
     opening = (m for m in MODALITIES.values() if kind in m.target_formats)
     return next(opening, default_modality())

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from panoramia.errors import InputError
-from panoramia.plugins import MODALITIES, Modality, modality
+from panoramia.modality_plugin import Modality
+from panoramia.plugins import MODALITIES, modality
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig

@@ -33,4 +33,9 @@ def load_target(
             f"{', '.join(target_formats())}"
         )
     entry = modality_of_manifest(manifest)
+    if kind not in entry.target_formats:  # its "modality" field names an audit of other formats
+        raise InputError(
+            f"target {str(directory)!r}: format {kind!r} is not one the {entry.name} audit "
+            f"opens ({', '.join(entry.target_formats)})"
+        )
     return entry.target_loader()(directory, manifest, trusted_modules, device)

@@ -55,3 +55,12 @@ def manifest_file(directory: Path, manifest: dict, field: str) -> Path:
     if not path.is_file():
         raise InputError(f"target {str(directory)!r}: {field} file {str(path)!r} missing")
     return path
+
+
+def hugging_face_folder(directory: Path, manifest: dict) -> Path:
+    """The folder a Hugging Face manifest's ``directory`` field names (default ``.``): inside
+    the model's directory and holding a ``config.json``; else InputError."""
+    inner = inside_model_directory(Path(directory), manifest.get("directory", "."), "directory")
+    if not (inner / "config.json").is_file():
+        raise InputError("its target.json's directory holds no Hugging Face config.json")
+    return inner

@@ -102,3 +102,18 @@ def test_the_console_and_the_door_word_a_modality_as_its_plug_in_says() -> None:
         False, True, True, False,
     ]  # fmt: skip
     assert [_noun(name) for name in ("tabular", "image", "other")] == ["a table", "images", "other"]
+
+
+def test_a_plug_in_can_be_imported_first() -> None:
+    """A plug-in's declaration imports the declaration's type, not the registry: importing it
+    before anything else (a plug-in's own test, ``python -m``) loads it once, whole."""
+    import subprocess
+    import sys
+
+    for name in BUILT_IN:
+        code = (
+            f"import panoramia.modalities.{name}.plugin as declared\n"
+            "from panoramia.plugins import MODALITIES\n"
+            f"assert MODALITIES[{name!r}] is declared.PLUGIN\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True)

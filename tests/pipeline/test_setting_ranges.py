@@ -242,8 +242,8 @@ def test_the_job_refuses_before_any_stage(
 ) -> None:
     """``panoramia-audit`` runs the same checks as the service's door, with exit status 2
     and one line, before it builds the pipeline (so before any stage)."""
+    from panoramia.modality_plugin import Modality
     from panoramia.pipeline.app import _task
-    from panoramia.plugins import Modality
 
     def no_pipeline(self: Modality) -> type:
         raise AssertionError("the pipeline was built")

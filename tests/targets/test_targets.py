@@ -571,3 +571,39 @@ def test_xgboost_categories_match_by_value_and_margins_are_refused(tmp_path: Pat
     margins.save_model(tmp_path / "model.json")
     with pytest.raises(InputError, match="objective 'binary:logitraw' does not predict"):
         load_target(tmp_path)
+
+
+def test_a_manifest_naming_the_networks_old_modules_still_loads(
+    mlp_dir: Path, rows: pd.DataFrame, tmp_path: Path
+) -> None:
+    """Manifests written before the modalities became plug-ins name
+    ``panoramia.models.tabular_mlp``: read as the plug-in's module, after the same checks."""
+    from panoramia.modalities.image.nets import ResNet
+    from panoramia.modalities.tabular.mlp import TabularMLP
+
+    assert import_model_class("panoramia.models.tabular_mlp:TabularMLP") is TabularMLP
+    assert import_model_class("panoramia.models.image_nets:ResNet") is ResNet
+    module = json.loads((mlp_dir / MANIFEST).read_text())["module"]
+    old = _manifest_dir(mlp_dir, tmp_path / "old", module=module.replace(
+        "panoramia.modalities.tabular.mlp", "panoramia.models.tabular_mlp"))  # fmt: skip
+    assert np.array_equal(
+        load_target(old).per_example_loss(rows), load_target(mlp_dir).per_example_loss(rows)
+    )
+    _one_line_refusal(
+        _manifest_dir(mlp_dir, tmp_path / "m", module="panoramia.models.tabular_mlp:nn"),
+        "not a torch.nn.Module class",
+    )
+
+
+@pytest.mark.parametrize("kind", ["skops", "xgboost-json", "http", "hf-causal-lm"])
+def test_a_format_the_manifests_modality_does_not_open_is_refused_in_one_line(
+    mlp_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """``"modality": "image"`` beside a tabular format is refused, naming the image audit's
+    formats (a text format belongs to text whatever the field says: its loader reads it)."""
+    folder = _manifest_dir(mlp_dir, tmp_path / "m", format=kind, modality="image")
+    if kind == "hf-causal-lm":
+        _one_line_refusal(folder, "no Hugging Face config.json")
+    else:
+        message = _one_line_refusal(folder, f"format '{kind}' is not one the image audit opens")
+        assert "hf-image-classification" in message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from panoramia.plugins import Modality
+from panoramia.modality_plugin import Modality
 
 PLUGIN = Modality(
     name="toy",

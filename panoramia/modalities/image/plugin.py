@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
-from panoramia.plugins import Modality
+from panoramia.modality_plugin import Modality
+
+
+def check_uploaded_model(directory: Path, manifest: dict[str, object]) -> None:
+    """An uploaded Hugging Face image classifier's folder holds its ``config.json`` (the
+    torch formats' files are checked by the names their manifest gives)."""
+    from panoramia.targets.manifest import hugging_face_folder
+
+    if manifest.get("format") == "hf-image-classification":
+        hugging_face_folder(directory, manifest)
+
 
 PLUGIN = Modality(
     name="image",
@@ -25,5 +37,6 @@ PLUGIN = Modality(
     own_formats=("hf-image-classification",),
     target_loader_path="panoramia.modalities.image.targets:load_image_target",
     cost_path="panoramia.modalities.image.cost",
+    upload_check_path="panoramia.modalities.image.plugin:check_uploaded_model",
     shows_examples=True,
 )

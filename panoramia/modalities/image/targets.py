@@ -132,11 +132,6 @@ def load_image_target(
     normalization = _normalization(directory, manifest)
     if kind == "torch-safetensors":
         model, files = load_safetensors_module(directory, manifest, trusted_modules)
-    elif kind == "torchscript":
+    else:  # torchscript (panoramia.targets.load_target opens only the declared formats)
         model, files = load_torchscript_module(directory, manifest)
-    else:
-        raise InputError(
-            f"target {str(directory)!r}: format {kind!r} is not an image format "
-            "(torch-safetensors, torchscript, hf-image-classification)"
-        )
     return TorchImageTarget(_module_logits(model, normalization, device), files, kind, device)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from panoramia.audit_settings import DataSource, TargetKind, values
-from panoramia.plugins import Modality
+from panoramia.modality_plugin import Modality
 
 PLUGIN = Modality(
     name="tabular",
@@ -21,7 +21,7 @@ PLUGIN = Modality(
     file_source_values=(DataSource.CSV.value,),
     data_noun="a table",
     target_formats=("torch-safetensors", "torchscript", "xgboost-json", "skops", "http"),
-    own_formats=("xgboost-json", "skops", "http"),
+    own_formats=(),
     target_loader_path="panoramia.modalities.tabular.targets:load_tabular_target",
     cost_path="panoramia.modalities.tabular.cost",
 )

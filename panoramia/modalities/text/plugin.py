@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
-from panoramia.plugins import Modality
+from panoramia.modality_plugin import Modality
 
 
 def bare_causal_lm_manifest(directory: Path) -> dict[str, str] | None:
@@ -22,6 +22,19 @@ def bare_causal_lm_manifest(directory: Path) -> dict[str, str] | None:
     if any(str(name).endswith("ForCausalLM") or "LMHead" in str(name) for name in architectures):
         return {"format": "hf-causal-lm", "modality": PLUGIN.name, "directory": "."}
     return None
+
+
+def check_uploaded_model(directory: Path, manifest: dict[str, object]) -> None:
+    """An uploaded text model as the audit opens it: a peft adapter's base and adapter
+    folders; a causal LM's folder with its ``config.json``."""
+    if manifest.get("format") == "peft":
+        from panoramia.modalities.text.targets import peft_folders
+
+        peft_folders(Path(directory), manifest)
+    else:
+        from panoramia.targets.manifest import hugging_face_folder
+
+        hugging_face_folder(directory, manifest)
 
 
 PLUGIN = Modality(
@@ -44,6 +57,7 @@ PLUGIN = Modality(
     own_formats=("hf-causal-lm", "peft"),
     target_loader_path="panoramia.modalities.text.targets:load_text_target",
     cost_path="panoramia.modalities.text.cost",
+    upload_check_path="panoramia.modalities.text.plugin:check_uploaded_model",
     shows_examples=True,
     implicit_manifest_path="panoramia.modalities.text.plugin:bare_causal_lm_manifest",
 )

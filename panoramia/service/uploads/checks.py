@@ -66,15 +66,11 @@ CSV_CHUNK_BYTES = 32 * 2**20
 """About how many bytes of rows the CSV check reads at once."""
 MAX_COLUMNS = 10_000
 MAX_HEADER_BYTES = 2**20
-MODEL_FORMATS = (
-    "torch-safetensors", "torchscript", "hf-image-classification", "hf-causal-lm", "peft",
-    "xgboost-json", "skops",
-)  # fmt: skip
-"""Formats an uploaded model may have (``http`` only for models the operator places)."""
+REMOTE_FORMATS = ("http",)
+"""Formats of a model that is an address the server would call, not files: never uploaded
+(the operator places those, SECURITY.md)."""
 MANIFEST_FILES = ("file", "weights", "encoder")
 """Manifest fields that name a file of the model folder."""
-HUGGING_FACE_FORMATS = ("hf-image-classification", "hf-causal-lm")
-"""Formats whose ``directory`` field names the model's folder inside the upload."""
 
 
 MAX_VALUES = 50
@@ -494,7 +490,9 @@ def _modality_of(folder: Path) -> str:
 def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> str:
     """The format of the model in the unpacked ``folder``; UploadRejected when its manifest
     is missing, of an unknown or refused format, or names a file it does not hold."""
-    from panoramia.targets.manifest import inside_model_directory, manifest_file, read_manifest
+    from panoramia.modality_plugin import resolve
+    from panoramia.plugins import modality_of_manifest, target_formats
+    from panoramia.targets.manifest import manifest_file, read_manifest
 
     root = model_root(folder)
     if not (root / "target.json").is_file():
@@ -502,14 +500,14 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
     try:
         manifest = read_manifest(root)
         kind = manifest["format"]
-        if kind == "http":
+        if kind in REMOTE_FORMATS:
             raise UploadRejected(
                 f"{shown}: an http model is a URL the server would call; only the operator "
                 "places those (SECURITY.md)"
             )
-        if kind not in MODEL_FORMATS:
-            known = ", ".join(MODEL_FORMATS)
-            raise UploadRejected(f"{shown}: format {kind!r} is not one of {known}")
+        formats = [f for f in target_formats() if f not in REMOTE_FORMATS]
+        if kind not in formats:
+            raise UploadRejected(f"{shown}: format {kind!r} is not one of {', '.join(formats)}")
         if kind == "torchscript" and not trust_torchscript:
             raise UploadRejected(
                 f"{shown}: TorchScript models run code; this service opens them only with "
@@ -518,16 +516,14 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
         for name in MANIFEST_FILES:
             if manifest.get(name) is not None:
                 manifest_file(root, manifest, name)
-        if kind in HUGGING_FACE_FORMATS:  # the folder the audit opens, by the audit's rule
-            inner = inside_model_directory(root, manifest.get("directory", "."), "directory")
-            if not (inner / "config.json").is_file():
-                raise UploadRejected(
-                    f"{shown}: its target.json's directory holds no Hugging Face config.json"
-                )
-        if kind == "peft":  # base and adapter folders, by the audit's own rule
-            from panoramia.modalities.text.targets import peft_folders
-
-            peft_folders(root, manifest)
+        entry = modality_of_manifest(manifest)  # its plug-in's own rule for its formats
+        if kind not in entry.target_formats:
+            raise UploadRejected(
+                f"{shown}: format {kind!r} is not one the {entry.name} audit opens "
+                f"({', '.join(entry.target_formats)}), which its target.json's modality names"
+            )
+        if entry.upload_check_path is not None:
+            resolve(entry.upload_check_path)(root, manifest)
     except UploadRejected:
         raise
     except InputError as error:
