@@ -40,12 +40,24 @@ _CONTEXT.set_forkserver_preload(list(PRELOAD))
 
 
 def _main_in_child(
-    argv: list[str], env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    stdout_path: str,
+    stderr_path: str,
+    plugins: tuple[str, ...] = (),
 ) -> None:
     """The child's body: the console script's ``main()`` with this command line, environment,
-    working directory and output files; exits with the status the script would exit with."""
+    working directory and output files, with the modality ``plugins`` (``module:name`` of a
+    test's own declarations) registered first; exits with the status the script would exit
+    with."""
     code = 1
     try:
+        from panoramia.modality_plugin import resolve
+        from panoramia.plugins import register
+
+        for path in plugins:
+            register(resolve(path))
         os.environ.clear()
         os.environ.update(env)
         os.chdir(cwd)
@@ -73,11 +85,16 @@ def _main_in_child(
 
 
 def run_command(
-    argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    plugins: Sequence[str] = (),
 ) -> subprocess.CompletedProcess:
     """``panoramia-audit ARGV`` in a child process of the fork server, in ``cwd`` (default: the
-    current directory) with ``env`` (default: the current environment), output captured; a
-    failing run is returned, not raised (like ``subprocess.run(..., check=False)``)."""
+    current directory) with ``env`` (default: the current environment), with a test's own
+    modality ``plugins`` registered (``module:name`` of their declarations), output captured;
+    a failing run is returned, not raised (like ``subprocess.run(..., check=False)``)."""
     with tempfile.TemporaryDirectory(prefix="panoramia-cli-") as scratch:
         out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
         out.touch()
@@ -90,6 +107,7 @@ def run_command(
                 str(cwd or Path.cwd()),
                 str(out),
                 str(err),
+                tuple(plugins),
             ),
         )
         child.start()
