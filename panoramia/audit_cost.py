@@ -215,12 +215,16 @@ def trained_stages(
     return stages
 
 
-def distinguisher_stage(config: Mapping[str, Any], rows: float, network: Network) -> StageCost:
-    """The distinguishers a network attack trains: one per side and ensemble member, over
-    the attack's training rows of both kinds."""
+def distinguisher_stage(
+    config: Mapping[str, Any], rows: float, per_row: float, epochs: float | None = None
+) -> StageCost:
+    """The distinguishers an attack trains: one per side and ensemble member, each of
+    ``per_row`` MACs over the attack's training rows of both kinds for ``epochs`` (None: a
+    network's, ``distinguisher.epochs`` + ``distinguisher.head_epochs``)."""
     sides = 2 * int(number(config, "audit.ensemble", 1))
-    epochs = number(config, "distinguisher.epochs", 1) + number(
-        config, "distinguisher.head_epochs", 0
-    )
+    if epochs is None:
+        epochs = number(config, "distinguisher.epochs", 1) + number(
+            config, "distinguisher.head_epochs", 0
+        )
     attack_rows = 2 * rows * split(config, "attack_train")
-    return StageCost("distinguishers", network("distinguisher"), attack_rows, epochs, sides)
+    return StageCost("distinguishers", per_row, attack_rows, epochs, sides)

@@ -89,6 +89,10 @@ class Modality:
         """The names of the ``target`` section's settings (its schema's fields)."""
         return frozenset(field.name for field in dataclasses.fields(self.target_schema()))
 
+    def cost_model(self) -> Any:
+        """Its cost module (a :class:`panoramia.audit_cost.CostModel`)."""
+        return importlib.import_module(self.cost_path)
+
     def target_loader(self) -> Callable[..., Any]:
         """The function that opens this modality's targets."""
         return cast("Callable[..., Any]", resolve(self.target_loader_path))

@@ -16,4 +16,7 @@ def stages(config: Mapping[str, Any], rows: float) -> list[StageCost]:
     def network(block: str) -> float:
         return mlp_macs([])
 
-    return [*trained_stages(config, rows, network), distinguisher_stage(config, rows, network)]
+    return [
+        *trained_stages(config, rows, network),
+        distinguisher_stage(config, rows, network("distinguisher")),
+    ]

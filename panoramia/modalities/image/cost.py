@@ -33,7 +33,7 @@ def stages(config: Mapping[str, Any], rows: float) -> list[StageCost]:
 
     found = trained_stages(config, rows, network)
     found.extend(_generator(config, rows * split(config, "generator")))
-    found.append(distinguisher_stage(config, rows, network))
+    found.append(distinguisher_stage(config, rows, network("distinguisher")))
     return found
 
 

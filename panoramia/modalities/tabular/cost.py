@@ -8,6 +8,7 @@ from typing import Any
 
 from panoramia.audit_cost import (
     StageCost,
+    distinguisher_stage,
     leaves,
     mlp_macs,
     network_macs,
@@ -51,6 +52,4 @@ def _distinguishers(config: Mapping[str, Any], rows: float) -> StageCost:
         for e in entries
         if isinstance(e, Mapping)
     )
-    sides = 2 * int(number(config, "audit.ensemble", 1))
-    attack_rows = 2 * rows * split(config, "attack_train")
-    return StageCost("distinguishers", per_row, attack_rows, 1, sides)
+    return distinguisher_stage(config, rows, per_row, epochs=1)

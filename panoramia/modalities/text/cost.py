@@ -41,5 +41,5 @@ def stages(config: Mapping[str, Any], rows: float) -> list[StageCost]:
                 number(config, "base.epochs"),
             )
         )
-    found.append(distinguisher_stage(config, rows, network))
+    found.append(distinguisher_stage(config, rows, network("distinguisher")))
     return found

@@ -12,11 +12,10 @@ budget (``PANORAMIA_MAX_AUDIT_COST``; :func:`check_budget`).
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from panoramia.audit_cost import CostEstimate, CostModel, number, value
 from panoramia.errors import InputError
@@ -53,7 +52,7 @@ def cost_model(config: Mapping[str, Any]) -> CostModel:
     """The ``cost`` module of the plug-in that ``config``'s ``modality`` names (the default
     modality's when it names none)."""
     entry = MODALITIES.get(str(value(config, "modality")), default_modality())
-    return importlib.import_module(entry.cost_path)
+    return cast("CostModel", entry.cost_model())
 
 
 def data_rows(config: Mapping[str, Any]) -> float:
