@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -149,6 +150,24 @@ def test_generator_continues_prompts_with_top_k_sampling(
     assert np.array_equal(
         greedy.sample(prompts, 3, seed=1).tokens, greedy.sample(prompts, 3, seed=2).tokens
     )
+    # the rank of each drawn token in the LM's next-token distribution: top_k bounds it; None
+    # (the default) draws from the whole vocabulary (400 tokens here)
+    assert _draw_ranks(loaded, prompts).max() < 20
+    whole = TextGenerator(TextGeneratorConfig(samples_per_prompt=1))
+    assert whole.config.top_k is None
+    whole.model = loaded.model
+    assert _draw_ranks(whole, prompts).max() >= 200  # beyond the paper's k and any default cut
+
+
+def _draw_ranks(generator: Any, prompts: TextSet) -> np.ndarray:
+    """Rank (0 = likeliest) of every generated token under the generator's LM given its prefix."""
+    drawn = generator.sample(prompts, 12, seed=3)
+    which = (np.arange(12) // generator.config.samples_per_prompt) % len(prompts)
+    sequences = torch.from_numpy(np.concatenate([prompts.tokens[which], drawn.tokens], axis=1))
+    with torch.no_grad():
+        logits = generator.model(input_ids=sequences).logits[:, LENGTH - 1 : -1]
+    chosen = logits.gather(-1, sequences[:, LENGTH:, None])
+    return (logits > chosen).sum(-1).numpy()
 
 
 def test_text_distinguisher_two_phases_and_continuous_scores() -> None:

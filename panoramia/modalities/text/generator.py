@@ -3,9 +3,11 @@
 ``TextGenerator(config).fit(train, architecture=..., tokenizer_dir=..., seed=...)`` then
 ``.sample(prompts, n, seed=...)``: a :class:`~panoramia.modalities.text.documents.TextSet` of n
 synthetic chunks, each the L-token continuation of an L-token prompt (PANORAMIA App. C.2, L = 64),
-drawn with top-k sampling (default k = 200, temperature 1), ``samples_per_prompt`` continuations per
-prompt (prompts are reused cyclically when n exceeds prompts × samples_per_prompt); generated in
-batches with the KV cache. ``.save(dir)`` / ``TextGenerator.load(dir)``.
+drawn from the LM's whole next-token distribution at temperature 1 by default (``top_k`` keeps
+the k likeliest tokens of each draw, as the paper's k = 200 over GPT-2's 50,257),
+``samples_per_prompt`` continuations per prompt (prompts are reused cyclically when n exceeds
+prompts × samples_per_prompt); generated in batches with the KV cache. ``.save(dir)`` /
+``TextGenerator.load(dir)``.
 
 The LM starts from ``base_model`` (a local directory) when given, else from fresh weights of the
 target's architecture with a context of 2L. It is trained on 2L-token sequences: a D_G^train
@@ -41,7 +43,10 @@ class TextGeneratorConfig(CausalLMConfig):
     targets that differ only in their own regularisation)."""
     prompt_fraction: float = 0.3
     """Share of D_G held out as prompts (D_G^prompt; the paper's 15 % of 50 %)."""
-    top_k: int = 200
+    top_k: int | None = None
+    """Draw each token from the k likeliest only; None: from the whole vocabulary (the LM's own
+    distribution). Truncation suits a large vocabulary; over a small one it drops the rare tokens
+    real text holds, which a bag of words then spots (docs/RESULTS.md §23)."""
     temperature: float = 1.0
     samples_per_prompt: int = 8
     generation_batch: int = 64
@@ -124,7 +129,7 @@ class TextGenerator:
                 # (nn.Module's __getattr__ answers: a Tensor or a Module)
                 generated = self.model.generate(  # type: ignore[operator]
                     input_ids=batch, attention_mask=torch.ones_like(batch), do_sample=True,
-                    top_k=self.config.top_k, temperature=self.config.temperature,
+                    top_k=self.config.top_k or 0, temperature=self.config.temperature,
                     max_new_tokens=length, min_new_tokens=length,
                     pad_token_id=self.model.config.eos_token_id,
                 )  # fmt: skip
