@@ -4,22 +4,29 @@ A stage writes into a private temporary directory; only when it finishes is ``_d
 written and the directory renamed to ``<root>/<stage>/<key>``. A killed run therefore leaves
 no half artifact behind: at most a temporary directory, never read, that the next build of the
 same key sweeps once the process that made it (named in it, with its host) is gone. A rerun
-reuses every finished stage. Concurrent runs (joblib, SLURM) that race on the same key keep
-whichever copy landed first: both are equal by construction.
+reuses every finished stage. Concurrent runs (joblib, SLURM) that need the same key take turns:
+:meth:`ArtifactStore.building` holds an advisory lock (``.locks/<stage>/<key>``, ``flock``) while
+one builds it, and the others then reuse its copy instead of building their own. Where the file
+system has no ``flock`` they race, and whichever copy lands first is kept: both are equal by
+construction.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 DONE = "_done.json"
+LOCKS = ".locks"
+"""The folder of the stages' build locks (empty files), beside the stages' folders."""
 
 
 class ArtifactStore:
@@ -34,6 +41,32 @@ class ArtifactStore:
 
     def record(self, stage: str, key: str) -> dict:
         return json.loads((self.path(stage, key) / DONE).read_text())
+
+    def lock_path(self, stage: str, key: str) -> Path:
+        """The empty file whose ``flock`` says that a process is building (stage, key)."""
+        return self.root / LOCKS / stage / key
+
+    @contextmanager
+    def building(self, stage: str, key: str, *, waiting: Callable[[], None]) -> Iterator[None]:
+        """Hold (stage, key)'s build lock for the block; ``waiting()`` is called once if
+        another process holds it first (the block then starts when that process ends its
+        build or dies: the kernel drops a dead holder's lock). Without ``flock`` support
+        (some network file systems) the block runs unlocked."""
+        path = self.lock_path(stage, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except OSError as error:
+                if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                    raise
+            yield
+        finally:
+            os.close(descriptor)  # releases the lock
 
     @contextmanager
     def writing(self, stage: str, key: str, record: dict) -> Iterator[Path]:

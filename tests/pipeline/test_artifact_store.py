@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from panoramia.pipeline.seeds import child_seed
-from panoramia.pipeline.stages import StageRunner
+from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.pipeline.store import ArtifactStore
 
 
@@ -102,3 +106,74 @@ def test_the_thread_count_is_part_of_every_stage_key() -> None:
     assert stage_key("target", 1, {"epochs": 3}, [], one) == stage_key(
         "target", 1, {"epochs": 3}, [], dict(one)
     )
+
+
+def test_runs_that_need_the_same_stage_build_it_once(tmp_path: Path) -> None:
+    """A second run (a parallel launcher's other worker) waits for the first's build and
+    reuses it instead of building its own copy."""
+    started, release = threading.Event(), threading.Event()
+    calls: list[Path] = []
+
+    def slow_build(directory: Path) -> dict:
+        calls.append(directory)
+        started.set()
+        assert release.wait(30)
+        (directory / "out.txt").write_text("built once")
+        return {}
+
+    first: list[StageResult] = []
+    builder = threading.Thread(
+        target=lambda: first.append(
+            _runner(tmp_path).run("alpha", slow_build, config={}, inputs=[])
+        )
+    )
+    builder.start()
+    assert started.wait(30)
+    waited: list[str] = []
+    store = ArtifactStore(tmp_path)
+    runner = StageRunner(store, total=1, console=Console(quiet=True))
+    second = threading.Thread(
+        target=lambda: waited.append(
+            runner.run("alpha", slow_build, config={}, inputs=[]).directory.name
+        )
+    )
+    second.start()
+    time.sleep(0.5)  # the second run is waiting on the lock, not building
+    assert len(calls) == 1
+    assert not waited
+    release.set()
+    builder.join(30)
+    second.join(30)
+    assert len(calls) == 1
+    assert waited == [first[0].key]
+    assert runner.results[0].reused
+    assert (first[0].directory / "out.txt").read_text() == "built once"
+
+
+def test_a_killed_builder_leaves_no_lock_behind(tmp_path: Path) -> None:
+    """The kernel drops a dead process's lock: the next run builds at once."""
+    store = ArtifactStore(tmp_path)
+    lock = store.lock_path("alpha", "k")
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time; d = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(lock)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    waits: list[int] = []
+    held = store.building("alpha", "k", waiting=lambda: _raise_blocked(waits))
+    with pytest.raises(BlockingIOError), held:  # held: a second taker would wait
+        pass
+    holder.kill()
+    holder.wait(30)
+    with store.building("alpha", "k", waiting=lambda: waits.append(1)):
+        pass
+    assert waits == [1]  # only the attempt while it lived saw it held
+
+
+def _raise_blocked(waits: list[int]) -> None:
+    waits.append(1)
+    raise BlockingIOError

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from panoramia.pipeline.store import DONE as STORE_DONE
+from panoramia.pipeline.store import LOCKS as STORE_LOCKS
 from panoramia.report.redaction import document_without_records, member_data, without_member_data
-from panoramia.service.uploads.erase import DONE, remove_derived_stages
+from panoramia.service.uploads.erase import DONE, LOCKS, remove_derived_stages
 
 
 def _stage(root: Path, stage: str, key: str, config: dict, inputs: dict) -> None:
@@ -19,14 +20,18 @@ def _stage(root: Path, stage: str, key: str, config: dict, inputs: dict) -> None
 
 
 def test_the_stages_built_on_an_upload_go_and_the_others_stay(tmp_path: Path) -> None:
-    assert DONE == STORE_DONE
+    assert (DONE, LOCKS) == (STORE_DONE, STORE_LOCKS)  # the service cannot import the store
     _stage(tmp_path, "data", "d1", {"members_path_sha256": "aa" * 32}, {})
     _stage(tmp_path, "data", "d2", {"members_path_sha256": "bb" * 32}, {})
     _stage(tmp_path, "generator", "g1", {"epochs": 3}, {"data": "d1"})
     _stage(tmp_path, "pool", "p1", {}, {"generator": "g1"})
     _stage(tmp_path, "generator", "g2", {"epochs": 3}, {"data": "d2"})
     (tmp_path / "pool" / ".partial-p9-host-1-abc").mkdir()
+    for stage, key in (("data", "d1"), ("data", "d2"), ("pool", "p1")):  # their build locks
+        (tmp_path / LOCKS / stage).mkdir(parents=True, exist_ok=True)
+        (tmp_path / LOCKS / stage / key).touch()
     assert remove_derived_stages(tmp_path, {"aa" * 32}, partials=False) == 3
+    assert sorted(p.name for p in (tmp_path / LOCKS).glob("*/*")) == ["d2"]
     assert sorted(p.parent.name for p in tmp_path.glob(f"*/*/{DONE}")) == ["d2", "g2"]
     assert (tmp_path / "pool" / ".partial-p9-host-1-abc").exists()  # an audit may be writing
     assert remove_derived_stages(tmp_path, {"cc" * 32}, partials=True) == 0

@@ -93,41 +93,57 @@ class StageRunner:
         key = stage_key(name, version, config, inputs, self.environment)
         shown = label or name
         step = f"[{len(self.results) + 1}/{self.total}]"
-        if self.store.is_done(name, key):
-            record = self.store.record(name, key)
-            result = StageResult(
-                name,
-                key,
-                self.store.path(name, key),
-                float(record["seconds"]),
-                True,
-                record.get("info") or {},
-            )
-            self.console.print(f"{step} {shown}: reused ({key})", style="dim")
-        else:
-            self.console.print(f"{step} {shown}: running …")
-            self._report_progress(name, "running")
-            started = time.perf_counter()
-            info: dict = {}
-            record = {
-                "stage": name,
-                "key": key,
-                "config": config,
-                "inputs": {i.name: i.key for i in inputs},
-            }
+        if not self.store.is_done(name, key):
 
-            def build_and_time(directory: Path) -> None:
-                info.update(build(directory) or {})
-                record["seconds"] = time.perf_counter() - started
-                record["info"] = info
+            def waiting() -> None:
+                self.console.print(f"{step} {shown}: another run is building it; waiting …")
 
-            with self.store.writing(name, key, record) as directory:
-                build_and_time(directory)
-            seconds = float(record["seconds"])
-            result = StageResult(name, key, self.store.path(name, key), seconds, False, info)
-            self.console.print(f"{step} {shown}: done in {seconds:.1f} s", style="green")
-        log.info("stage %s key=%s reused=%s seconds=%.2f", name, key, result.reused, result.seconds)
-        self._report_progress(name, "reused" if result.reused else "done")
+            with self.store.building(name, key, waiting=waiting):
+                if not self.store.is_done(name, key):  # else it landed while we waited
+                    return self._build(name, key, build, config, inputs, f"{step} {shown}")
+        record = self.store.record(name, key)
+        result = StageResult(
+            name, key, self.store.path(name, key), float(record["seconds"]), True,
+            record.get("info") or {},
+        )  # fmt: skip
+        self.console.print(f"{step} {shown}: reused ({key})", style="dim")
+        return self._finish(result)
+
+    def _build(
+        self,
+        name: str,
+        key: str,
+        build: Callable[[Path], dict | None],
+        config: object,
+        inputs: list[StageResult],
+        shown: str,
+    ) -> StageResult:
+        """Build (name, key) now, under its lock; ``shown``: its step and label."""
+        self.console.print(f"{shown}: running …")
+        self._report_progress(name, "running")
+        started = time.perf_counter()
+        info: dict = {}
+        record: dict[str, object] = {
+            "stage": name,
+            "key": key,
+            "config": config,
+            "inputs": {i.name: i.key for i in inputs},
+        }
+        with self.store.writing(name, key, record) as directory:
+            info.update(build(directory) or {})
+            seconds = time.perf_counter() - started
+            record.update(seconds=seconds, info=info)  # in _done.json, written on leaving
+        result = StageResult(name, key, self.store.path(name, key), seconds, False, info)
+        self.console.print(f"{shown}: done in {seconds:.1f} s", style="green")
+        return self._finish(result)
+
+    def _finish(self, result: StageResult) -> StageResult:
+        """Log and record a stage built or reused."""
+        log.info(
+            "stage %s key=%s reused=%s seconds=%.2f",
+            result.name, result.key, result.reused, result.seconds,
+        )  # fmt: skip
+        self._report_progress(result.name, "reused" if result.reused else "done")
         self.results.append(result)
         return result
 

@@ -43,6 +43,9 @@ SHA256 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 DONE = "_done.json"
 """The record a finished stage of the artifact store holds (``panoramia.pipeline.store.DONE``;
 the service reaches the audit job only through the registry, so it is named here too)."""
+LOCKS = ".locks"
+"""The artifact store's folder of build locks, ``<stage>/<key>``
+(``panoramia.pipeline.store.LOCKS``)."""
 
 
 class UploadInUse(Exception):
@@ -184,6 +187,7 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
         growing = bool(more)
     for stage, key in tainted:
         shutil.rmtree(artifacts / stage / key, ignore_errors=True)
+        (artifacts / LOCKS / stage / key).unlink(missing_ok=True)
     for partial in artifacts.glob("*/.partial-*") if partials else ():
         shutil.rmtree(partial, ignore_errors=True)
     return len(tainted)
