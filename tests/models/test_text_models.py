@@ -153,9 +153,15 @@ def test_generator_continues_prompts_with_top_k_sampling(
     # the rank of each drawn token in the LM's next-token distribution: top_k bounds it; None
     # (the default) draws from the whole vocabulary (400 tokens here)
     assert _draw_ranks(loaded, prompts).max() < 20
-    whole = TextGenerator(TextGeneratorConfig(samples_per_prompt=1))
-    assert whole.config.top_k is None
-    whole.model = loaded.model
+    assert TextGeneratorConfig().top_k is None
+    # a job that draws differently reuses the fitted generator with its own sampling settings
+    whole = TextGenerator.load(tmp_path / "g", sampling=TextGeneratorConfig(samples_per_prompt=1))
+    assert (whole.config.top_k, whole.config.samples_per_prompt, whole.config.epochs) == (
+        None,
+        1,
+        1,
+    )
+    whole.model.generation_config.top_p = 0.5  # a model file's own cut (Llama's ship one)
     assert _draw_ranks(whole, prompts).max() >= 200  # beyond the paper's k and any default cut
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedModel
 
 SETTINGS = "generator.json"
+SAMPLING = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
+"""The settings that only drawing reads: a fitted generator serves jobs that differ in them."""
 
 
 @dataclass
@@ -129,7 +131,8 @@ class TextGenerator:
                 # (nn.Module's __getattr__ answers: a Tensor or a Module)
                 generated = self.model.generate(  # type: ignore[operator]
                     input_ids=batch, attention_mask=torch.ones_like(batch), do_sample=True,
-                    top_k=self.config.top_k or 0, temperature=self.config.temperature,
+                    top_k=self.config.top_k or 0, top_p=1.0,  # never the model file's own cuts
+                    temperature=self.config.temperature,
                     max_new_tokens=length, min_new_tokens=length,
                     pad_token_id=self.model.config.eos_token_id,
                 )  # fmt: skip
@@ -149,11 +152,15 @@ class TextGenerator:
         (directory / SETTINGS).write_text(json.dumps(asdict(self.config), indent=1))
 
     @classmethod
-    def load(cls, directory: Path) -> TextGenerator:
+    def load(cls, directory: Path, *, sampling: TextGeneratorConfig | None = None) -> TextGenerator:
+        """The generator saved in ``directory``, drawing with ``sampling``'s :data:`SAMPLING`
+        settings where given (else with those it was fitted under)."""
         from panoramia.devices import inference_device
         from panoramia.modalities.text.targets import load_causal_lm_target
 
         config = TextGeneratorConfig(**json.loads((directory / SETTINGS).read_text()))
+        if sampling is not None:
+            config = replace(config, **{name: getattr(sampling, name) for name in SAMPLING})
         generator = cls(config)
         device = inference_device(config.accelerator, config.devices)
         generator.model = load_causal_lm_target(directory, {"directory": "."}, device).model

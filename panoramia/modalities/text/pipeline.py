@@ -29,6 +29,7 @@ from panoramia.modalities.text.data import (
     text_data_identity,
 )
 from panoramia.modalities.text.documents import TextSet, read_chunks
+from panoramia.modalities.text.generator import SAMPLING
 from panoramia.modalities.text.sets import TEXT_SETS
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
-TEXT_SAMPLING_ONLY = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
-"""Generator settings that only the synthetic stage uses."""
+TEXT_SAMPLING_ONLY = SAMPLING
+"""Generator settings that only the synthetic stage uses (not in the generator's key)."""
 PROMPTS = "prompts.npz"
 
 
@@ -290,7 +291,7 @@ class TextPipeline(AuditPipeline):
         return build_synthetic(
             self, data, known, gen, helper=self.job.helper.n_chunks,
             settings=asdict(self.job.generator),
-            draw=lambda work: _sample_synthetic(work, self.generation_seed),
+            draw=lambda work: _sample_synthetic(work, self.generation_seed, self.job.generator),
         )  # fmt: skip
 
     def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
@@ -406,13 +407,16 @@ def _fit_generator(
     return {"trained_on": len(train), "prompts": len(prompts), **metrics}
 
 
-def _sample_synthetic(work: SyntheticWork, generation_seed: int) -> dict:
+def _sample_synthetic(
+    work: SyntheticWork, generation_seed: int, settings: TextGeneratorConfig
+) -> dict:
     """Draw the synthetic chunks (and the attacker's pool) into ``work.directory`` (the
-    ``synthetic`` stage's work); its info."""
+    ``synthetic`` stage's work) with this job's sampling ``settings`` (:data:`TEXT_SAMPLING_ONLY`:
+    the fitted generator is shared by jobs that sample differently); its info."""
     from panoramia.modalities.text.generator import TextGenerator
 
     gen, needed, pool, directory = work.gen, work.needed, work.pool, work.directory
-    generator = TextGenerator.load(gen.directory)
+    generator = TextGenerator.load(gen.directory, sampling=settings)
     prompts = read_chunks(gen.directory / PROMPTS)
     seed = child_seed(generation_seed, "synthetic")
     chunks = generator.sample(prompts, sum(needed.values()), seed=seed)
