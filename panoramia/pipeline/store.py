@@ -21,11 +21,13 @@ import shutil
 import socket
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 DONE = "_done.json"
 LOCKS = ".locks"
+UNLOCKABLE = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
+"""``flock``'s errors on a file system without it: the build then runs unlocked."""
 """The folder of the stages' build locks (empty files), beside the stages' folders."""
 
 
@@ -54,19 +56,25 @@ class ArtifactStore:
         (some network file systems) the block runs unlocked."""
         path = self.lock_path(stage, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        # read-only is enough for flock, and lets another user of a shared store take it too
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                waiting()
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    waiting()
+                    fcntl.flock(descriptor, fcntl.LOCK_EX)
             except OSError as error:
-                if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                if error.errno not in UNLOCKABLE:
                     raise
             yield
         finally:
-            os.close(descriptor)  # releases the lock
+            # unlock first: a child forked meanwhile (a data loader's worker) shares the lock
+            # through its copy of the descriptor, and would otherwise hold it until it exits
+            with suppress(OSError):
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            os.close(descriptor)
 
     @contextmanager
     def writing(self, stage: str, key: str, record: dict) -> Iterator[Path]:

@@ -69,3 +69,31 @@ def test_a_remote_worker_clears_what_an_earlier_life_left(tmp_path: Path) -> Non
     remote = ServiceSettings(home=tmp_path, service_url="http://service:8000")
     assert clear_remote_leftovers(remote) == 1
     assert list((tmp_path / "audits").iterdir()) == []
+
+
+def test_erasing_never_follows_a_link_out_of_her_store(tmp_path: Path) -> None:
+    """An audit child may make links in its own store: erasing her stages removes the links,
+    never what they point at, and a folder where a lock file was expected stops nothing."""
+    store, victim = tmp_path / "store", tmp_path / "victim"
+    _stage(tmp_path, "victim", "secret.db", {"members_path_sha256": "aa" * 32}, {})
+    (victim / "precious").write_text("keep")
+    _stage(store, "data", "d1", {"members_path_sha256": "aa" * 32}, {})
+    _stage(store, "data", "secret.db", {"members_path_sha256": "aa" * 32}, {})
+    (store / "data" / "secret.db" / "x").write_text("hers")
+    (store / LOCKS).mkdir()
+    (store / LOCKS / "data").symlink_to(victim)  # her lock folder points elsewhere
+    (store / "linked").symlink_to(victim)  # a "stage" folder that is a link
+    (store / "pool").mkdir()
+    (store / "pool" / ".partial-p1-host-1-abc").symlink_to(victim)
+    assert remove_derived_stages(store, {"aa" * 32}, partials=True) >= 2
+    assert (victim / "secret.db" / DONE).exists()
+    assert (victim / "precious").read_text() == "keep"
+    assert not (store / "data" / "d1").exists()
+    assert not (store / "data" / "secret.db").exists()  # hers went
+    assert not (store / "pool" / ".partial-p1-host-1-abc").is_symlink()  # the link itself went
+    (store / LOCKS / "data").unlink()
+    (store / LOCKS / "data").mkdir()
+    (store / LOCKS / "data" / "d2").mkdir()  # a folder where a lock file should be
+    _stage(store, "data", "d2", {"members_path_sha256": "bb" * 32}, {})
+    assert remove_derived_stages(store, {"bb" * 32}, partials=False) == 1
+    assert not (store / "data" / "d2").exists()

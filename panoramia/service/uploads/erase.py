@@ -26,8 +26,10 @@ Files go first and the row last: a deletion cut short is finished by deleting ag
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +48,8 @@ the service reaches the audit job only through the registry, so it is named here
 LOCKS = ".locks"
 """The artifact store's folder of build locks, ``<stage>/<key>``
 (``panoramia.pipeline.store.LOCKS``)."""
+_BENEATH = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""Opening a folder on the way to what is removed: never through a link."""
 
 
 class UploadInUse(Exception):
@@ -186,8 +190,31 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
         tainted |= more
         growing = bool(more)
     for stage, key in tainted:
-        shutil.rmtree(artifacts / stage / key, ignore_errors=True)
-        (artifacts / LOCKS / stage / key).unlink(missing_ok=True)
+        remove_beneath(artifacts, (stage,), key)
+        remove_beneath(artifacts, (LOCKS, stage), key)
     for partial in artifacts.glob("*/.partial-*") if partials else ():
-        shutil.rmtree(partial, ignore_errors=True)
+        remove_beneath(artifacts, (partial.parent.name,), partial.name)
     return len(tainted)
+
+
+def remove_beneath(root: Path, folders: tuple[str, ...], name: str) -> None:
+    """Remove ``root/<folders…>/name`` (a file, a link or a folder's tree) without following
+    a link on the way: where a folder on the way is a link (an audit child may make links in
+    its own store), nothing is removed; nothing under a removed tree is followed either."""
+    try:
+        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        for folder in folders:
+            inner = os.open(folder, _BENEATH, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = inner
+        if stat.S_ISDIR(os.stat(name, dir_fd=descriptor, follow_symlinks=False).st_mode):
+            shutil.rmtree(name, dir_fd=descriptor, ignore_errors=True)
+        else:
+            os.unlink(name, dir_fd=descriptor)
+    except OSError:
+        return
+    finally:
+        os.close(descriptor)
