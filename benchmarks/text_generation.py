@@ -2,8 +2,8 @@
 
 Builds the demo's GPT-2 (2 layers, 128 wide, 2,048-token BPE vocabulary; or the size given)
 with fresh weights — throughput does not depend on what the weights learned — and samples
-64-token continuations of 64-token prompts with top-k 200, as the synthetic stage does, in
-batches of each size given. Prints tokens/s per batch size and device.
+64-token continuations of 64-token prompts from the whole vocabulary, as the synthetic stage
+does, in batches of each size given. Prints tokens/s per batch size and device.
 
     .venv/bin/python benchmarks/text_generation.py [--batch 1 16 64 256] [--samples 512]
         [--layers 2 --width 128 --vocab 2048] [--device cpu|cuda]
