@@ -26,9 +26,9 @@ from pathlib import Path
 
 DONE = "_done.json"
 LOCKS = ".locks"
+"""The folder of the stages' build locks (empty files), beside the stages' folders."""
 UNLOCKABLE = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 """``flock``'s errors on a file system without it: the build then runs unlocked."""
-"""The folder of the stages' build locks (empty files), beside the stages' folders."""
 
 
 class ArtifactStore:

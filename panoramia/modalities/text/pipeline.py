@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
-TEXT_SAMPLING_ONLY = SAMPLING
-"""Generator settings that only the synthetic stage uses (not in the generator's key)."""
 PROMPTS = "prompts.npz"
 
 
@@ -277,7 +275,7 @@ class TextPipeline(AuditPipeline):
             )
 
         settings = asdict(self.job.generator)  # the base, if any, is an input (its key)
-        fit_config = {k: v for k, v in settings.items() if k not in TEXT_SAMPLING_ONLY}
+        fit_config = {k: v for k, v in settings.items() if k not in SAMPLING}
         shape = with_context(architecture, 2 * self.job.data.chunk_length, dropout=config.dropout)
         fit_config.update(
             generation_seed=self.generation_seed, architecture=architecture_key(shape)
@@ -411,7 +409,7 @@ def _sample_synthetic(
     work: SyntheticWork, generation_seed: int, settings: TextGeneratorConfig
 ) -> dict:
     """Draw the synthetic chunks (and the attacker's pool) into ``work.directory`` (the
-    ``synthetic`` stage's work) with this job's sampling ``settings`` (:data:`TEXT_SAMPLING_ONLY`:
+    ``synthetic`` stage's work) with this job's sampling ``settings`` (``generator.SAMPLING``:
     the fitted generator is shared by jobs that sample differently); its info."""
     from panoramia.modalities.text.generator import TextGenerator
 

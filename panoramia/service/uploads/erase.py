@@ -33,6 +33,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panoramia.errors import InputError
+from panoramia.service.contributor_files import open_beneath
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore, utcnow
@@ -48,8 +50,6 @@ the service reaches the audit job only through the registry, so it is named here
 LOCKS = ".locks"
 """The artifact store's folder of build locks, ``<stage>/<key>``
 (``panoramia.pipeline.store.LOCKS``)."""
-_BENEATH = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-"""Opening a folder on the way to what is removed: never through a link."""
 
 
 class UploadInUse(Exception):
@@ -199,17 +199,14 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
 
 def remove_beneath(root: Path, folders: tuple[str, ...], name: str) -> None:
     """Remove ``root/<folders…>/name`` (a file, a link or a folder's tree) without following
-    a link on the way: where a folder on the way is a link (an audit child may make links in
-    its own store), nothing is removed; nothing under a removed tree is followed either."""
+    a link on the way (:func:`~panoramia.service.contributor_files.open_beneath`): where a
+    folder on the way is a link (an audit child may make links in its own store), nothing is
+    removed; nothing under a removed tree is followed either."""
     try:
-        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
+        descriptor = open_beneath(root, folders, "stage store")
+    except (InputError, OSError):
         return
     try:
-        for folder in folders:
-            inner = os.open(folder, _BENEATH, dir_fd=descriptor)
-            os.close(descriptor)
-            descriptor = inner
         if stat.S_ISDIR(os.stat(name, dir_fd=descriptor, follow_symlinks=False).st_mode):
             shutil.rmtree(name, dir_fd=descriptor, ignore_errors=True)
         else:
