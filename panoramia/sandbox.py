@@ -12,7 +12,9 @@ command and everything it starts, and cannot be lifted. Afterwards the process m
 Every file-system access right the running kernel's Landlock ABI knows is handled, so what is
 not allowed is refused with ``EACCES``, whatever the file's permissions say. ``/dev/shm`` is
 out of reach; GPU device files are allowed where they exist. Memory and CPU are not limited
-here. Of ``/proc`` the process reads its own ``/proc/<pid>`` and the machine's figures
+here. Sockets: where libseccomp is found, :mod:`panoramia.socket_filter` refuses every
+``socket()`` but an ``http`` target's (Landlock does not mediate a Unix socket named by a
+path). Of ``/proc`` the process reads its own ``/proc/<pid>`` and the machine's figures
 (:data:`PROC_READ`), never another process's command line or environment; processes it starts
 read none of theirs (an audit starts none).
 
@@ -29,6 +31,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from panoramia import socket_filter
 
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
@@ -64,6 +68,11 @@ DEVICES = ("/dev/nvidia*", "/dev/dri")
 """GPU devices an audit may open, write and control (``ioctl``), where they exist."""
 SHARED = ("/dev/shm",)
 """Shared between processes: never reachable (another audit's shared memory lives there)."""
+SECRETS = ("/etc/postgresql", "/etc/postgresql-common", "/etc/redis", "/etc/panoramia",
+           "/etc/ssl/private", "/etc/celery", "/etc/default/panoramia")  # fmt: skip
+"""Where database and broker servers and a packaged service keep their settings, trust rules
+and keys, inside the readable ``/etc``: never readable (an operator names more with
+``PANORAMIA_SANDBOX_PROTECT``)."""
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 LANDLOCK_RULE_NET_PORT = 2
@@ -113,11 +122,20 @@ def landlock_abi() -> int:
 
 
 def describe() -> str:
-    """One line for the service's start and each audit's record."""
+    """One line for the service's start and each audit's record: Landlock's ABI and whether
+    the socket filter (:mod:`panoramia.socket_filter`) holds."""
     abi = landlock_abi()
-    if abi:
-        return f"landlock ABI {abi}"
-    return "none: this kernel offers no Landlock (audits run unconfined)"
+    if not abi:
+        return "none: this kernel offers no Landlock (audits run unconfined)"
+    missing = socket_filter.available()
+    if missing:
+        return f"landlock ABI {abi}; sockets open: {missing}"
+    return f"landlock ABI {abi}; sockets: seccomp (socketpair only)"
+
+
+def fully_confined() -> bool:
+    """Whether both layers hold here: Landlock and the socket filter."""
+    return bool(landlock_abi()) and not socket_filter.available()
 
 
 @dataclass
@@ -138,7 +156,7 @@ class Confinement:
         return Confinement(
             read=[*map(Path, SYSTEM_READ), *python, *paths, *_project_packages(), *self.read],
             write=[*map(Path, SYSTEM_WRITE), *self.write],
-            protect=[*map(Path, SHARED), *self.protect],
+            protect=[*map(Path, SHARED), *map(Path, SECRETS), *self.protect],
             connect=list(self.connect),
         )
 
@@ -231,6 +249,11 @@ def restrict(confinement: Confinement) -> int:
         _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
+    if not socket_filter.available():
+        try:
+            socket_filter.install(network=bool(confinement.connect))
+        except socket_filter.FilterUnavailable as error:
+            raise SandboxError(str(error)) from None
     return abi
 
 

@@ -101,16 +101,20 @@ class ServiceSettings:
     """Confine each audit child with Landlock where the kernel offers it
     (``PANORAMIA_SANDBOX=0`` turns it off: audits then rely on the checks alone)."""
     require_sandbox: bool = False
-    """Refuse to start, and to run audits, without the confinement
-    (``PANORAMIA_REQUIRE_SANDBOX=1``)."""
+    """Refuse to start, and to run audits, without the whole confinement: Landlock and the
+    socket filter (``PANORAMIA_REQUIRE_SANDBOX=1``)."""
+    sandbox_protect: tuple[Path, ...] = ()
+    """More paths no audit child may read, beside the service's home and the known places of
+    database and broker settings (``PANORAMIA_SANDBOX_PROTECT``, separated by ``:``): where
+    the operator keeps a credential under a folder the child reads (``/etc``, ``/opt``)."""
 
     def check_sandbox(self) -> str:
         """The confinement audits get, in one line (:func:`panoramia.sandbox.describe`);
         InputError when it is required and unavailable or turned off."""
-        from panoramia.sandbox import describe, landlock_abi
+        from panoramia.sandbox import describe, fully_confined
 
         line = describe() if self.sandbox else "none: turned off (PANORAMIA_SANDBOX=0)"
-        if self.require_sandbox and not (self.sandbox and landlock_abi()):
+        if self.require_sandbox and not (self.sandbox and fully_confined()):
             raise InputError(f"PANORAMIA_REQUIRE_SANDBOX=1, but audit confinement is {line}")
         return line
 
@@ -188,6 +192,7 @@ class ServiceSettings:
             limits=limits,
             sandbox=_flag("PANORAMIA_SANDBOX", default="1"),
             require_sandbox=_flag("PANORAMIA_REQUIRE_SANDBOX"),
+            sandbox_protect=_protected_paths(),
         )
 
 
@@ -226,6 +231,17 @@ def check_rate_limit(value: str) -> None:
         parsed = []
     if not parsed:
         raise InputError(f"PANORAMIA_RATE_LIMIT: {value!r} is not a rate limit such as '30/minute'")
+
+
+def _protected_paths() -> tuple[Path, ...]:
+    """``PANORAMIA_SANDBOX_PROTECT``: absolute paths separated by ``:`` (a relative one stops
+    the start with one line)."""
+    raw = os.environ.get("PANORAMIA_SANDBOX_PROTECT", "")
+    paths = tuple(Path(part) for part in raw.split(":") if part)
+    for path in paths:
+        if not path.is_absolute():
+            raise InputError(f"PANORAMIA_SANDBOX_PROTECT: {str(path)!r} is not an absolute path")
+    return paths
 
 
 def _module_prefixes() -> tuple[str, ...]:

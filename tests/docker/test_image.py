@@ -43,6 +43,16 @@ def test_it_runs_as_a_user_and_confines_audits_inside_the_container() -> None:
         "from panoramia.sandbox import describe; print(describe())",
     )  # fmt: skip
     assert confinement.startswith("landlock ABI"), confinement
+    assert confinement.endswith("sockets: seccomp (socketpair only)"), confinement
+    probe = (
+        "import socket\n"
+        "from panoramia.sandbox import Confinement, restrict\n"
+        "restrict(Confinement().with_defaults())\n"
+        "try:\n    socket.socket(socket.AF_UNIX); print('opened')\n"
+        "except PermissionError:\n    print('refused')\n"
+    )
+    refused = docker("run", "--rm", "--entrypoint", "python", IMAGE, "-c", probe)
+    assert refused.strip() == "refused", refused  # the filter loads inside Docker's profile
 
 
 def test_an_audit_report_outlives_its_container_in_the_volume(volume: str) -> None:

@@ -100,7 +100,9 @@ def _huggingface(directory: Path, manifest: dict, device: torch.device) -> Torch
         model = AutoModelForImageClassification.from_pretrained(
             folder, local_files_only=True, use_safetensors=True, trust_remote_code=False
         )
-        processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+        processor = AutoImageProcessor.from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False
+        )
     except (OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0]
         raise InputError(

@@ -110,7 +110,9 @@ def architecture_of(directory: str | Path) -> PretrainedConfig:
     from transformers import AutoConfig
 
     try:
-        return AutoConfig.from_pretrained(str(directory), local_files_only=True)
+        return AutoConfig.from_pretrained(
+            str(directory), local_files_only=True, trust_remote_code=False
+        )
     except (OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0]
         raise InputError(f"model {str(directory)!r}: no loadable config.json ({first})") from None
@@ -159,7 +161,7 @@ def new_causal_lm(
             if dropout is not None:
                 config = with_context(architecture_of(base_model), 0, dropout=dropout)
             model = AutoModelForCausalLM.from_pretrained(
-                base_model, config=config, local_files_only=True
+                base_model, config=config, local_files_only=True, trust_remote_code=False
             )
         except (OSError, ValueError, RuntimeError, SafetensorError) as error:
             first = str(error).strip().splitlines()[0]

@@ -45,7 +45,9 @@ def load_tokenizer(directory: str | Path):  # -> transformers.PreTrainedTokenize
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+        return AutoTokenizer.from_pretrained(
+            str(directory), local_files_only=True, trust_remote_code=False
+        )
     except (OSError, ValueError, TypeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InputError(f"tokenizer {str(directory)!r}: cannot be loaded ({first})") from None

@@ -60,6 +60,7 @@ def audit_confinement(
     from panoramia.pipeline.registry import config_dir
 
     protect = [settings.home, settings.data_dir, settings.audits_dir, settings.artifacts_dir]
+    protect += [*settings.sandbox_protect]
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         store = Path(url.database).resolve()

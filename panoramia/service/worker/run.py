@@ -224,7 +224,8 @@ def _start_child(
         raise _Ended(AuditStatus.FAILED) from None
     try:
         process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,  # stdin: no library's question is ever answered
             cwd="/" if confined else run_dir,  # confined: it moves into run_dir once restricted
         )  # fmt: skip
     finally:
