@@ -9,6 +9,7 @@ import json
 import tarfile
 from pathlib import Path
 
+from panoramia.service.uploads.erase import DONE
 from tests.conftest import TINY_AUDIT
 from tests.service_support import LiveService, queued_only_service, redis_database
 
@@ -119,3 +120,63 @@ def test_a_planted_canary_is_nowhere_once_her_uploads_are_deleted(tmp_path: Path
     assert "was deleted" in page
     assert CANARY not in page
     assert CANARY not in json.dumps(report)
+
+
+def test_deleting_over_a_hostile_stage_store_keeps_the_service_answering(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Issue 68, finding 3, replayed on a live service: her audit child planted, in her own
+    stage store, FIFOs where stages' records should be, a record linked to a 1 GiB file and
+    one linked into another contributor's store. Ten deletions at once end in seconds,
+    ``/healthz`` and another contributor's reads answer meanwhile, nothing of the other store
+    is counted or removed, and the server's memory stays where it was."""
+    import os
+    import resource
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with queued_only_service(home, database_url, redis_database(2),
+                             rate_limit="1000/minute") as service:  # fmt: skip
+        service: LiveService
+        bob_token, alice_token = service.token("bob"), service.token("alice")
+        with service.client(alice_token) as alice:
+            names = [f"rows-{index}" for index in range(10)]
+            for name in names:
+                _send(alice, name, "data", f"{name}.csv", b"a,b\n1,2\n3,4\n")
+            alice_id = service.store.authenticate(alice_token).contributor_id  # type: ignore[union-attr]
+            bob_id = service.store.authenticate(bob_token).contributor_id  # type: ignore[union-attr]
+            hers = service.settings.artifacts_dir / str(alice_id)
+            theirs = service.settings.artifacts_dir / str(bob_id)
+            (theirs / "data" / "b1").mkdir(parents=True)
+            upload = alice.get(f"/v1/uploads/{names[0]}").json()
+            record = {"config": {"members_path_sha256": upload["sha256"]}, "inputs": {}}
+            (theirs / "data" / "b1" / "_done.json").write_text(json.dumps(record))
+            large = tmp_path / "large.json"
+            with large.open("wb") as handle:
+                handle.truncate(2**30)
+            for index in range(20):
+                (hers / "data" / f"fifo{index}").mkdir(parents=True)
+                os.mkfifo(hers / "data" / f"fifo{index}" / "_done.json")
+            (hers / "data" / "large").mkdir()
+            (hers / "data" / "large" / "_done.json").symlink_to(large)
+            (hers / "data" / "linked").mkdir()
+            (hers / "data" / "linked" / "_done.json").symlink_to(theirs / "data" / "b1" / DONE)
+            (hers / "bobs").symlink_to(theirs / "data")
+            memory_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            started = time.monotonic()
+            with ThreadPoolExecutor(len(names)) as pool:
+                deleting = [pool.submit(alice.delete, f"/v1/uploads/{n}") for n in names]
+                with service.client(bob_token, timeout=10) as bob, service.client(None) as anyone:
+                    for _ in range(5):
+                        assert anyone.get("/healthz").status_code == 200
+                        assert bob.get("/v1/uploads").status_code == 200
+                answers = [future.result(timeout=60) for future in deleting]
+            elapsed = time.monotonic() - started
+    assert [answer.status_code for answer in answers] == [200] * len(names)
+    assert {answer.json()["stages_removed"] for answer in answers} == {0}
+    assert elapsed < 30, elapsed
+    assert (theirs / "data" / "b1" / "_done.json").exists()
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - memory_before) / 1024
+    assert grown_mib < 256, grown_mib  # a 1 GiB record is never read

@@ -97,3 +97,38 @@ def test_erasing_never_follows_a_link_out_of_her_store(tmp_path: Path) -> None:
     _stage(store, "data", "d2", {"members_path_sha256": "bb" * 32}, {})
     assert remove_derived_stages(store, {"bb" * 32}, partials=False) == 1
     assert not (store / "data" / "d2").exists()
+
+
+def test_erasing_reads_no_fifo_no_large_file_and_nothing_through_a_link(tmp_path: Path) -> None:
+    """Issue 68, finding 3: a FIFO where a stage's record should be made the deletion hang; a
+    record linked to a large file was read whole; a record linked into another contributor's
+    store was read and counted. Each is now skipped at once (its stage matches nothing), and
+    her own stages still go."""
+    import os
+    import time
+
+    from panoramia.service.uploads.erase import MAX_RECORD_BYTES, stage_records
+
+    store, other = tmp_path / "store", tmp_path / "other"
+    _stage(other, "data", "theirs", {"members_path_sha256": "aa" * 32}, {})
+    _stage(store, "data", "mine", {"members_path_sha256": "aa" * 32}, {})
+    for key in ("fifo", "large", "linked", "hard"):
+        (store / "data" / key).mkdir()
+    os.mkfifo(store / "data" / "fifo" / DONE)
+    large = tmp_path / "large.json"
+    with large.open("wb") as handle:
+        handle.truncate(MAX_RECORD_BYTES * 256)  # 1 GiB, sparse
+    (store / "data" / "large" / DONE).symlink_to(large)
+    (store / "data" / "linked" / DONE).symlink_to(other / "data" / "theirs" / DONE)
+    os.link(other / "data" / "theirs" / DONE, store / "data" / "hard" / DONE)
+    (store / "model").symlink_to(other / "data")  # a stage folder that is a link
+    started = time.monotonic()
+    records, _ = stage_records(store)
+    assert time.monotonic() - started < 5
+    assert records[("data", "mine")]["config"] == {"members_path_sha256": "aa" * 32}
+    assert {place: records[place] for place in records if place[1] != "mine"} == {
+        ("data", key): {} for key in ("fifo", "large", "linked", "hard")
+    }
+    assert remove_derived_stages(store, {"aa" * 32}, partials=True) == 1
+    assert (other / "data" / "theirs" / DONE).exists()
+    assert not (store / "data" / "mine").exists()

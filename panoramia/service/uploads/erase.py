@@ -166,13 +166,9 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
     """Remove every stage under ``artifacts`` (``<stage>/<key>/`` with a ``_done.json``)
     whose record holds one of ``digests``, and every stage derived from one of those; with
     ``partials`` (no audit of hers running), the half-written ``.partial-*`` folders too,
-    which are never read. Returns the number of stages removed."""
-    records: dict[tuple[str, str], dict] = {}
-    for done in artifacts.glob(f"*/*/{DONE}"):
-        try:
-            records[(done.parent.parent.name, done.parent.name)] = json.loads(done.read_text())
-        except (OSError, ValueError):
-            records[(done.parent.parent.name, done.parent.name)] = {}
+    which are never read. Returns the number of stages removed. The store is read with
+    :func:`stage_records` (no link followed, nothing waited for, reads capped)."""
+    records, partial_folders = stage_records(artifacts)
     named = {  # each record's SHA-256s, read once: the cost follows what is stored
         place: set(SHA256.findall(json.dumps(record.get("config"), default=str).lower()))
         for place, record in records.items()
@@ -192,9 +188,107 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
     for stage, key in tainted:
         remove_beneath(artifacts, (stage,), key)
         remove_beneath(artifacts, (LOCKS, stage), key)
-    for partial in artifacts.glob("*/.partial-*") if partials else ():
-        remove_beneath(artifacts, (partial.parent.name,), partial.name)
+    for stage, name in partial_folders if partials else ():
+        remove_beneath(artifacts, (stage,), name)
     return len(tainted)
+
+
+PARTIAL = ".partial-"
+"""A half-written stage folder's prefix (``panoramia.pipeline.store``)."""
+MAX_RECORD_BYTES = 4 * 2**20
+"""The most of one ``_done.json`` read (a stage's record is a few KiB; a larger one counts as
+unreadable)."""
+MAX_STORE_ENTRIES = 100_000
+"""Entries of a stage store walked at most (as her quota's walk)."""
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_RECORD = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def stage_records(
+    artifacts: Path,
+) -> tuple[dict[tuple[str, str], dict], list[tuple[str, str]]]:
+    """Her stage store's records, ``(stage, key) → _done.json``, and its half-written folders
+    ``(stage, .partial-…)``. The audit child writes this store, so nothing is trusted: folders
+    are opened relative to their parent without following a link, and a record is read only
+    where it is a plain file with one name and at most :data:`MAX_RECORD_BYTES` (a FIFO opens
+    without waiting and is skipped); a record that is not is ``{}`` (its stage matches
+    nothing). Names starting with ``.`` (the lock folder) are not stages. At most
+    :data:`MAX_STORE_ENTRIES` entries are walked."""
+    records: dict[tuple[str, str], dict] = {}
+    partial_folders: list[tuple[str, str]] = []
+    budget = [MAX_STORE_ENTRIES]
+    try:
+        root = os.open(artifacts, _DIRECTORY)
+    except OSError:
+        return records, partial_folders
+    try:
+        for stage in _folders(root, budget):
+            try:
+                stage_fd = os.open(stage, _DIRECTORY, dir_fd=root)
+            except OSError:
+                continue
+            try:
+                for key in _folders(stage_fd, budget, hidden=True):
+                    if key.startswith(PARTIAL):
+                        partial_folders.append((stage, key))
+                    elif not key.startswith("."):
+                        records[(stage, key)] = _record(stage_fd, key)
+            finally:
+                os.close(stage_fd)
+    finally:
+        os.close(root)
+    return records, partial_folders
+
+
+def _folders(descriptor: int, budget: list[int], *, hidden: bool = False) -> list[str]:
+    """The names of the folders (not links) in the open folder ``descriptor``; ``hidden``:
+    names starting with ``.`` too, and every ``.partial-…`` entry whatever it is (removed
+    without following it). Spends ``budget``."""
+    names = []
+    try:
+        with os.scandir(descriptor) as entries:
+            for entry in entries:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    break
+                if hidden and entry.name.startswith(PARTIAL):  # a link too: it goes itself
+                    names.append(entry.name)
+                elif (hidden or not entry.name.startswith(".")) and entry.is_dir(
+                    follow_symlinks=False
+                ):
+                    names.append(entry.name)
+    except OSError:
+        return names
+    return names
+
+
+def _record(stage_fd: int, key: str) -> dict:
+    """``<key>/_done.json`` under the open stage folder, or ``{}`` where it is missing, not a
+    plain file of one name, too large or not JSON (see :func:`stage_records`)."""
+    try:
+        key_fd = os.open(key, _DIRECTORY, dir_fd=stage_fd)
+    except OSError:
+        return {}
+    try:
+        descriptor = os.open(DONE, _RECORD, dir_fd=key_fd)
+    except OSError:
+        return {}
+    finally:
+        os.close(key_fd)
+    try:
+        held = os.fstat(descriptor)
+        if not stat.S_ISREG(held.st_mode) or held.st_nlink != 1:
+            return {}
+        if held.st_size > MAX_RECORD_BYTES:
+            return {}
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            text = handle.read(MAX_RECORD_BYTES + 1)
+        record = json.loads(text) if len(text) <= MAX_RECORD_BYTES else {}
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(descriptor)
 
 
 def remove_beneath(root: Path, folders: tuple[str, ...], name: str) -> None:
