@@ -160,6 +160,49 @@ REFUSALS = [
         "lacks weights its config declares",
         id="missing-weights",
     ),
+    # no regular expression of hers is evaluated (issue 68, finding 4): peft would match each
+    pytest.param(
+        {},
+        {"target_modules": "(q|v)_proj"},
+        "'target_modules' is a string, which peft would match as a regular expression",
+        id="target-modules-pattern",
+    ),
+    pytest.param(
+        {},
+        {"exclude_modules": "k_proj"},
+        "'exclude_modules' is a string",
+        id="exclude-modules-pattern",
+    ),
+    pytest.param(
+        {}, {"layers_pattern": "layers"}, "'layers_pattern' is a string", id="layers-pattern-string"
+    ),
+    pytest.param(
+        {},
+        {"modules_to_save": ["lm_(head)*"]},
+        "'modules_to_save' holds 'lm_(head)*'",
+        id="modules-to-save-pattern",
+    ),
+    pytest.param(
+        {},
+        {"rank_pattern": {"(q|v)_proj": 4}},
+        "'rank_pattern' holds '(q|v)_proj'",
+        id="rank-pattern-key",
+    ),
+    pytest.param(
+        {},
+        {"alpha_pattern": {".*": 8}},
+        "'alpha_pattern' holds '.*', not a module",
+        id="alpha-pattern-key",
+    ),
+    pytest.param(
+        {}, {"target_modules": ["q_proj"] * 5000}, "lists more than 4096 names", id="too-many-names"
+    ),
+    pytest.param(
+        {},
+        {"target_modules": {"q_proj": 1}},
+        "'target_modules' must be a list",
+        id="target-modules-object",
+    ),
 ]
 
 
@@ -197,3 +240,54 @@ def test_an_upload_takes_a_peft_folder_by_the_same_checks(
     _rewrite_adapter_config(kept, peft_type="IA3")
     with pytest.raises(UploadRejected, match="peft_type 'IA3'"):
         check_model_folder(kept, shown="lora.tgz", trust_torchscript=False)
+
+
+CATASTROPHIC = "(a+)+$"
+"""Matched against a 12-character module name, it took 29 s (38 times more each 2 more)."""
+
+
+def test_a_pattern_in_an_adapter_config_is_refused_at_upload_at_once(
+    lora_dir: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    """The upload check refuses a LoRA config that would have peft match a catastrophic
+    pattern over every module's name, without matching anything (issue 68, finding 4);
+    peft's ``all-linear`` and plain lists of names pass."""
+    import time
+
+    from panoramia.service.uploads.checks import UploadRejected, check_model_folder
+
+    for name, change in (("all", {"target_modules": "all-linear"}), ("caps", {"target_modules":
+                         "ALL-LINEAR"}), ("list", {"modules_to_save": ["lm_head"],
+                         "rank_pattern": {"model.layers.0.self_attn.q_proj": 4}})):  # fmt: skip
+        kept = peft_target(lora_dir[0], tmp_path / name)
+        _rewrite_adapter_config(kept, **change)
+        assert check_model_folder(kept, shown="lora.tgz", trust_torchscript=False) == "peft"
+    for key, value in (("target_modules", CATASTROPHIC), ("exclude_modules", CATASTROPHIC),
+                       ("layers_pattern", [CATASTROPHIC]), ("rank_pattern", {CATASTROPHIC: 2}),
+                       ("target_modules", ["a" * 12 + "(a+)+$"])):  # fmt: skip
+        refused = peft_target(lora_dir[0], tmp_path / f"{key}-{len(str(value))}")
+        _rewrite_adapter_config(refused, **{key: value})
+        started = time.perf_counter()
+        with pytest.raises(UploadRejected) as error:
+            check_model_folder(refused, shown="lora.tgz", trust_torchscript=False)
+        assert time.perf_counter() - started < 1.0
+        assert str(error.value).startswith("lora.tgz: ")
+        assert f"adapter config {key!r}" in str(error.value)
+        assert "\n" not in str(error.value)
+
+
+def test_the_loaded_config_is_checked_as_peft_holds_it() -> None:
+    """The check runs again on the ``LoraConfig`` the loader hands peft (its lists turned
+    into sets), not only on the file."""
+    from peft import LoraConfig
+
+    from panoramia.modalities.text.targets import check_adapter_names
+
+    check_adapter_names(vars(LoraConfig(target_modules=LORA_MODULES)), "target 'x'")
+    check_adapter_names(vars(LoraConfig(target_modules="all-linear")), "target 'x'")
+    with pytest.raises(InputError, match=r"^target 'x': adapter config 'target_modules' is a"):
+        check_adapter_names(vars(LoraConfig(target_modules=CATASTROPHIC)), "target 'x'")
+    with pytest.raises(InputError, match="'rank_pattern' holds"):
+        check_adapter_names(
+            vars(LoraConfig(target_modules=LORA_MODULES, rank_pattern={"q_proj|v": 4})), "x"
+        )

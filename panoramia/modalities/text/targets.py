@@ -10,9 +10,11 @@ A LoRA adapter as people ship one: ``{"format": "peft", "modality": "text", "bas
 "adapter": "adapter", "merge": true}``: ``base`` a causal-LM folder, ``adapter`` the folder
 ``PeftModel.save_pretrained`` wrote (``adapter_config.json``, ``adapter_model.safetensors``),
 both inside the target directory. The adapter config's ``base_model_name_or_path`` is
-ignored (the manifest's ``base`` is what is opened); only LoRA (:data:`PEFT_TYPES`) and only
-safetensors weights are accepted. ``merge`` (default true) folds the adapter into the base's
-weights; false keeps the wrapped model. Either way the losses are a causal LM's, as below.
+ignored (the manifest's ``base`` is what is opened); only LoRA (:data:`PEFT_TYPES`), only
+safetensors weights and only module names as plain lists (:func:`check_adapter_names`: no
+pattern peft would match as a regular expression) are accepted. ``merge`` (default true)
+folds the adapter into the base's weights; false keeps the wrapped model. Either way the
+losses are a causal LM's, as below.
 
 The loss of a chunk of L token ids is the mean of its L−1 next-token cross-entropies (nats);
 :meth:`CausalLMTarget.per_token_loss` gives the whole sequence (the text distinguisher's side
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -41,6 +44,25 @@ PEFT_TYPES = ("LORA",)
 """The adapters a ``peft`` manifest may hold (the adapter config's ``peft_type``)."""
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+PEFT_NAME_LISTS = (
+    "target_modules", "exclude_modules", "modules_to_save", "layers_pattern", "target_parameters",
+)  # fmt: skip
+"""LoRA config keys that hold module (or parameter) names, each of which peft 0.21 matches as a
+regular expression: a string value is one (``re.fullmatch`` over every module's name for
+``target_modules`` and ``exclude_modules``), a list's items are spliced into patterns
+(``modules_to_save``, ``layers_pattern``, ``target_modules`` when weights are tied)."""
+PEFT_NAME_KEYS = ("rank_pattern", "alpha_pattern", "trainable_token_indices")
+"""LoRA config keys holding an object keyed by module names: peft matches each key of
+``rank_pattern`` and ``alpha_pattern`` as a regular expression (``get_pattern_key``)."""
+ALL_LINEAR = "all-linear"
+"""The one string ``target_modules`` may be: peft's shorthand (compared case-insensitively,
+never matched as a pattern) for every linear layer but the output head."""
+MAX_PEFT_NAMES = 4096
+"""The most names one key of an adapter config may list."""
+MAX_PEFT_NAME_CHARS = 200
+PEFT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+"""What a module name of an adapter config may hold: as a pattern, such a name has no
+quantifier, group or alternation, so matching it takes time linear in the module's name."""
 
 
 @dataclass
@@ -97,7 +119,8 @@ def load_causal_lm_target(directory: Path, manifest: dict, device: object = None
 def peft_folders(directory: Path, manifest: dict) -> tuple[Path, Path]:
     """The ``base`` and ``adapter`` folders of a ``peft`` manifest, checked without loading
     anything: both inside ``directory``, the base with a ``config.json``, the adapter a LoRA
-    config (:data:`PEFT_TYPES`) with safetensors weights; else InputError of one line."""
+    config (:data:`PEFT_TYPES`) naming its modules plainly (:func:`check_adapter_names`) with
+    safetensors weights; else InputError of one line."""
     directory = Path(directory)
     for field in ("base", "adapter"):
         if field not in manifest:
@@ -112,14 +135,16 @@ def peft_folders(directory: Path, manifest: dict) -> tuple[Path, Path]:
     if not config.is_file():
         raise InputError(f"target {str(directory)!r}: adapter file {str(config)!r} missing")
     try:
-        kind = json.loads(config.read_text()).get("peft_type")
-    except (ValueError, AttributeError, OSError):
+        settings = json.loads(config.read_text())
+        kind = settings.get("peft_type")
+    except (ValueError, AttributeError, OSError, RecursionError):
         raise InputError(f"target {str(directory)!r}: {str(config)!r} is not JSON") from None
     if kind not in PEFT_TYPES:
         raise InputError(
             f"target {str(directory)!r}: adapter peft_type {kind!r} is not one this audit opens "
             f"({', '.join(PEFT_TYPES)})"
         )
+    check_adapter_names(settings, f"target {str(directory)!r}")
     weights = inside_model_directory(adapter, ADAPTER_WEIGHTS, "adapter")
     if not weights.is_file():
         pickled = (adapter / "adapter_model.bin").exists()
@@ -129,6 +154,55 @@ def peft_folders(directory: Path, manifest: dict) -> tuple[Path, Path]:
                "safe_serialization=True)" if pickled else "")
         )  # fmt: skip
     return base, adapter
+
+
+def check_adapter_names(config: Mapping[str, object], where: str) -> None:
+    """Refuse, with one line starting ``where`` and naming the key, an adapter config that
+    would have peft evaluate a regular expression of the contributor's: each key of
+    :data:`PEFT_NAME_LISTS` must be null or a list of at most :data:`MAX_PEFT_NAMES` plain
+    names (:data:`PEFT_NAME_CHARS`, at most :data:`MAX_PEFT_NAME_CHARS` each), except
+    ``target_modules`` may be :data:`ALL_LINEAR`; each of :data:`PEFT_NAME_KEYS` null or an
+    object keyed by such names (``trainable_token_indices`` may be a list of token ids).
+    Nothing is matched here: the check is linear in the config's size."""
+    for key in (*PEFT_NAME_LISTS, *PEFT_NAME_KEYS):
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            if key == "target_modules" and value.lower() == ALL_LINEAR:
+                continue
+            raise InputError(
+                f"{where}: adapter config {key!r} is a string, which peft would match as a "
+                "regular expression; give a list of module names"
+                + (f' (or "{ALL_LINEAR}")' if key == "target_modules" else "")
+            )
+        if key in PEFT_NAME_KEYS and isinstance(value, Mapping):
+            names: list[object] = list(value)
+        elif key == "trainable_token_indices" and isinstance(value, list):
+            names = []  # token ids of the input embedding: no name at all
+        elif key in PEFT_NAME_LISTS and isinstance(value, list | tuple | set | frozenset):
+            names = list(value)
+        else:
+            shape = "an object keyed by module names" if key in PEFT_NAME_KEYS else "a list"
+            raise InputError(f"{where}: adapter config {key!r} must be {shape} or null")
+        _check_plain_names(names, key, where)
+
+
+def _check_plain_names(names: list[object], key: str, where: str) -> None:
+    """InputError naming ``key`` unless every one of ``names`` is a plain module name."""
+    if len(names) > MAX_PEFT_NAMES:
+        raise InputError(f"{where}: adapter config {key!r} lists more than {MAX_PEFT_NAMES} names")
+    for name in names:
+        if (
+            not isinstance(name, str)
+            or not 0 < len(name) <= MAX_PEFT_NAME_CHARS
+            or not PEFT_NAME_CHARS.issuperset(name)
+        ):
+            raise InputError(
+                f"{where}: adapter config {key!r} holds {str(name)[:40]!r}, not a module name "
+                f"(letters, digits, '_' and '.', at most {MAX_PEFT_NAME_CHARS} characters): "
+                "peft would match it as a regular expression"
+            )
 
 
 def text_model_folders(directory: Path) -> tuple[Path, Path]:
@@ -163,12 +237,15 @@ def load_peft_target(directory: Path, manifest: dict, device: object = None) -> 
     model = _open_causal_lm(base)
     try:
         config = LoraConfig.from_pretrained(str(adapter))  # never what it names as its base
+        check_adapter_names(vars(config), f"target {str(adapter)!r}")  # the config peft uses
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             wrapped = PeftModel.from_pretrained(
                 model, str(adapter), config=config, is_trainable=False,
                 local_files_only=True, torch_device="cpu",
             )  # fmt: skip
+    except InputError:
+        raise
     except (OSError, ValueError, RuntimeError, TypeError, KeyError, SafetensorError) as error:
         raise InputError(
             f"target {str(adapter)!r}: not a LoRA adapter of this base ({_first_line(error)})"
