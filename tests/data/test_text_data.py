@@ -75,6 +75,10 @@ def test_documents_from_txt_jsonl_and_directories(tmp_path: Path) -> None:
         ("latin.txt", "caf\xe9".encode("latin-1"), "not UTF-8"),
         ("empty.txt", "   \n", "no non-empty document"),
         ("data.csv", "a,b\n", "expected a .txt or .jsonl"),
+        # what no report can store (PostgreSQL: no NUL; UTF-8: no lone surrogate), by line
+        ("nul.jsonl", '{"text": "ok"}\n{"text": "a\\u0000b"}\n', r"line 2: holds a NUL char"),
+        ("half.jsonl", '"ok"\n\n"\\ud800 alone"\n', r"line 3: holds a lone surrogate \(U\+D800"),
+        ("nul.txt", "one\ntwo\x00\n", r"line 2: holds a NUL character \(U\+0000\)"),
     ],
 )
 def test_bad_text_files_name_the_file(

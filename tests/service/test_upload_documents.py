@@ -39,6 +39,12 @@ def test_documents_are_counted_with_the_fields_every_one_holds_as_text(tmp_path:
         (b"\n \n\t\n", "d.txt", "d.txt: no document (only blank text)"),
         (b"caf\xe9\n", "d.txt", "d.txt: line 1 is not UTF-8 text"),
         (b"x" * 40 + b"\n", "d.txt", "d.txt: line 1 is longer than 32 bytes"),
+        # what PostgreSQL cannot store in a report quoting it, or UTF-8 cannot encode
+        (b'"ok"\n{"text": "a\\u0000"}\n', "d.jsonl", "d.jsonl: line 2 holds a NUL character"),
+        (b'"\\ud800"\n', "d.jsonl", "d.jsonl: line 1 holds a lone surrogate (U+D800)"),
+        (b'"\\udfff b"\n', "d.jsonl", "line 1 holds a lone surrogate (U+DFFF)"),
+        (b'{"text": "\\u0000"}\n', "d.jsonl", "line 1 holds a NUL"),  # blank text or not
+        (b"ok\n\x00\n", "d.txt", "d.txt: line 2 holds a NUL character (U+0000)"),
     ],
 )
 def test_bad_documents_are_refused_with_one_line(
@@ -49,6 +55,12 @@ def test_bad_documents_are_refused_with_one_line(
         _check(tmp_path, content, filename)
     assert message in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_a_surrogate_pair_escaped_in_json_is_one_character_and_kept(tmp_path: Path) -> None:
+    assert _check(tmp_path, b'"\\ud83d\\ude00"\n', "d.jsonl") == {  # one emoji: text
+        "documents": 1, "characters": 1
+    }  # fmt: skip
 
 
 def test_a_line_nested_past_the_parsers_depth_is_refused_with_one_line(tmp_path: Path) -> None:

@@ -142,6 +142,24 @@ def _npz_bomb() -> bytes:
     return buffer.getvalue()
 
 
+def _lora_adapter(**config: object) -> bytes:
+    """A ``peft`` model folder whose adapter config is LoRA's with ``config`` over it (its
+    weights are never read: the config is refused first)."""
+    manifest = {"format": "peft", "modality": "text", "base": "base", "adapter": "adapter"}
+    settings = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]}
+    return _tar([
+        _file("target.json", json.dumps(manifest).encode()),
+        _file("base/config.json", b'{"architectures": ["LlamaForCausalLM"]}'),
+        _file("adapter/adapter_config.json", json.dumps(settings | config).encode()),
+        _file("adapter/adapter_model.safetensors", b"never read"),
+    ])  # fmt: skip
+
+
+CATASTROPHIC = "(a+)+$"
+"""A pattern whose match against a 12-character module name takes seconds, 38 times more
+for each 2 characters more (issue 68, finding 4)."""
+
+
 HOSTILE = {
     "a compression bomb": (gzip.compress(b"x,y\n" + b"1,0\n" * 2**20, 9), {"filename": "m.csv.gz"},
                            "expands past"),
@@ -167,6 +185,18 @@ HOSTILE = {
     "a model whose file lies outside": (
         _tar([_file("target.json", b'{"format": "skops", "file": "../../x.skops"}')]),
         {"kind": "model", "filename": "m.tar"}, "inside the model directory"),
+    "a LoRA adapter naming its modules by a pattern": (
+        _lora_adapter(target_modules=CATASTROPHIC), {"kind": "model", "filename": "lora.tar"},
+        "adapter config 'target_modules' is a string, which peft would match as a regular"),
+    "a LoRA adapter whose rank pattern is a pattern": (
+        _lora_adapter(rank_pattern={CATASTROPHIC: 4}), {"kind": "model", "filename": "lora.tar"},
+        "adapter config 'rank_pattern' holds '(a+)+$', not a module name"),
+    "documents escaping a NUL": (b'"ok"\n{"text": "a\\u0000b"}\n', {"filename": "notes.jsonl"},
+                                 "notes.jsonl: line 2 holds a NUL character (U+0000)"),
+    "documents escaping a lone surrogate": (b'"\\ud800"\n', {"filename": "notes.jsonl"},
+                                            "notes.jsonl: line 1 holds a lone surrogate"),
+    "a text document holding a NUL": (b"one\ntwo\x00\n", {"filename": "notes.txt"},
+                                      "notes.txt: line 2 holds a NUL character"),
 }  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.data.text import unstorable
 from panoramia.errors import InputError
 
 TEXT_SUFFIXES = (".txt", ".jsonl")
@@ -82,6 +83,17 @@ def concat_chunks(sets: list[TextSet]) -> TextSet:
     )
 
 
+def _storable(path: Path, text: str, line: int | None) -> str:
+    """``text``, or InputError naming its ``line`` of ``path`` (None: ``text`` is the whole
+    file, whose line is counted) where it holds what :func:`unstorable` finds."""
+    found = unstorable(text)
+    if found is None:
+        return text
+    where, what = found
+    number = line if line is not None else 1 + text.count("\n", 0, where)
+    raise InputError(f"{str(path)!r} line {number}: holds {what}, which no report can store")
+
+
 def _jsonl_documents(path: Path, field: str) -> list[str]:
     documents = []
     with open(path, encoding="utf-8-sig") as handle:  # a leading BOM (Windows editors) allowed
@@ -99,12 +111,14 @@ def _jsonl_documents(path: Path, field: str) -> list[str]:
                     f"{str(path)!r} line {number}: needs a string field {field!r} "
                     "(or a bare JSON string)"
                 )
-            documents.append(value)
+            documents.append(_storable(path, value, number))
     return documents
 
 
 def read_documents(path: str | Path, *, field: str = "text") -> list[str]:
-    """The non-empty documents of a ``.txt`` file, a ``.jsonl`` file or a directory of them."""
+    """The non-empty documents of a ``.txt`` file, a ``.jsonl`` file or a directory of them;
+    InputError naming the file and line of a document holding what no report can store
+    (:func:`unstorable`: a NUL, or a lone surrogate a ``.jsonl`` escapes as ``\\ud800``)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{str(path)!r}: no such file or directory")
@@ -122,7 +136,7 @@ def read_documents(path: str | Path, *, field: str = "text") -> list[str]:
             if file.suffix == ".jsonl":
                 documents += _jsonl_documents(file, field)
             else:
-                documents.append(file.read_text(encoding="utf-8-sig"))
+                documents.append(_storable(file, file.read_text(encoding="utf-8-sig"), None))
         except UnicodeDecodeError:
             raise InputError(f"{str(file)!r}: not UTF-8 text") from None
     documents = [d for d in documents if d.strip()]

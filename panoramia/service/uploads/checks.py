@@ -13,7 +13,8 @@
 - **Documents** for a text audit, as the audit reads them: ``.jsonl`` (a line: an object with a
   string field ``text``, or a bare JSON string) or ``.txt`` (one document); UTF-8 (a leading BOM
   allowed), at least one non-blank document, no line longer than :data:`MAX_LINE_BYTES` (read a
-  line at a time); the summary counts the documents and their characters.
+  line at a time), no NUL or lone surrogate in a document (not even as a JSON escape); the
+  summary counts the documents and their characters.
 - An **npz**: every array's header read before any array (no pickled objects, no more data
   declared than held, at most ``max_bytes`` once read:
   :func:`panoramia.data.files.check_npz_arrays`).
@@ -218,7 +219,9 @@ def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
     """A text audit's documents as the audit reads them (``panoramia.modalities.text.documents``):
     a ``.jsonl`` line is a JSON object with a string field ``text`` (the field the service's audits
     read) or a bare JSON string; a ``.txt`` is one document. ``{"documents": n, "characters": c}``
-    counts the non-blank documents and their characters."""
+    counts the non-blank documents and their characters. A document holding a NUL or a lone
+    surrogate (a ``.jsonl`` may escape them: ``"\\u0000"``, ``"\\ud800"``) is refused naming
+    its line: PostgreSQL could not store a report quoting it."""
     import json
 
     documents = characters = 0
@@ -231,10 +234,11 @@ def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise UploadRejected(f"{shown}: line {number} is not UTF-8 text") from None
-            if not line.strip():
-                continue
             if not jsonl:
+                _storable(line, number, shown)
                 characters += len(line.strip())
+                continue
+            if not line.strip():
                 continue
             try:
                 value = json.loads(line)
@@ -246,6 +250,7 @@ def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
                 raise UploadRejected(
                     f"{shown}: line {number} needs a string field 'text' (or a bare JSON string)"
                 )
+            _storable(value, number, shown)
             if value.strip():
                 documents += 1
                 characters += len(value)
@@ -254,6 +259,16 @@ def check_documents(path: Path, *, jsonl: bool, shown: str) -> dict:
     if documents == 0:
         raise UploadRejected(f"{shown}: no document (only blank text)")
     return {"documents": documents, "characters": characters}
+
+
+def _storable(text: str, number: int, shown: str) -> None:
+    """UploadRejected naming line ``number`` where ``text`` holds what no report can store
+    (:func:`panoramia.data.text.unstorable`: a NUL, a lone surrogate)."""
+    from panoramia.data.text import unstorable
+
+    found = unstorable(text)
+    if found is not None:
+        raise UploadRejected(f"{shown}: line {number} holds {found[1]}, which no report can store")
 
 
 def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:

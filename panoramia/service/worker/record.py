@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from pydantic import ValidationError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from panoramia.report.schema import ReportDocument
 from panoramia.service.contributor_files import unreadable_entry
@@ -153,6 +154,30 @@ def titled(content: ReportContent, name: str, version: str) -> ReportContent:
     return ReportContent(
         document=content.document, html=page, artifact_location=content.artifact_location
     )
+
+
+def store_report(
+    store: ReportStore,
+    audit_id: str,
+    worker: str,
+    content: ReportContent,
+    timings: dict,
+    progress: dict | None,
+) -> str | None:
+    """Store the finished audit's report and its success (:meth:`ReportStore.finish`): None
+    once done (or the claim lost), else why the database refused it, in one line (PostgreSQL
+    holds no NUL, for one): the audit then fails with it, since running it again would not
+    mend it (the worker neither raises nor stops its heartbeats over it). A busy store or a
+    lost connection still raises, as before: the audit is then taken up again."""
+    try:
+        store.finish(audit_id, worker, content, timings, progress)
+    except (DataError, IntegrityError) as error:  # a busy or lost connection is not the report's
+        cause = getattr(error, "orig", None) or error  # the driver's words, not the statement
+        lines = str(cause).strip().splitlines()
+        first = (lines[0] if lines else type(cause).__name__)[:300]
+        first = first.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
+        return f"the report could not be stored: {first}"  # itself storable
+    return None
 
 
 def finished_report(

@@ -44,6 +44,7 @@ from panoramia.service.worker.record import (
     expire_inputs,
     finished_report,
     read_progress,
+    store_report,
     titled,
 )
 from panoramia.service.worker.staging import stage_data_files
@@ -247,8 +248,9 @@ def _record(
     staged_names: dict[str, str],
 ) -> AuditStatus:
     """Record how the run ended (``outcome``: what stopped it early; None: it exited by
-    itself, and its report or its failure is read from ``run_dir``), expire her inputs
-    where it ended, log it; returns its status."""
+    itself, and its report or its failure is read from ``run_dir``; a report the database
+    refuses fails it, :func:`store_report`), expire her inputs where it ended, log it;
+    returns its status."""
     audit_id = audit.id
     if outcome is None:
         shown = ContributorView(staged_names, run_dir, settings.home)
@@ -264,10 +266,13 @@ def _record(
                 shown.report(finished, audit_id), str(model.get("name") or ""),
                 str(model.get("version") or ""),
             )  # fmt: skip
-            store.finish(
-                audit_id, worker, report, timings, last if isinstance(last, dict) else None
+            refused = store_report(
+                store, audit_id, worker, report, timings, last if isinstance(last, dict) else None
             )
             outcome = (AuditStatus.SUCCEEDED, "")
+            if refused is not None:  # one line, no traceback: the audit fails with it
+                log.warning("audit %s: %s", audit_id, refused)
+                outcome = (AuditStatus.FAILED, shown.text(refused))
         else:
             outcome = (AuditStatus.FAILED, shown.text(finished))
     if outcome[0] != AuditStatus.SUCCEEDED:
