@@ -179,6 +179,22 @@ class ReportRows(StoreBase):
         with self.sessions() as session:
             return list(session.scalars(reports)), list(session.scalars(audits))
 
+    def latest_reports(
+        self, principal: Principal, model_name: str
+    ) -> tuple[Report | None, Report | None]:
+        """``model_name``'s newest report that one of the service's audits wrote, and its
+        newest report of all (an uploaded one, where one is newer; else the same row), among
+        those ``principal`` may see (their digests, never their documents); None for each
+        she has none of. A listing's latest verdict is the first: an uploaded report's is
+        never shown as the service's."""
+        newest = reports_query(principal, model_name).order_by(Report.created_at.desc(), Report.id)
+        with self.sessions() as session:
+            found = session.scalars(newest.limit(1)).first()
+            if found is None or found.audit_id is not None:
+                return found, found
+            audited = newest.where(Report.audit_id.is_not(None)).limit(1)
+            return session.scalars(audited).first(), found
+
     def list_reports(
         self, principal: Principal, model_name: str, where: ReportFilter
     ) -> list[Report] | None:

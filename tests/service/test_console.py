@@ -17,6 +17,7 @@ import pytest
 
 from panoramia.service.console import sessions
 from panoramia.service.console.pages import CONSOLE_POLICY
+from panoramia.store.repository import ReportContent
 from panoramia.store.tokens import hash_token
 from tests.service.test_service_api import upload
 from tests.service_support import (
@@ -24,6 +25,7 @@ from tests.service_support import (
     live_service,
     queued_only_service,
     redis_database,
+    report_document_for_test,
     settings_for,
 )
 
@@ -248,6 +250,59 @@ def test_malformed_uploaded_documents_never_break_a_page(service: LiveService) -
     with service.client(service.tokens["mallory"]) as mallory:  # nor stored
         stored = mallory.get(f"/v1/reports/{shown['id']}").json()["document"]["verdict"]
         assert stored["level"] == "leak_detected"
+
+
+UPLOADED = "uploaded by its owner, not run by the service"
+"""How a page marks an uploaded report's verdict (its report page says "(uploaded)")."""
+
+
+def _cell_with(page: str, text: str) -> str:
+    """The one table cell of ``page`` that holds ``text``."""
+    cells = [cell for cell in re.findall(r"<td>(.*?)</td>", page, re.S) if text in cell]
+    assert len(cells) == 1, (text, cells)
+    return cells[0]
+
+
+def test_an_uploaded_verdict_is_never_shown_as_a_models_latest_unmarked(
+    service: LiveService,
+) -> None:
+    """Issue 68, finding 6: a contributor uploads a report after the service's audit of her
+    model called a leak; the models list (hers and the admin's) and the model page's latest
+    box show the latest verdict the service ran, and the uploaded one only marked as
+    uploaded; a model with only uploaded reports shows its verdict marked too."""
+    with service.client(service.token("alice")) as alice:
+        audit = alice.post(
+            "/v1/audits",
+            json={"model": {"name": "census"}, "target": {"config": "mlp_generalised"}},
+        ).json()
+    assert service.store.claim(audit["id"], "w1") is not None
+    content = ReportContent(report_document_for_test(shift=1.0), "<html></html>")
+    audited = service.store.finish(audit["id"], "w1", content, {})  # Leak detected, 0.13
+    with service.client(service.tokens["alice"]) as alice:
+        forged = upload(alice, model="census", **report_document_for_test(shift=0.0))
+        only = upload(alice, model="mine", **report_document_for_test(shift=0.0))
+    no_leak = 'level-no_leak_detected">No leak detected'
+    for token in (service.tokens["alice"], service.token("root", admin=True)):
+        with browser(service) as client:
+            sign_in(client, token)
+            listing = client.get("/console/models").text
+            census = listing.split('href="/console/models/census"')[1].split("</tr>")[0]
+            assert 'level-leak_detected">Leak detected' in census
+            assert "0.13" in census  # the service's figure, not the upload's 0.00
+            assert UPLOADED in _cell_with(census, no_leak)
+            mine = listing.split('href="/console/models/mine"')[1].split("</tr>")[0]
+            assert UPLOADED in _cell_with(mine, no_leak)
+            page = client.get("/console/models/census").text
+            latest = page.split("<h2>ε̃ over time</h2>")[0]
+            assert f'href="/console/reports/{audited}"' in latest
+            assert "<h2>Leak detected</h2>" in latest
+            assert "<h2>No leak detected</h2>" not in latest
+            assert f'href="/console/reports/{forged["id"]}"' in latest  # the newer upload
+            assert UPLOADED in latest
+            own = client.get("/console/models/mine").text.split("<h2>ε̃ over time</h2>")[0]
+            assert f'href="/console/reports/{only["id"]}"' in own
+            assert "<h2>No leak detected</h2>" in own
+            assert UPLOADED in own
 
 
 def test_a_model_page_never_loads_report_documents(service: LiveService) -> None:

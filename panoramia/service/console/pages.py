@@ -154,15 +154,18 @@ MODELS_PER_PAGE = 50
 
 def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[dict[str, Any]]:
     """One row per model name the principal may see, ``MODELS_PER_PAGE`` names to a page
-    (``page`` from 1): its versions, owners, report count, latest report time and latest
-    verdict (None without a report)."""
+    (``page`` from 1): its versions, owners, report count, latest report time, ``latest``:
+    the line of the newest report one of the service's audits wrote (None without one), with
+    ``pooled``, its group of repeats, and ``uploaded``: the line of an uploaded report newer
+    than that (None without one), which the page shows marked as uploaded, never as the
+    model's latest verdict."""
     names = store.model_names(principal, limit=MODELS_PER_PAGE, offset=(page - 1) * MODELS_PER_PAGE)
     rows: dict[str, dict[str, Any]] = {}
     for summary in store.list_models(principal, names=names) if names else ():
         row = rows.setdefault(
             summary.name,
             {"name": summary.name, "versions": [], "owners": set(), "reports": 0,
-             "latest_at": None, "declared": False, "latest": None},
+             "latest_at": None, "declared": False, "latest": None, "uploaded": None},
         )  # fmt: skip
         row["versions"].append(summary.version)
         row["owners"].add(summary.owner or "—")
@@ -174,9 +177,12 @@ def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[
     ordered = sorted(rows.values(), key=lambda row: row["name"])
     for row in ordered:
         if row["reports"]:
-            newest, _audits = store.model_history(principal, row["name"], limit=1)
-            row["latest"] = report_line(newest[0]) if newest else None
-            row["pooled"] = _group_of(store, principal, newest[0]) if newest else None
+            audited, newest = store.latest_reports(principal, row["name"])
+            row["latest"] = report_line(audited) if audited is not None else None
+            row["pooled"] = _group_of(store, principal, audited) if audited is not None else None
+            row["uploaded"] = (
+                report_line(newest) if newest is not None and newest.audit_id is None else None
+            )
     return ordered
 
 
@@ -574,13 +580,17 @@ def add_model_pages(
         if not reports and not audits:
             return page.not_found(request, session, "model")
         lines = [report_line(report) for report in reversed(reports)]  # oldest first
-        latest = lines[-1] if lines else None
+        audited, newest = store.latest_reports(principal, name)
+        shown = audited or newest  # the service's latest; with only uploads, the newest
+        latest = report_line(shown) if shown else None
+        newer_upload = report_line(newest) if newest and shown and newest.id != shown.id else None
         active = any(audit.status in ACTIVE for audit in audits)
         groups = {a.id: a.repeat_group for a in audits if a.repeat_group}
         pooled = {group: repeat_summary(store, principal, group) for group in set(groups.values())}
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
-            rows=history_rows(lines, groups, pooled), latest=latest,
+            rows=history_rows(lines, groups, pooled), latest=latest, newer_upload=newer_upload,
+            newest=lines[-1] if lines else None,
             latest_group=pooled.get(groups.get(latest["audit_id"] or "", "")) if latest else None,
             audits=audits, plot=history_plot(lines), plot_text=history_text(lines),
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
