@@ -11,6 +11,10 @@ import numpy as np
 
 from panoramia.errors import InputError
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+"""The image files a folder of images is read from (the image plug-in's reader and the
+service's door alike)."""
+
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 

@@ -4,6 +4,10 @@ surrogate half (a JSON escape such as ``"\\ud800"`` makes one)."""
 
 from __future__ import annotations
 
+TEXT_SUFFIXES = (".txt", ".jsonl")
+"""The document files a folder of text is read from (the text plug-in's reader and the
+service's door alike)."""
+
 
 def unstorable(text: str) -> tuple[int, str] | None:
     """Where ``text`` first holds what no report can store, and what: a NUL character or a

@@ -9,13 +9,18 @@ import math
 from panoramia.audit_cost import CostEstimate
 from panoramia.plugins import MODALITIES
 from panoramia.service.routing import Queue
-from panoramia.service.schemas import AuditRequest
+from panoramia.service.schemas import MAX_NAME_CHARS, AuditRequest
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.submission.cost import check_budget, estimate_cost
 from panoramia.service.submission.repeats import seeded_overrides
 from panoramia.service.submission.usage import usage
-from panoramia.service.uploads.naming import check_columns, portable_overrides, upload_resolver
+from panoramia.service.uploads.naming import (
+    check_columns,
+    check_data_kinds,
+    portable_overrides,
+    upload_resolver,
+)
 from panoramia.store.repository import ModelRef, Principal, ReportStore, StorageFull
 from panoramia.store.tables import Audit, Upload
 from panoramia.store.uploads import UploadRows
@@ -45,6 +50,7 @@ def submit_audits(
             ),
         )  # fmt: skip
 
+    control_model = control_version(body.model.version) if body.control is not None else None
     named: dict[str, str] = {}
     overrides = command(body, named)
     found = UploadRows(store)
@@ -52,6 +58,7 @@ def submit_audits(
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
     check_columns(body.data, uploads)
     check_model_fits(body, uploads.get("target"))
+    check_data_kinds(body.data, uploads)
     check_label_classes(body, uploads.get("members"), uploads.get("target"))
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
     control_runs: list[list[str]] = []
@@ -82,8 +89,8 @@ def submit_audits(
     ]  # fmt: skip
     target = ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim)
     models = [target] * len(requests)
-    if control_runs:  # kept under her model's name, version "<version>-control"
-        control = ModelRef(body.model.name, f"{body.model.version}-control"[:100])
+    if control_runs and control_model is not None:  # her model's name, "<version>-control"
+        control = ModelRef(body.model.name, control_model)
         aside_common = common | {"uploads": named | control_named}  # what its audits read
         requests += [
             aside_common | {
@@ -105,6 +112,24 @@ def submit_audits(
     for audit in audits:
         queue.submit(audit.id)
     return audits
+
+
+CONTROL_SUFFIX = "-control"
+"""What a control's version adds to the target's: its runs are kept as a model of their own."""
+
+
+def control_version(version: str) -> str:
+    """The version a control's runs are kept under, ``<version>-control``: never the target's
+    own, since the suffix is never cut. RequestProblem naming ``model.version`` where the
+    version is too long to take it (more than ``MAX_NAME_CHARS - len(CONTROL_SUFFIX)``)."""
+    longest = MAX_NAME_CHARS - len(CONTROL_SUFFIX)
+    if len(version) > longest:
+        raise RequestProblem(
+            ("model", "version"),
+            f"{len(version)} characters; with a control, whose runs are kept as version "
+            f"'<version>{CONTROL_SUFFIX}', a version has at most {longest}",
+        )
+    return version + CONTROL_SUFFIX
 
 
 def check_model_fits(body: AuditRequest, model: Upload | None) -> None:

@@ -22,7 +22,9 @@ from panoramia.plugins import MODALITIES, data_sources
 from panoramia.report.schema import ReportDocument
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, min_length=1, max_length=100)]
+MAX_NAME_CHARS = 100
+"""The most characters a model name or version has (the store's columns hold 100)."""
+Name = Annotated[str, Field(pattern=NAME_PATTERN, min_length=1, max_length=MAX_NAME_CHARS)]
 """Model names and versions: letters, digits, ``.``, ``_``, ``-`` (safe in paths and configs)."""
 RelativePath = Annotated[str, Field(min_length=1, max_length=500)]
 Column = Annotated[str, Field(min_length=1, max_length=200)]

@@ -552,3 +552,34 @@ def test_a_control_is_audited_at_the_same_seeds_in_the_same_group(service: LiveS
         ended = alice.get(f"/v1/repeats/{found['id']}").json()
         assert ended["pooled"]["runs"] == 2  # the target's runs only
         assert ended["paired"] is None  # no report: nothing to pair
+
+
+def test_a_version_too_long_to_name_its_control_is_refused_at_the_door(
+    service: LiveService,
+) -> None:
+    """Issue 68, finding 7: a control's runs are kept as version '<version>-control' (a
+    version is at most 100 characters), so with a control a version of more than 92 is a 422
+    naming model.version that stores nothing, never a control kept under the target's own
+    version; 92 characters keep the two apart, and without a control 100 are fine."""
+    body = {"target": {"config": "mlp_overfit"}, "control": {"config": "mlp_disjoint"},
+            "repeats": 2}  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        for size in (100, 93):  # 100: "<version>-control"[:100] was the version itself
+            model = {"name": "m", "version": "v" * size}
+            long = alice.post("/v1/audits", json=body | {"model": model})
+            assert long.status_code == 422, long.text
+            (problem,) = long.json()["detail"]
+            assert problem["loc"] == ["body", "model", "version"]
+            assert problem["msg"] == (
+                f"{size} characters; with a control, whose runs are kept as version "
+                "'<version>-control', a version has at most 92"
+            )
+        assert alice.get("/v1/models").json() == []  # nothing stored
+        fits = alice.post("/v1/audits", json=body | {"model": {"name": "m", "version": "v" * 92}})
+        assert fits.status_code == 202, fits.text
+        found = alice.get(f"/v1/repeats/{fits.json()['repeat_group']}").json()
+        versions = [service.store.get_audit(None, r["audit_id"]).model.version
+                    for r in found["runs"]]  # fmt: skip
+        assert versions == ["v" * 92] * 2 + ["v" * 92 + "-control"] * 2
+        alone = {"model": {"name": "m", "version": "w" * 100}, "target": {"config": "mlp_overfit"}}
+        assert alice.post("/v1/audits", json=alone).status_code == 202

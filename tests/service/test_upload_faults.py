@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from tests.service.test_uploads import CSV, _file, _tar, announce, send, stored_files, upload
@@ -468,6 +470,89 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
         )
         numeric = colours | {"data": colours["data"] | {"label": "y"}}  # numbers: left to the audit
         assert alice.post("/v1/audits", json=numeric).status_code == 202
+
+
+def _npz(**arrays: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+READS = {
+    "csv": "a table (a CSV or Parquet file)",
+    "images": "images (an .npz of arrays 'images' and 'labels', a folder of class folders or "
+    "CIFAR batches)",
+    "text_files": "text (a .txt or .jsonl file, or a folder of them)",
+}
+"""What each file data source reads, as the door's refusals say."""
+NO_IMAGES = (
+    "a folder without images in class folders (.png, .jpg, .jpeg, .bmp) or CIFAR batches "
+    "(data_batch_*)"
+)
+
+
+def test_a_data_upload_its_source_cannot_read_is_refused_at_the_door(
+    service: LiveService,
+) -> None:
+    """Issue 68, finding 8: what each data upload is was read on arrival (a table's columns,
+    an npz's arrays, documents, a folder's files). A table audit of a folder, an npz or
+    documents (its label a column none of them has), an image audit of a table, documents,
+    text files or an npz without labels, and a text audit of a table, an npz or a folder of
+    images: each a 422 naming the upload's field that queues nothing, not an audit that fails
+    in the worker; each source's own kinds pass."""
+    images = _npz(images=np.zeros((2, 4, 4, 1), np.uint8), labels=np.zeros(2, np.int64))
+    sent = {
+        "table": (CSV, "table.csv"),
+        "texts": (_tar([_file("a.txt", b"one"), _file("notes/b.jsonl", b'"two"\n')]), "t.tar"),
+        "scans": (_tar([_file("cat/1.png", b"png"), _file("dog/2.JPG", b"jpg")]), "s.tar"),
+        "batches": (_tar([_file("data_batch_1.bin", bytes(3073))]), "b.tar"),
+        "arrays": (images, "arrays.npz"),
+        "unlabelled": (_npz(images=np.zeros((2, 4, 4, 1), np.uint8)), "unlabelled.npz"),
+        "docs": (b'{"text": "one"}\n', "docs.jsonl"),
+    }
+    with service.client(service.token("alice")) as alice:
+        for name, (content, filename) in sent.items():
+            made = upload(alice, content, name=name, filename=filename)
+            assert made.json()["state"] == "ready", (name, made.text)
+
+        def submit(source: str, members: str, nonmembers: str | None = None) -> httpx.Response:
+            config = {"csv": "mlp_generalised", "images": "cnn_overfit",
+                      "text_files": "gpt2_many_epochs"}[source]  # fmt: skip
+            data = {"source": source, "members": members}
+            data |= {"label": "y"} if source == "csv" else {}
+            data |= {"nonmembers": nonmembers} if nonmembers else {}
+            body = {"model": {"name": "probe"}, "target": {"config": config}, "data": data}
+            return alice.post("/v1/audits", json=body)
+
+        refused = [  # (source, members, nonmembers), the field refused, what its upload is
+            (("csv", "texts", None), "members", "a folder"),
+            (("csv", "table", "scans"), "nonmembers", "a folder"),
+            (("csv", "arrays", None), "members", "an .npz of arrays"),
+            (("csv", "docs", None), "members", "a file of documents"),
+            (("images", "table", None), "members", "a table"),
+            (("images", "docs", None), "members", "a file of documents"),
+            (("images", "texts", None), "members", NO_IMAGES),
+            (("images", "arrays", "unlabelled"), "nonmembers", "an .npz without array 'labels'"),
+            (("text_files", "table", None), "members", "a table"),
+            (("text_files", "arrays", None), "members", "an .npz of arrays"),
+            (("text_files", "scans", None), "members", "a folder without .txt or .jsonl files"),
+        ]
+        for (source, *names), field, what in refused:
+            answer = submit(source, *names)
+            assert answer.status_code == 422, (source, names, answer.text)
+            (problem,) = answer.json()["detail"]
+            assert problem["loc"] == ["body", "data", field], (source, names)
+            name = names[0] if field == "members" else names[1]
+            assert problem["msg"] == (
+                f"upload {name!r} is {what}; data source {source!r} reads {READS[source]}"
+            )
+        principal = service.store.authenticate(service.tokens["alice"])
+        assert principal is not None
+        assert service.store.audit_ids(principal.contributor_id) == []  # nothing queued
+        for request in [("images", "scans", "arrays"), ("images", "batches"),
+                        ("text_files", "texts", "docs")]:  # fmt: skip
+            answer = submit(*request)
+            assert answer.status_code == 202, (request, answer.text)
 
 
 def test_hostile_documents_are_refused_on_arrival_and_nothing_is_kept(

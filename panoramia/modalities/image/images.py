@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from panoramia.audit_settings import Augmentation, values
-from panoramia.data.files import check_npz_arrays
+from panoramia.data.files import IMAGE_SUFFIXES, check_npz_arrays
 from panoramia.errors import InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 CIFAR_SIDE = 32
 AUGMENTATIONS = values(Augmentation)
 """Training-time augmentations (see :mod:`panoramia.modalities.image.image_module`)."""

@@ -22,10 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from panoramia.data.text import unstorable
+from panoramia.data.text import TEXT_SUFFIXES, unstorable
 from panoramia.errors import InputError
-
-TEXT_SUFFIXES = (".txt", ".jsonl")
 
 
 @dataclass(frozen=True)

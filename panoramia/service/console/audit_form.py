@@ -26,6 +26,7 @@ from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN, AuditReq
 from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.cost import OverBudget
 from panoramia.service.submission.repeats import repeat_summary
+from panoramia.service.uploads.naming import data_kind
 from panoramia.store.repository import Principal, StorageFull, TooManyAudits
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, UploadRows
@@ -39,15 +40,9 @@ FOLDER_SOURCES = {"images": "images in one folder per class", "text_files": "tex
 def upload_kind(upload: Upload) -> str:
     """``table`` (a CSV or Parquet upload: its columns are known), ``arrays`` (an .npz of
     images), ``documents`` (a ``.jsonl`` or ``.txt`` of text documents) or ``folder`` (a
-    folder: images per class, or text files)."""
-    summary = upload.summary or {}
-    if summary.get("columns"):
-        return "table"
-    if summary.get("arrays"):
-        return "arrays"
-    if summary.get("documents"):
-        return "documents"
-    return "folder"
+    folder: images per class, or text files): the kind the door checks
+    (:func:`panoramia.service.uploads.naming.data_kind`)."""
+    return data_kind(upload)
 
 
 def columns_of(upload: Upload) -> list[str]:

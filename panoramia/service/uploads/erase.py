@@ -251,11 +251,9 @@ def _folders(descriptor: int, budget: list[int], *, hidden: bool = False) -> lis
                 budget[0] -= 1
                 if budget[0] < 0:
                     break
-                if hidden and entry.name.startswith(PARTIAL):  # a link too: it goes itself
-                    names.append(entry.name)
-                elif (hidden or not entry.name.startswith(".")) and entry.is_dir(
-                    follow_symlinks=False
-                ):
+                partial = hidden and entry.name.startswith(PARTIAL)  # a link too: it goes itself
+                shown = hidden or not entry.name.startswith(".")
+                if partial or (shown and entry.is_dir(follow_symlinks=False)):
                     names.append(entry.name)
     except OSError:
         return names

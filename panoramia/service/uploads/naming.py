@@ -10,7 +10,7 @@ upload finds the audits that used it.
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from panoramia.service.schemas import DataRef
 from panoramia.service.settings import ServiceSettings
@@ -135,3 +135,94 @@ def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:
                     ("data", field),
                     f"no column {name!r} in upload {upload.name!r}{hint}; it has: {shown}",
                 )
+
+
+def data_kind(upload: Upload) -> str:
+    """What a data upload is, as its arrival check recorded it: ``table`` (a CSV or Parquet
+    file: its columns are known), ``arrays`` (an .npz), ``documents`` (a ``.jsonl`` or
+    ``.txt`` of text documents) or ``folder`` (an unpacked archive: its files are known)."""
+    summary = upload.summary or {}
+    if summary.get("columns"):
+        return "table"
+    if summary.get("arrays"):
+        return "arrays"
+    if summary.get("documents"):
+        return "documents"
+    return "folder"
+
+
+KIND_WORDS = {
+    "table": "a table",
+    "arrays": "an .npz of arrays",
+    "documents": "a file of documents",
+    "folder": "a folder",
+}
+"""Each :func:`data_kind` in a sentence."""
+SOURCE_READS: dict[str, tuple[frozenset[str], str]] = {
+    "csv": (frozenset({"table"}), "a table (a CSV or Parquet file)"),
+    "images": (
+        frozenset({"arrays", "folder"}),
+        "images (an .npz of arrays 'images' and 'labels', a folder of class folders or CIFAR "
+        "batches)",
+    ),
+    "text_files": (
+        frozenset({"documents", "folder"}),
+        "text (a .txt or .jsonl file, or a folder of them)",
+    ),
+}
+"""Each file data source: the kinds of data upload its audit reads, and what it reads in a
+sentence (:class:`panoramia.service.schemas.DataRef`'s forms)."""
+
+
+def check_data_kinds(data: DataRef, uploads: dict[str, Upload | None]) -> None:
+    """Every data upload the request names is one its source reads, as recorded on arrival:
+    a table for ``csv``; an .npz holding arrays ``images`` and ``labels``, or a folder with an
+    image in a class folder or a CIFAR batch at its top, for ``images``; documents, or a
+    folder holding a ``.txt`` or ``.jsonl`` file, for ``text_files``. RequestProblem naming
+    ``data.members`` or ``data.nonmembers`` otherwise, at the door instead of in the worker.
+    Operator-placed files (no upload) and sources not listed here are left to the audit."""
+    if data.source not in SOURCE_READS:
+        return
+    kinds, reads = SOURCE_READS[data.source]
+    for role in ("members", "nonmembers"):
+        upload = uploads.get(role)
+        if upload is None:
+            continue
+        kind = data_kind(upload)
+        lacks = _lacks(data.source, upload) if kind in kinds else KIND_WORDS[kind]
+        if lacks is not None:
+            raise RequestProblem(
+                ("data", role),
+                f"upload {upload.name!r} is {lacks}; data source {data.source!r} reads {reads}",
+            )
+
+
+def _lacks(source: str, upload: Upload) -> str | None:
+    """What ``upload`` (of a kind ``source`` reads) is, in a sentence, where it lacks what the
+    source's reader needs (:func:`panoramia.modalities.image.images.read_images`,
+    :func:`panoramia.modalities.text.documents.read_documents`); None where it holds it."""
+    from panoramia.data.files import IMAGE_SUFFIXES
+    from panoramia.data.text import TEXT_SUFFIXES
+
+    kind = data_kind(upload)
+    paths = [PurePosixPath(path) for path in upload.files or {}]
+    if source == "images" and kind == "arrays":
+        missing = [a for a in ("images", "labels") if a not in upload.summary["arrays"]]
+        plural = "s" if len(missing) > 1 else ""
+        shown = " and ".join(repr(a) for a in missing)
+        return f"an .npz without array{plural} {shown}" if missing else None
+    if source == "images" and kind == "folder":
+        if any(
+            (len(p.parts) == 2 and p.suffix.lower() in IMAGE_SUFFIXES)
+            or (len(p.parts) == 1 and p.name.startswith("data_batch_"))
+            for p in paths
+        ):
+            return None
+        suffixes = ", ".join(IMAGE_SUFFIXES)
+        return (
+            f"a folder without images in class folders ({suffixes}) or CIFAR batches (data_batch_*)"
+        )
+    if source == "text_files" and kind == "folder":
+        found = any(p.suffix in TEXT_SUFFIXES for p in paths)
+        return None if found else "a folder without .txt or .jsonl files"
+    return None
