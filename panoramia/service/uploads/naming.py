@@ -189,7 +189,7 @@ def check_data_kinds(data: DataRef, uploads: dict[str, Upload | None]) -> None:
         if upload is None:
             continue
         kind = data_kind(upload)
-        lacks = _lacks(data.source, upload) if kind in kinds else KIND_WORDS[kind]
+        lacks = _lacks(data.source, upload, kind) if kind in kinds else KIND_WORDS[kind]
         if lacks is not None:
             raise RequestProblem(
                 ("data", role),
@@ -197,14 +197,14 @@ def check_data_kinds(data: DataRef, uploads: dict[str, Upload | None]) -> None:
             )
 
 
-def _lacks(source: str, upload: Upload) -> str | None:
-    """What ``upload`` (of a kind ``source`` reads) is, in a sentence, where it lacks what the
-    source's reader needs (:func:`panoramia.modalities.image.images.read_images`,
+def _lacks(source: str, upload: Upload, kind: str) -> str | None:
+    """What ``upload`` (of ``kind``, :func:`data_kind`, one ``source`` reads) is, in a
+    sentence, where it lacks what the source's reader needs
+    (:func:`panoramia.modalities.image.images.read_images`,
     :func:`panoramia.modalities.text.documents.read_documents`); None where it holds it."""
     from panoramia.data.files import IMAGE_SUFFIXES
     from panoramia.data.text import TEXT_SUFFIXES
 
-    kind = data_kind(upload)
     paths = [PurePosixPath(path) for path in upload.files or {}]
     if source == "images" and kind == "arrays":
         missing = [a for a in ("images", "labels") if a not in upload.summary["arrays"]]
