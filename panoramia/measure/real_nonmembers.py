@@ -51,6 +51,16 @@ class O1Result(RealNonmemberBound):
     p_value: float = 1.0
     """The p-value of ε = 0 at the best (k₊, k₋), Bonferroni over the grid
     (:func:`panoramia.measure.bounds.p_at_zero`; δ > 0: not computed, 1)."""
+    unit: str = "example"
+    """What one guess is about: an ``example`` (a row, an image, a chunk) or a whole
+    ``document`` (its chunks' mean loss; docs/SPEC.md §2.4)."""
+    randomised: bool = True
+    """Whether the audit drew the members and the held-out rows at random at that unit (the
+    embedded data); False for a contributor's own held-out rows, where the bound and its p
+    stay a figure outside the verdict (docs/SPEC.md §3.1, level 8)."""
+    per_example: O1Result | None = None
+    """Where the unit is larger than an example: the same audit per example on the reference
+    game's slots (a figure; the rule before 2026-12-02 read it)."""
 
     @property
     def ceiling(self) -> float:
@@ -72,6 +82,9 @@ class O1Result(RealNonmemberBound):
             "confidence": self.confidence,
             "delta": self.delta,
             "p_value": number(self.p_value),
+            "unit": self.unit,
+            "randomised": self.randomised,
+            **({} if self.per_example is None else {"per_example": self.per_example.to_dict()}),
         }
 
 
@@ -138,6 +151,28 @@ def o1_audit(
         delta=delta,
         p_value=p_at_zero([r[index]], [v[index]], r.size) if delta == 0 else 1.0,
     )
+
+
+def paired_unit_game(member: object, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The O(1) game at the unit membership was drawn by (docs/SPEC.md §2.4: a text
+    document), from ``member`` (0/1 per unit, 1 = a member unit; shape (U,)).
+
+    As many member units as there are non-member ones (the smaller side, m) are drawn at
+    random, each side in a random order, paired, and a fair coin per pair shows one of the
+    two. Where the units' split into members and non-members was itself drawn at random,
+    the pair's order is a fair coin given the pairs, so the shown units' membership is m
+    independent fair coins whatever a model that never saw the members makes of them, which
+    is O(1)'s null. Returns ``(coins, shown)``: coins (m,) int8, 1 = the member unit is shown;
+    shown (m,) the index of the unit shown in each pair.
+    """
+    labels = check_membership(member)
+    rng = np.random.default_rng(seed)
+    members, others = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
+    m = min(members.size, others.size)  # ≥ 1: check_membership wants both classes
+    pair_member = rng.permutation(members)[:m]
+    pair_other = rng.permutation(others)[:m]
+    coins = rng.integers(0, 2, m).astype(np.int8)
+    return coins, np.where(coins == 1, pair_member, pair_other)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,6 +16,7 @@ from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import ClaimSection, claim_section
 from panoramia.measure import Measurement, O1Result, RmRnResult, measure, o1_audit, rmrn
 from panoramia.measure.null import NullTest, mirrored, null_test
+from panoramia.measure.real_nonmembers import paired_unit_game
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
     measure_two_sided,
@@ -26,6 +27,8 @@ from panoramia.pipeline.config import ModalityJob
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.pipeline.stages.blind import BLIND_STAGE
+from panoramia.pipeline.stages.units import STAGE as UNITS_STAGE
+from panoramia.pipeline.stages.units import UNIT_LOSSES
 from panoramia.report.attacker import attacker_section
 from panoramia.report.blind import blind_section
 from panoramia.report.document import report_document
@@ -210,20 +213,39 @@ def _measure(
 def _o1(
     job: ModalityJob, stages: Mapping[str, StageResult], losses_target: dict[str, np.ndarray]
 ) -> O1Result | None:
-    """The O(1) reference audit on the target's losses of the real members and non-members the
-    game drew coins for; None where the config does not ask for it or the game drew none."""
+    """The O(1) reference audit (docs/SPEC.md §2.4) on the target's losses: at the unit the
+    members and real non-members were drawn by (a reference-units stage's, where the modality
+    ran one: text's documents), else on the real members and non-members the game drew coins
+    for; None where the config does not ask for it or there are no real non-members.
+    ``randomised`` is False where the held-out rows are the contributor's own
+    (``data.nonmembers_path``): the audit did not draw them at random with the members."""
     game = dict(np.load(stages["game"].directory / "game.npz"))
     if not job.audit.real_nonmembers.o1 or "reference_coins" not in game:
         return None
+    randomised = not getattr(job.data, "nonmembers_path", None)
+    audit = job.audit
     coins = game["reference_coins"]
     m_ref = coins.size
     loss = np.where(
         coins == 1, losses_target["member_audit"][:m_ref], losses_target["nonmember_audit"][:m_ref]
     )
-    return o1_audit(
-        coins, -loss, confidence=job.audit.confidence, delta=job.audit.delta,
+    per_example = replace(
+        o1_audit(
+            coins, -loss, confidence=audit.confidence, delta=audit.delta,
+            seed=child_seed(job.seed, "o1"),
+        ),
+        randomised=randomised,
+    )  # fmt: skip
+    if UNITS_STAGE not in stages:
+        return per_example
+    units = dict(np.load(stages[UNITS_STAGE].directory / UNIT_LOSSES))
+    unit_coins, shown = paired_unit_game(units["member"], child_seed(job.seed, "o1/units"))
+    result = o1_audit(
+        unit_coins, -units["loss"][shown], confidence=audit.confidence, delta=audit.delta,
         seed=child_seed(job.seed, "o1"),
     )  # fmt: skip
+    unit = str(stages[UNITS_STAGE].info.get("unit", "unit"))
+    return replace(result, unit=unit, randomised=randomised, per_example=per_example)
 
 
 def _rmrn(job: ModalityJob, game: tuple[np.ndarray, np.ndarray] | None) -> RmRnResult | None:

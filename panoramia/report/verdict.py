@@ -203,6 +203,15 @@ REFERENCE_MEANING = {
 }
 
 
+def o1_joins(audit: JSONDict) -> bool:
+    """Whether an O(1) section may join the decision: its held-out rows were drawn at random
+    with the members (``randomised``; absent in documents before 2026-12-02, which take it as
+    they did). A contributor's own held-out rows may differ from her members in kind (other
+    authors, dates, topics), and a model that only knows rows like them would read the same
+    (docs/SPEC.md §3.1, level 8, as amended 2026-12-02)."""
+    return audit.get("randomised", True) is not False
+
+
 def o1_test(document: JSONDict) -> JSONDict | None:
     """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
     2026-11-27 03:15: the one reference audit that joins the decision; RM;RN does not, as its
@@ -211,12 +220,13 @@ def o1_test(document: JSONDict) -> JSONDict | None:
     Its p-value is recomputed from the document's own counts, never its stored p:
     min(1, n_grid · P[Bin(r, ½) ≥ v]) at its best (k₊, k₋). None where it cannot be read, its
     confidence is not the document's, it is relaxed (δ > 0), or its bound does not follow
-    from that p. Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
+    from that p, or where its held-out rows were not drawn at random with the members
+    (:func:`o1_joins`). Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
     from panoramia.measure.bounds import p_at_zero
 
     section = document.get("reference_audits")
     audit = section.get("o1") if isinstance(section, dict) else None
-    if not isinstance(audit, dict):
+    if not isinstance(audit, dict) or not o1_joins(audit):
         return None
     r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
     eps = finite_number(audit.get("eps_lb"))
@@ -672,10 +682,31 @@ def _sentence(
     return found if found is not None else _rule_before_null_sentence(level, said)
 
 
-def _o1(document: JSONDict) -> float | None:
+def _o1_section(document: JSONDict) -> JSONDict | None:
     reference = document.get("reference_audits")
     o1 = reference.get("o1") if isinstance(reference, dict) else None
-    return finite_number(o1.get("eps_lb")) if isinstance(o1, dict) else None
+    return o1 if isinstance(o1, dict) else None
+
+
+def _o1(document: JSONDict) -> float | None:
+    """O(1)'s ε_lb where it may be read as a bound (:func:`o1_joins`); None otherwise."""
+    o1 = _o1_section(document)
+    return finite_number(o1.get("eps_lb")) if o1 is not None and o1_joins(o1) else None
+
+
+def _o1_outside(document: JSONDict) -> str | None:
+    """The one line of a run whose O(1) stays out of the verdict (the contributor's own
+    held-out rows, :func:`o1_joins`), with its figure; None where O(1) joins or is absent."""
+    o1 = _o1_section(document)
+    if o1 is None or o1_joins(o1):
+        return None
+    eps = finite_number(o1.get("eps_lb"))
+    figure = "" if eps is None else f" (it reads ε_lb = {eps:.2f})"
+    return (
+        f"The O(1) audit on your held-out rows stays out of this verdict{figure}: the audit "
+        "did not draw them at random with your members, so a model that only knows data "
+        "like them, not your rows, could read the same."
+    )
 
 
 def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | None) -> list[str]:
@@ -697,7 +728,10 @@ def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | 
             "(tables, images and text; the project's docs/RESULTS.md, section 13)."
         )
     o1 = _o1(document)
-    if o1 is None:
+    outside = _o1_outside(document)
+    if outside is not None:
+        lines.append(outside)
+    elif o1 is None:
         lines.append(
             "No real non-members were held out, so O(1) and RM;RN (lower bounds on ε) are "
             "not available for this run."
@@ -705,14 +739,27 @@ def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | 
     elif o1 > 0 and level in DETECTED:
         lines.append(
             f"With real held-out non-members, the O(1) audit agrees: ε_lb = {o1:.2f}, a lower "
-            "bound on ε if membership was randomised."
+            "bound on ε if membership was randomised." + _per_unit(document)
         )
     elif not (o1 > 0 and level not in DETECTED):  # else a caveat says it
         lines.append(
             f"O(1) ε_lb = {o1:.2f} uses real held-out non-members: a lower bound on ε if "
             "membership was randomised, an approximation of that game otherwise."
+            + _per_unit(document)
         )
     return lines
+
+
+def _per_unit(document: JSONDict) -> str:
+    """Where O(1) guessed whole documents (text: docs/SPEC.md §2.4), that sentence."""
+    o1 = _o1_section(document) or {}
+    if o1.get("unit") != "document":
+        return ""
+    return (
+        " Its guesses are about whole documents, one score each, because documents (not "
+        "their chunks) were drawn at random into members and held-out text; the bound is per "
+        "document."
+    )
 
 
 def _caveats(

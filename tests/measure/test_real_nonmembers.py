@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from panoramia.errors import InputError
 from panoramia.measure import ThresholdStrategy, o1_audit, rmrn, sweep, theta_lb
 from tests.conftest import simulated_scores
 
@@ -72,3 +73,52 @@ def test_rmrn_is_one_attack_test_at_beta_over_k() -> None:
     )
     assert result.eps_lb == direct.best.theta_lb > 0
     assert rmrn(membership, scores, delta=1e-5).eps_lb < result.eps_lb
+
+
+def test_paired_unit_game_pairs_the_smaller_side_and_shows_one_of_each_pair() -> None:
+    from panoramia.measure.real_nonmembers import paired_unit_game
+
+    member = np.r_[np.ones(7, int), np.zeros(4, int)]
+    coins, shown = paired_unit_game(member, seed=3)
+    assert coins.shape == shown.shape == (4,)  # as many pairs as the smaller side's units
+    assert np.array_equal(member[shown], coins)  # the coin says which side is shown
+    assert np.unique(shown).size == 4
+    again = paired_unit_game(member, seed=3)
+    assert np.array_equal(again[1], shown)  # seeded
+    with pytest.raises(InputError, match="both classes"):
+        paired_unit_game(np.ones(5, int), seed=0)
+
+
+def _clustered_null(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents of 1–40 chunks whose losses share a document effect (no model saw any):
+    (document of each chunk, chunk losses, member documents drawn at random)."""
+    sizes = rng.integers(1, 41, 120)
+    documents = np.repeat(np.arange(sizes.size), sizes)
+    losses = rng.normal(0, 1, sizes.size)[documents] + rng.normal(0, 0.3, documents.size)
+    return documents, losses, rng.permutation(sizes.size)[:60]
+
+
+def test_per_document_o1_holds_its_level_where_per_chunk_does_not() -> None:
+    """Issue 75: membership drawn per document, chunks sharing their document's loss. Chunk
+    by chunk O(1)'s Bin(r, ½) null is wrong (it calls a leak on a model that saw nothing far
+    more often than its level); document by document, in the paired game, it holds."""
+    from panoramia.measure.real_nonmembers import paired_unit_game
+
+    rng = np.random.default_rng(75)
+    chunk_calls = document_calls = 0
+    draws = 200
+    for draw in range(draws):
+        documents, losses, members = _clustered_null(rng)
+        is_member = np.isin(documents, members).astype(int)
+        slots = min(is_member.sum(), (1 - is_member).sum()) // 2
+        pick_m = rng.choice(np.flatnonzero(is_member), slots, replace=False)
+        pick_o = rng.choice(np.flatnonzero(1 - is_member), slots, replace=False)
+        coins = rng.integers(0, 2, slots)
+        shown = np.where(coins == 1, pick_m, pick_o)
+        chunk_calls += o1_audit(coins, -losses[shown], seed=draw).p_value <= 0.05
+        means = np.bincount(documents, losses) / np.bincount(documents)
+        unit_member = np.isin(np.arange(means.size), members).astype(int)
+        unit_coins, unit_shown = paired_unit_game(unit_member, seed=draw)
+        document_calls += o1_audit(unit_coins, -means[unit_shown], seed=draw).p_value <= 0.05
+    assert chunk_calls / draws > 0.3
+    assert document_calls / draws <= 0.05

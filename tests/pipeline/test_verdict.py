@@ -267,6 +267,41 @@ def _references(right: int, eps: float, *, guesses: int = 100, grid: int = 1) ->
             "rmrn": None}  # fmt: skip
 
 
+def test_o1_on_her_own_held_out_rows_stays_a_figure_outside_the_verdict() -> None:
+    """Issue 75, SPEC §3.1 level 8 (2026-12-02): where the audit did not draw the held-out
+    rows (``randomised: false``), O(1) neither calls a leak nor makes a run borderline; one
+    line says why. The same counts with the split drawn by the audit call the leak."""
+    quiet_null = _null(0.05, 400, threshold=0.3)  # p = 0.401
+    strong = _references(90, 1.5)
+    drawn = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=strong))  # fmt: skip
+    assert drawn["level"] == "leak_detected"
+    strong["o1"]["randomised"] = False
+    hers = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                             reference_audits=strong))  # fmt: skip
+    assert hers["level"] == "no_leak_detected"
+    assert not hers["detected"]
+    assert "O(1)" not in hers["sentence"]
+    said = " ".join([*hers["meaning"], *hers["caveats"]])
+    assert "stays out of this verdict (it reads ε_lb = 1.50)" in said
+    assert "did not draw them at random" in said
+    assert "does leak something" not in said
+    assert said.count("stays out of this verdict") == 1
+    # the null alone decides, at the whole α (as without held-out rows)
+    alone = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2),
+                              reference_audits=strong))  # fmt: skip
+    assert alone["level"] == "leak_detected"
+
+
+def test_o1_per_document_says_its_unit() -> None:
+    references = _references(90, 1.5)
+    references["o1"]["unit"] = "document"
+    found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3),
+                              reference_audits=references))  # fmt: skip
+    assert found["level"] == "leak_detected"
+    assert any("about whole documents" in line for line in found["meaning"])
+
+
 def test_the_reference_audits_join_the_decision_at_one_false_alarm_rate() -> None:
     """docs/SPEC.md §3.1 level 8: min(1, 2 · min(p, p_ref)) against α; a reference audit
     that reads ε_lb > 0 at its own confidence never sits beside "No leak detected"."""

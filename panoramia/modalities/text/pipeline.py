@@ -30,6 +30,7 @@ from panoramia.modalities.text.data import (
 )
 from panoramia.modalities.text.documents import TextSet, read_chunks
 from panoramia.modalities.text.generator import SAMPLING
+from panoramia.modalities.text.reference_units import REFERENCE_UNITS
 from panoramia.modalities.text.sets import TEXT_SETS
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
@@ -88,6 +89,8 @@ class TextPipeline(AuditPipeline):
             if spec.name in ("generator", "helper", "stand_in"):
                 spec = replace(spec, inputs=(*spec.inputs, "base"))
             graph.append(spec)
+            if spec.name == "losses_target":
+                graph.append(REFERENCE_UNITS)  # O(1) per document (SPEC §2.4)
         return tuple(graph)
 
     def side_losses(self, adapter, examples: TextSet) -> np.ndarray:

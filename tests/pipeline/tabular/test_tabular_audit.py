@@ -474,7 +474,9 @@ def test_own_csv_and_own_target_directory(artifacts: Path, tmp_path: Path) -> No
     assert report["target"]["name"] == "model"  # a brought model is called by its folder
     assert report["target"]["identity"]["format"] == "torch-safetensors"
     assert report["data"]["source"] == "csv"
-    assert report["reference_audits"]["o1"] is not None
+    o1 = report["reference_audits"]["o1"]  # her own held-out rows: a figure (SPEC §3.1 l. 8)
+    assert (o1["unit"], o1["randomised"]) == ("example", False)
+    assert report["verdict"]["decision"]["tests"] == ["null"]
 
     # the same audit with a data file missing a declared column: one line, exit 2
     members.drop(columns=["age"]).to_csv(tmp_path / "broken.csv", index=False)

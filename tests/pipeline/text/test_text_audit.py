@@ -41,7 +41,12 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     assert data["vocab_size"] == 512
     assert report["m"] == data["split"]["members"]["audit"] == data["synthetic"]["audit"]
     assert data["synthetic"]["tokens_per_second"] > 0
-    assert report["reference_audits"]["o1"]["n"] == report["m"]
+    o1 = report["reference_audits"]["o1"]  # per document: the split was drawn by document
+    assert (o1["unit"], o1["randomised"]) == ("document", True)
+    units = np.load(stage(artifacts, report, "reference_units") / "unit_losses.npz")
+    assert o1["n"] == min(units["member"].sum(), (units["member"] == 0).sum())
+    assert units["member"].sum() == data["member_documents"]
+    assert o1["per_example"]["n"] == report["m"]  # the rule before's game, a figure
     assert report["target"]["identity"]["format"] == "hf-causal-lm"
     assert "holdout_loss_per_token" in report["target"]
     assert report["timings"]["base"]["seconds"] > 0  # the public base LM, pre-trained here
@@ -77,7 +82,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
 
     again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
     assert again.returncode == 0
-    assert again.stderr.count(": reused (") == 22
+    assert again.stderr.count(": reused (") == 23
     second = json.loads((tmp_path / "second" / "report.json").read_text())
     assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
 
@@ -103,7 +108,8 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
     _lora_over(model, shipped)
     for name, folder, kind in (("run", model, "hf-causal-lm"), ("lora_run", shipped, "peft")):
         done = audit(
-            "data=text_files", f"data.members_path={members}",
+            # text_tiny sets data.source (pydoc) after the data group: files again here
+            "data=text_files", "data.source=files", f"data.members_path={members}",
             f"data.nonmembers_path={held_out}", "data.chunk_length=32", "data.max_members=700",
             "target=text_path", f"target.path={folder}", artifacts=artifacts,
             run_dir=tmp_path / name,
@@ -115,6 +121,9 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
         assert report["data"]["members"] == 700
         assert report["data"]["nonmembers"] > 0
         assert report["m"] == 140
+        o1 = report["reference_audits"]["o1"]  # her own held-out documents: a figure
+        assert (o1["unit"], o1["randomised"]) == ("example", False)
+        assert "stays out of this verdict" in " ".join(report["verdict"]["meaning"])
 
 
 def test_lora_demo_target_with_calibrated_and_blind_features(
