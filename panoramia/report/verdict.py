@@ -987,7 +987,7 @@ def next_steps(
             "repeat after each retraining"
             + (
                 "."
-                if decided.get("references")
+                if decided.get("references") or _o1_section(document) is not None
                 else ", and give held-out rows (rows the model never saw) so the O(1) and "
                 "RM;RN audits run too."
             )

@@ -287,6 +287,7 @@ def test_o1_on_her_own_held_out_rows_stays_a_figure_outside_the_verdict() -> Non
     assert "did not draw them at random" in said
     assert "does leak something" not in said
     assert said.count("stays out of this verdict") == 1
+    assert not any("give held-out rows" in step for step in hers["next_steps"])  # she did
     # the null alone decides, at the whole α (as without held-out rows)
     alone = verdict(_document((0.5, 0.6), (0.1, 0.6), null=_null(0.5, 39, threshold=0.2),
                               reference_audits=strong))  # fmt: skip
