@@ -18,7 +18,8 @@ each re-drawing this script plays both O(1) tests on the control's own losses:
 It prints, per control, how often each test's p is ≤ 0.025 (O(1) alone calls a leak: the
 verdict's Bonferroni half of α = 0.05) and ≤ 0.05 (ε_lb > 0: a borderline), with the
 within-document correlation of the losses (one-way ICC) and the calls by direction on the
-real split. For the leaking targets it prints both tests on the real split, seeds 0–4 (the
+real split. For every target it prints both tests as the audit plays them on the real split
+(generation seed 303, spent; seeds 0–4: for the leaking targets, the
 per-document test's power). Uses only the data, the public base and the targets (content-
 addressed stages, reused from ``--artifacts``); no generator, no audit set is read.
 
@@ -31,12 +32,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 CONTROLS = ("gpt2_disjoint", "lora_disjoint")
+SPENT_GENERATION_SEED = 303
+"""A text generation seed already judged on (docs/RESULTS.md §23)."""
 CALL, BORDER = 0.025, 0.05
 
 
@@ -155,6 +159,20 @@ def pipeline_per_chunk(
     return o1_audit(coins, -loss, seed=child_seed(seed, "o1"))
 
 
+def audit_per_document(
+    documents: np.ndarray, losses: np.ndarray, n_members: int, seed: int
+) -> Any:  # fmt: skip
+    """The per-document O(1) exactly as a run at ``seed`` plays it (reporting's draws)."""
+    from panoramia.measure import o1_audit
+    from panoramia.measure.real_nonmembers import paired_unit_game
+    from panoramia.modalities.text.reference_units import document_losses
+    from panoramia.pipeline.seeds import child_seed
+
+    units = document_losses(documents, losses, np.arange(losses.size) < n_members)
+    coins, shown = paired_unit_game(units["member"], child_seed(seed, "o1/units"))
+    return o1_audit(coins, -units["loss"][shown], seed=child_seed(seed, "o1"))
+
+
 def scan(
     documents: np.ndarray, losses: np.ndarray, n_members: int, pipeline: Any,
     generation_seeds: range,
@@ -162,13 +180,6 @@ def scan(
     """On the demo's one document split: the rule before at every (generation seed, seed 0
     and 1) of ``generation_seeds`` (how often it calls, and the runs it calls), and the
     per-document test at as many seeds."""
-    from dataclasses import asdict
-
-    from panoramia.measure import o1_audit
-    from panoramia.measure.real_nonmembers import paired_unit_game
-    from panoramia.modalities.text.reference_units import document_losses
-    from panoramia.pipeline.seeds import child_seed
-
     fractions = asdict(pipeline.job.data.split)
     calls, p_values = [], []
     for generation_seed in generation_seeds:
@@ -181,11 +192,9 @@ def scan(
                     f"{result.k_plus} member and {result.k_minus} non-member calls, {result.v} "
                     f"right, eps_lb {result.eps_lb:.3f}"
                 )
-    units = document_losses(documents, losses, np.arange(losses.size) < n_members)
-    per_unit = []
-    for seed in range(len(p_values)):
-        coins, shown = paired_unit_game(units["member"], child_seed(seed, "o1/units"))
-        per_unit.append(o1_audit(coins, -units["loss"][shown], seed=child_seed(seed, "o1")))
+    per_unit = [
+        audit_per_document(documents, losses, n_members, seed) for seed in range(len(p_values))
+    ]
     q = np.asarray([result.p_value for result in per_unit])
     print(
         f"  per document on the real split, seeds 0–{q.size - 1}: p <= {CALL} in "
@@ -220,19 +229,16 @@ def main() -> None:
             f"{icc(documents, losses):.3f}; stages and losses {time.monotonic() - start:.0f} s"
         )
         rng = np.random.default_rng(75)
-        real = np.isin(documents, real_members)
-        for seed in range(5):
-            seeded = np.random.default_rng([75, seed])
-            chunk, document = (
-                per_chunk(real, losses, seeded),
-                per_document(documents, real_members, losses, seeded),
-            )
+        fractions = asdict(pipeline.job.data.split)
+        for seed in range(5):  # as the audit plays them (generation seed 303, spent)
+            chunk = pipeline_per_chunk(losses, n_members, fractions, SPENT_GENERATION_SEED, seed)
+            document = audit_per_document(documents, losses, n_members, seed)
             print(
-                f"  real split, seed {seed}: per chunk p {chunk.p_value:.4f} "
-                f"(k+ {chunk.k_plus}, k- {chunk.k_minus}, {chunk.v} of {chunk.r} right, "
-                f"eps_lb {chunk.eps_lb:.3f}); per document p {document.p_value:.4f} "
-                f"(k+ {document.k_plus}, k- {document.k_minus}, {document.v} of "
-                f"{document.r} right, eps_lb {document.eps_lb:.3f})"
+                f"  real split, generation seed {SPENT_GENERATION_SEED}, seed {seed}: per chunk "
+                f"p {chunk.p_value:.4f} (k+ {chunk.k_plus}, k- {chunk.k_minus}, {chunk.v} of "
+                f"{chunk.r} right, eps_lb {chunk.eps_lb:.3f}); per document p "
+                f"{document.p_value:.4f} (k+ {document.k_plus}, k- {document.k_minus}, "
+                f"{document.v} of {document.r} right, eps_lb {document.eps_lb:.3f})"
             )
         if target not in CONTROLS:
             continue

@@ -210,6 +210,16 @@ def _measure(
     )  # fmt: skip
 
 
+def _held_out_drawn(job: ModalityJob, stages: Mapping[str, StageResult]) -> bool:
+    """Whether the audit drew the real non-members at random with the members: the data
+    stage's ``held_out_drawn`` where it says (text), else whether they came from the
+    contributor (``data.nonmembers_path``: not drawn by the audit)."""
+    said = stages["data"].info.get("held_out_drawn")
+    if isinstance(said, bool):
+        return said
+    return not getattr(job.data, "nonmembers_path", None)
+
+
 def _o1(
     job: ModalityJob, stages: Mapping[str, StageResult], losses_target: dict[str, np.ndarray]
 ) -> O1Result | None:
@@ -217,12 +227,12 @@ def _o1(
     members and real non-members were drawn by (a reference-units stage's, where the modality
     ran one: text's documents), else on the real members and non-members the game drew coins
     for; None where the config does not ask for it or there are no real non-members.
-    ``randomised`` is False where the held-out rows are the contributor's own
-    (``data.nonmembers_path``): the audit did not draw them at random with the members."""
+    ``randomised`` is False where the audit did not draw the held-out rows at random with the
+    members (:func:`_held_out_drawn`)."""
     game = dict(np.load(stages["game"].directory / "game.npz"))
     if not job.audit.real_nonmembers.o1 or "reference_coins" not in game:
         return None
-    randomised = not getattr(job.data, "nonmembers_path", None)
+    randomised = _held_out_drawn(job, stages)
     audit = job.audit
     coins = game["reference_coins"]
     m_ref = coins.size

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 from panoramia.measure.jsonable import JSONDict
-from panoramia.report.verdict import WORDS, verdict
+from panoramia.report.verdict import WORDS, o1_joins, verdict
 from panoramia.report.verdict import finite_number as number
 
 MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
-DIGEST_VERSION = 4
+DIGEST_VERSION = 5
 """2 adds the verdict's ``detected``, ``false_alarm_rate``, the quote's ``interval`` and the
 null's ``p_value`` (reports of schema 1.4); 3 the null's ``threshold`` and ``attacker``
 (schema 1.5); 4 the verdict's ``next_steps``, ``calls`` and decision, the attacker's
@@ -196,11 +196,13 @@ def _declared_claim(summary: JSONDict) -> JSONDict | None:
 def report_digest(document: Any) -> dict[str, Any]:
     """The digest of a report document (see the module docstring): ``verdict`` (or None), the
     one-sided ``c_plus_eps_lb``, the two-sided ``eps_tilde_two_sided``, ``c_lb_two_sided``,
-    ``c_plus_eps_lb_two_sided``, ``o1_eps_lb``, ``confidence``, the claim's ``claimed_epsilon``
-    (at δ = 1e-5) and ``claimed_mu``, ``declared_claim`` (the claim itself, validated, or
-    None), and ``mu_tilde``, ``rmrn_mu`` and ``claimed_mu_replace_one`` (the ``gdp``
-    section, docs/SPEC.md §2.8: the claim's μ as the game reads it); every
-    figure a finite float or None (nats, except the confidence, a probability)."""
+    ``c_plus_eps_lb_two_sided``, ``o1_eps_lb`` with ``o1_in_verdict`` (whether it joins the
+    decision; None without O(1)) and ``o1_unit`` (``example`` or ``document``),
+    ``confidence``, the claim's ``claimed_epsilon`` (at δ = 1e-5) and ``claimed_mu``,
+    ``declared_claim`` (the claim itself, validated, or None), and ``mu_tilde``, ``rmrn_mu``
+    and ``claimed_mu_replace_one`` (the ``gdp`` section, docs/SPEC.md §2.8: the claim's μ as
+    the game reads it); every figure a finite float or None (nats, except the confidence, a
+    probability)."""
     document = document if isinstance(document, dict) else {}
     two_sided = _section(document, "two_sided")
     summary = _section(_section(document, "claim"), "summary")
@@ -214,6 +216,8 @@ def report_digest(document: Any) -> dict[str, Any]:
         "c_lb_two_sided": number(two_sided.get("c_lb")),
         "c_plus_eps_lb_two_sided": number(two_sided.get("c_plus_eps_lb")),
         "o1_eps_lb": number(o1.get("eps_lb")),
+        "o1_in_verdict": (o1_joins(o1) if o1 else None),
+        "o1_unit": (o1.get("unit") if o1.get("unit") in ("example", "document") else None),
         "confidence": number(document.get("confidence")),
         "claimed_epsilon": number(epsilons.get("1e-05")) if isinstance(epsilons, dict) else None,
         "claimed_mu": number(summary.get("mu")),

@@ -209,7 +209,7 @@ def o1_joins(audit: JSONDict) -> bool:
     they did). A contributor's own held-out rows may differ from her members in kind (other
     authors, dates, topics), and a model that only knows rows like them would read the same
     (docs/SPEC.md §3.1, level 8, as amended 2026-12-02)."""
-    return audit.get("randomised", True) is not False
+    return audit.get("randomised", True) is True  # anything but true (0, "false") stays out
 
 
 def o1_test(document: JSONDict) -> JSONDict | None:
@@ -979,7 +979,9 @@ def next_steps(
         steps.append(
             "Repeat the audit over more seeds (`panoramia-audit -m seed=0,1,2,3,4 …`, or "
             "submit again with other seeds) and read the pooled figure; a larger audit set "
-            "(more member rows) or more held-out rows also sharpen the answer."
+            "(more member rows)"
+            + (" also sharpens" if _o1_outside(document) else " or more held-out rows also sharpen")
+            + " the answer."
         )
     elif level == "no_leak_detected":
         steps.append(

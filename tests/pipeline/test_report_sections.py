@@ -238,3 +238,19 @@ def test_the_rank_statistic_is_each_groups_auc_and_holds_its_family_wise_rate() 
     with pytest.raises(InputError, match="statistic"):
         groups_against_chance(coins, attack[None, :], baseline[None, :], [small], tested=[True],
                               fpr=0.01, draws=19, statistic="mean")  # fmt: skip
+
+
+def test_the_digest_says_whether_o1_joins_the_verdict() -> None:
+    """Issue 75: listings label O(1) on her own held-out rows as a figure outside the verdict
+    (``randomised`` false, or anything but true); a document before it joins as it did."""
+
+    def digest(o1: dict | None) -> dict:
+        return report_digest({"reference_audits": {"o1": o1, "rmrn": None}})
+
+    hers = digest({"eps_lb": 0.4, "randomised": False, "unit": "example"})
+    assert (hers["o1_eps_lb"], hers["o1_in_verdict"], hers["o1_unit"]) == (0.4, False, "example")
+    assert digest({"eps_lb": 0.4, "randomised": 0})["o1_in_verdict"] is False
+    assert digest({"eps_lb": 0.4})["o1_in_verdict"] is True  # written before 2026-12-02
+    assert digest({"eps_lb": 1.8, "randomised": True, "unit": "document"})["o1_unit"] == "document"
+    assert digest({"eps_lb": 1.8, "unit": "<b>"})["o1_unit"] is None
+    assert digest(None)["o1_in_verdict"] is None

@@ -71,10 +71,12 @@ def build_reference_units(audit: Audit, target: StageResult, data: StageResult) 
 
 
 def planned(audit: Audit) -> list[str]:
-    """The stage runs where the audit drew the split by document (the embedded text) and
-    O(1) is on; a contributor's own held-out documents keep the per-chunk figure."""
-    job = audit.job
-    return [STAGE] if job.audit.real_nonmembers.o1 and job.data.source != "files" else []
+    """The stage runs where the audit drew the split by document (the embedded text, whole:
+    ``data.max_members`` keeps the pool's first chunks in the corpus's order) and O(1) is on;
+    elsewhere the per-chunk game stays, as a figure outside the verdict."""
+    job, data = audit.job, audit.job.data
+    drawn = data.source != "files" and data.max_members is None  # as the data stage's info says
+    return [STAGE] if job.audit.real_nonmembers.o1 and drawn else []
 
 
 REFERENCE_UNITS = StageSpec(
