@@ -45,3 +45,22 @@ def tiny_peft_target(directory: Path, documents: list[str], *, seed: int = 0) ->
     adapted = with_lora(model, ["q_proj", "v_proj"], scale=0.05, seed=seed)
     save_peft_target(adapted, base, base, directory)
     return directory
+
+
+def tiny_llama_base(directory: Path, documents: list[str], *, vocab_size: int = 300) -> Path:
+    """A pre-trained model as ``panoramia smollm2`` writes one, in miniature: a plain Llama
+    folder of fresh weights (1 layer, 32 wide) with its own BPE tokenizer of ``vocab_size``
+    tokens trained on ``documents``; returns ``directory``."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from panoramia.modalities.text.tokenizer import train_bpe_tokenizer
+
+    vocab = train_bpe_tokenizer(documents, vocab_size=vocab_size, directory=directory)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(directory)
+    return directory

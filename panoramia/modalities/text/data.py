@@ -1,6 +1,7 @@
 """The data stage of the text audit: the tokenizer, then member / control / non-member chunks.
 
-The tokenizer is the target's own (``target.kind=path``: copied from its directory) or, for the
+The tokenizer is the target's own (``target.kind=path``: copied from its directory), that of
+the pre-trained model a demo target starts from (``target.base_model``), or, for the other
 demo targets, a byte-level BPE trained on the corpus. Documents are tokenised and cut into
 ``chunk_length``-token chunks (at most ``max_chunks_per_document`` per document). Embedded text
 is shuffled by *document* with ``pool_seed`` into the target's pool (the known members), a
@@ -47,16 +48,31 @@ def text_data_identity(config: TextDataConfig, target: TextTargetConfig) -> dict
     else:
         text = "\x00".join(_embedded(config.source)).encode()
         identity["text_sha256"] = hashlib.sha256(text).hexdigest()
-    if target.kind == "path":
-        if not target.path or not Path(target.path).is_dir():
-            raise InputError(f"target.path: {target.path!r} is not a model directory")
-        folder = text_model_folders(Path(target.path))[1]  # a LoRA's: its base's or its own
+    found = tokenizer_folder(target)
+    if found is not None:
+        key, folder = found
         identity["tokenizer_sha256"] = {
             name: tree_sha256(folder / name) for name in TOKENIZER_FILES if (folder / name).exists()
         }
         if not identity["tokenizer_sha256"]:
-            raise InputError(f"target.path: {target.path!r} holds no tokenizer files")
+            raise InputError(f"{key}: {str(folder)!r} holds no tokenizer files")
     return identity
+
+
+def tokenizer_folder(target: TextTargetConfig) -> tuple[str, Path] | None:
+    """Where the audit's tokenizer comes from, with the setting that names it: a brought
+    model's (``target.path``; a LoRA's: its base's or its own), or the pre-trained model a demo
+    target starts from (``target.base_model``, e.g. SmolLM2: its vocabulary is the model's);
+    None where the demo trains a BPE on the corpus."""
+    if target.kind == "path":
+        if not target.path or not Path(target.path).is_dir():
+            raise InputError(f"target.path: {target.path!r} is not a model directory")
+        return "target.path", text_model_folders(Path(target.path))[1]
+    if target.base_model:
+        if not Path(target.base_model).is_dir():
+            raise InputError(f"target.base_model: {target.base_model!r} is not a model directory")
+        return "target.base_model", Path(target.base_model)
+    return None
 
 
 def _pools(chunks: TextSet, n_documents: int, config: TextDataConfig) -> list[TextSet]:
@@ -92,11 +108,9 @@ def build_text_data(config: TextDataConfig, target: TextTargetConfig, directory:
             outside = read_documents(config.nonmembers_path, field=config.text_field)
     else:
         documents = _embedded(config.source)
-    if target.kind == "path":
-        assert target.path is not None
-        load_tokenizer(text_model_folders(Path(target.path))[1]).save_pretrained(
-            directory / TOKENIZER
-        )
+    found = tokenizer_folder(target)
+    if found is not None:
+        load_tokenizer(found[1]).save_pretrained(directory / TOKENIZER)
     else:
         train_bpe_tokenizer(
             documents + outside, vocab_size=config.vocab_size, directory=directory / TOKENIZER
@@ -117,11 +131,15 @@ def build_text_data(config: TextDataConfig, target: TextTargetConfig, directory:
     else:
         members, control, nonmembers = _pools(chunks, len(documents), config)
         control.save(directory / CONTROL_POOL)
+    pool = len(members)
     members = save_known(
         directory, members, nonmembers, max_members=config.max_members,
         files=(MEMBERS, NONMEMBERS),
     )  # fmt: skip
     return {
+        # the held-out documents were drawn at random with the members' (by document), unless
+        # they are her own or max_members kept the pool's first chunks in the corpus's order
+        "held_out_drawn": config.source != "files" and len(members) == pool,
         "documents": len(documents) + len(outside),
         "members": len(members),
         "member_documents": int(np.unique(members.documents).size),

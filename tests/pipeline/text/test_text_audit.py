@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli_support import run_audit, run_command
 from tests.conftest import SMALL_NULL, shared_store, stage
-from tests.lora_support import with_lora
+from tests.lora_support import tiny_llama_base, with_lora
 
 TINY = ["--config-name", "text", "+experiment=text_tiny", "threads=1", SMALL_NULL]
 HEADLINE = ("c_lb", "c_plus_eps_lb", "eps_tilde")
@@ -41,6 +41,7 @@ def test_text_audit_writes_a_full_report_and_reruns_from_cache(
     assert data["vocab_size"] == 512
     assert report["m"] == data["split"]["members"]["audit"] == data["synthetic"]["audit"]
     assert data["synthetic"]["tokens_per_second"] > 0
+    assert data["held_out_drawn"] is True
     o1 = report["reference_audits"]["o1"]  # per document: the split was drawn by document
     assert (o1["unit"], o1["randomised"]) == ("document", True)
     units = np.load(stage(artifacts, report, "reference_units") / "unit_losses.npz")
@@ -121,9 +122,58 @@ def test_own_text_and_own_model_directory(artifacts: Path, tmp_path: Path) -> No
         assert report["data"]["members"] == 700
         assert report["data"]["nonmembers"] > 0
         assert report["m"] == 140
+        assert report["data"]["held_out_drawn"] is False
         o1 = report["reference_audits"]["o1"]  # her own held-out documents: a figure
         assert (o1["unit"], o1["randomised"]) == ("example", False)
         assert "stays out of this verdict" in " ".join(report["verdict"]["meaning"])
+
+
+def test_a_pretrained_base_gives_the_audit_its_tokenizer(artifacts: Path, tmp_path: Path) -> None:
+    """``+experiment=smollm2_text`` in miniature (issue 70): a LoRA target, the generator and h
+    all start from one local pre-trained Llama folder, and the audit's tokenizer is that
+    model's (not a BPE trained on the corpus)."""
+    from panoramia.modalities.text.datasets import load_pydoc_topics
+    from panoramia.modalities.text.tokenizer import load_tokenizer
+
+    base = tiny_llama_base(tmp_path / "pretrained", load_pydoc_topics()[:30], vocab_size=300)
+    pretrained = [  # smollm2_text's settings (composed below) beside text_tiny's
+        "base.source=none",
+        f"generator.base_model={base}",
+        f"helper.base_model={base}",
+    ]
+    done = audit(
+        *pretrained, "target=lora_many_epochs", f"target.base_model={base}", "target.epochs=1",
+        artifacts=artifacts, run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["data"]["vocab_size"] == len(load_tokenizer(base)) <= 300
+    assert report["timings"]["base"]["seconds"] < 5  # base.source=none: nothing pre-trained
+    tokenizer = stage(artifacts, report, "data") / "tokenizer" / "tokenizer.json"
+    assert (
+        json.loads(tokenizer.read_text())["model"]["vocab"]
+        == json.loads((base / "tokenizer.json").read_text())["model"]["vocab"]
+    )
+    assert report["target"]["identity"]["format"] == "peft"
+    missing = audit(
+        *pretrained, "target=lora_many_epochs", f"target.base_model={tmp_path / 'nowhere'}",
+        artifacts=artifacts, run_dir=tmp_path / "missing",
+    )  # fmt: skip
+    assert missing.returncode == 2
+    assert "target.base_model" in missing.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in missing.stderr
+
+
+def test_smollm2_experiment_composes() -> None:
+    done = run_command(
+        ["--config-name", "text", "+experiment=smollm2_text", "target=lora_many_epochs",
+         "target.base_model=/models/smollm2", "generator.base_model=/models/smollm2",
+         "helper.base_model=/models/smollm2", "--cfg", "job", "--resolve"]
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("base_model: /models/smollm2") == 3
+    assert "source: none" in done.stdout.split("base:")[1]
+    assert "top_k: 200" in done.stdout
 
 
 def test_lora_demo_target_with_calibrated_and_blind_features(
