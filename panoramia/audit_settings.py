@@ -149,6 +149,7 @@ class DataSource(StrEnum):
     DIGITS = "digits"
     PYTHON_DOCS = "python_docs"
     PYDOC = "pydoc"
+    AUSTEN = "austen"
     FILES = "files"
 
 

@@ -20,9 +20,9 @@ from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfi
 @dataclass
 class TextDataConfig(DataConfigBase):
     """``python_docs`` (embedded: CPython's documentation topics and stdlib docstrings),
-    ``pydoc`` (the topics only) or ``files`` (``members_path``/``nonmembers_path``: ``.txt``,
-    ``.jsonl`` or a directory of them). Embedded data is shuffled into pools by document: no
-    document is in two pools."""
+    ``pydoc`` (the topics only), ``austen`` (Jane Austen's novels, a document a chapter) or
+    ``files`` (``members_path``/``nonmembers_path``: ``.txt``, ``.jsonl`` or a directory of
+    them). Embedded data is shuffled into pools by document: no document is in two pools."""
 
     source: str = "python_docs"
     text_field: str = "text"

@@ -9,9 +9,12 @@
   64-token chunks (at most 50 per document), too few for three disjoint pools (the target's
   members, the negative control's, real non-members) with an audit set of useful size.
 
-Both are © Python Software Foundation (PSF License Agreement), installed with the interpreter
-itself, so the text audit's demo needs no download and no extra package. The text is that of
-the running Python (the data stage hashes it into its key).
+* ``austen``: real prose, Jane Austen's six novels (public domain), one document per chapter
+  (:func:`load_austen`).
+
+The first two are © Python Software Foundation (PSF License Agreement), installed with the
+interpreter itself, so the text audit's demo needs no download and no extra package. The
+text is that of the running Python (the data stage hashes it into its key).
 
 Public text for pre-training (never audited): the docstrings of installed packages
 (:func:`package_modules`) (numpy, SciPy, scikit-learn, pandas: BSD licences), the
@@ -77,5 +80,19 @@ def package_modules(packages: list[str]) -> list[Path]:
     return paths
 
 
-EMBEDDED_TEXT = {"python_docs": load_python_docs, "pydoc": load_pydoc_topics}
+def load_austen() -> list[str]:
+    """Jane Austen's six novels, one document per chapter (269, ~717,000 words; sorted by
+    novel, then chapter): ``panoramia/datasets/austen.jsonl.gz``, written from Debian's
+    ``r-cran-janeaustenr`` by ``tools/extract_austen.py`` (public domain; PROVENANCE.md)."""
+    import gzip
+    import json
+    from importlib.resources import files
+
+    with gzip.open(str(files("panoramia.datasets") / "austen.jsonl.gz"), "rt") as lines:
+        return [json.loads(line)["text"] for line in lines]
+
+
+EMBEDDED_TEXT = {
+    "python_docs": load_python_docs, "pydoc": load_pydoc_topics, "austen": load_austen,
+}  # fmt: skip
 """``data.source`` values of the text audit that need no file."""

@@ -44,12 +44,14 @@ PLUGIN = Modality(
     job_schema_path="panoramia.modalities.text.config:TextJobConfig",
     pipeline_path="panoramia.modalities.text.pipeline:TextPipeline",
     path_target="text_path",
-    data_sources=("python_docs", "text_files"),
+    data_sources=("python_docs", "austen", "text_files"),
     file_data_sources=("text_files",),
     choices={
         "target.kind": values((TargetKind.TRAIN, TargetKind.PATH)),
         "target.members": values((TargetMembers.SAME, TargetMembers.DISJOINT)),
-        "data.source": values((DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.FILES)),
+        "data.source": values(
+            (DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.AUSTEN, DataSource.FILES)
+        ),
     },
     file_source_values=(DataSource.FILES.value,),
     data_noun="text",
