@@ -124,14 +124,16 @@ def per_document(
     rng: np.random.Generator,
 ) -> Any:  # fmt: skip
     """The amended rule, as the audit plays it: one score per document (its chunks' mean
-    loss), the paired game of :func:`panoramia.measure.paired_unit_game`."""
-    from panoramia.measure import o1_audit
-    from panoramia.measure.real_nonmembers import paired_unit_game
+    loss), the paired game of :func:`panoramia.measure.real_nonmembers.o1_on_units` (its
+    game's seed drawn first, then its tie-break's)."""
+    from panoramia.measure.real_nonmembers import o1_on_units
     from panoramia.modalities.text.reference_units import document_losses
 
     units = document_losses(documents, losses, np.isin(documents, member_documents))
-    coins, shown = paired_unit_game(units["member"], int(rng.integers(1 << 31)))
-    return o1_audit(coins, -units["loss"][shown], seed=int(rng.integers(1 << 31)))
+    game_seed = int(rng.integers(1 << 31))
+    return o1_on_units(
+        units["member"], units["loss"], game_seed=game_seed, audit_seed=int(rng.integers(1 << 31))
+    )
 
 
 def pipeline_per_chunk(
@@ -163,14 +165,15 @@ def audit_per_document(
     documents: np.ndarray, losses: np.ndarray, n_members: int, seed: int
 ) -> Any:  # fmt: skip
     """The per-document O(1) exactly as a run at ``seed`` plays it (reporting's draws)."""
-    from panoramia.measure import o1_audit
-    from panoramia.measure.real_nonmembers import paired_unit_game
+    from panoramia.measure.real_nonmembers import o1_on_units
     from panoramia.modalities.text.reference_units import document_losses
     from panoramia.pipeline.seeds import child_seed
 
     units = document_losses(documents, losses, np.arange(losses.size) < n_members)
-    coins, shown = paired_unit_game(units["member"], child_seed(seed, "o1/units"))
-    return o1_audit(coins, -units["loss"][shown], seed=child_seed(seed, "o1"))
+    return o1_on_units(
+        units["member"], units["loss"], game_seed=child_seed(seed, "o1/units"),
+        audit_seed=child_seed(seed, "o1"),
+    )  # fmt: skip
 
 
 def scan(

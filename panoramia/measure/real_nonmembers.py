@@ -175,6 +175,26 @@ def paired_unit_game(member: object, seed: int) -> tuple[np.ndarray, np.ndarray]
     return coins, np.where(coins == 1, pair_member, pair_other)
 
 
+def o1_on_units(
+    member: object,
+    loss: object,
+    *,
+    game_seed: int,
+    audit_seed: int,
+    confidence: float = 0.95,
+    delta: float = 0.0,
+) -> O1Result:
+    """O(1) played at the unit membership was drawn by (docs/SPEC.md §2.4): the units'
+    :func:`paired_unit_game` drawn by ``game_seed``, then :func:`o1_audit` on the shown
+    units' ``-loss`` with its ties broken by ``audit_seed``.
+
+    ``member``: 0/1 per unit (1 = a member unit); ``loss``: the target's mean loss per unit
+    (nats), shape (U,) like ``member``. The result's ``unit`` is left for the caller to name."""
+    coins, shown = paired_unit_game(member, game_seed)
+    values = check_scores(loss, name="loss", n=np.asarray(member).size)
+    return o1_audit(coins, -values[shown], confidence=confidence, delta=delta, seed=audit_seed)
+
+
 @dataclass(frozen=True)
 class RmRnResult(RealNonmemberBound):
     """RM;RN: the attack against real non-members; c = 0 by construction, ε_lb = {c+ε}_lb."""

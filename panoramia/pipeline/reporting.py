@@ -16,7 +16,7 @@ from panoramia.accounting.claims import Claim
 from panoramia.accounting.report_section import ClaimSection, claim_section
 from panoramia.measure import Measurement, O1Result, RmRnResult, measure, o1_audit, rmrn
 from panoramia.measure.null import NullTest, mirrored, null_test
-from panoramia.measure.real_nonmembers import paired_unit_game
+from panoramia.measure.real_nonmembers import o1_on_units
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
     measure_two_sided,
@@ -249,10 +249,9 @@ def _o1(
     if UNITS_STAGE not in stages:
         return per_example
     units = dict(np.load(stages[UNITS_STAGE].directory / UNIT_LOSSES))
-    unit_coins, shown = paired_unit_game(units["member"], child_seed(job.seed, "o1/units"))
-    result = o1_audit(
-        unit_coins, -units["loss"][shown], confidence=audit.confidence, delta=audit.delta,
-        seed=child_seed(job.seed, "o1"),
+    result = o1_on_units(
+        units["member"], units["loss"], game_seed=child_seed(job.seed, "o1/units"),
+        audit_seed=child_seed(job.seed, "o1"), confidence=audit.confidence, delta=audit.delta,
     )  # fmt: skip
     unit = str(stages[UNITS_STAGE].info.get("unit", "unit"))
     return replace(result, unit=unit, randomised=randomised, per_example=per_example)

@@ -89,6 +89,22 @@ def test_paired_unit_game_pairs_the_smaller_side_and_shows_one_of_each_pair() ->
         paired_unit_game(np.ones(5, int), seed=0)
 
 
+def test_o1_on_units_plays_the_paired_game_then_o1_on_the_shown_units() -> None:
+    """One function plays the per-unit O(1) for the audit and its benchmark: the paired game
+    by its own seed, then O(1) on the shown units' negated losses."""
+    from panoramia.measure.real_nonmembers import o1_audit, o1_on_units, paired_unit_game
+
+    rng = np.random.default_rng(5)
+    member = rng.permutation(np.r_[np.ones(40, int), np.zeros(30, int)])
+    loss = rng.normal(2.0, 0.5, member.size) - 0.8 * member  # members' losses lower
+    result = o1_on_units(member, loss, game_seed=11, audit_seed=12)
+    coins, shown = paired_unit_game(member, 11)
+    assert result == o1_audit(coins, -loss[shown], seed=12)
+    assert result.eps_lb > 0
+    with pytest.raises(InputError, match="loss"):
+        o1_on_units(member, loss[:-1], game_seed=11, audit_seed=12)
+
+
 def _clustered_null(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Documents of 1–40 chunks whose losses share a document effect (no model saw any):
     (document of each chunk, chunk losses, member documents drawn at random)."""
