@@ -16,7 +16,8 @@ here. Sockets: where libseccomp is found, :mod:`panoramia.socket_filter` refuses
 ``socket()`` but an ``http`` target's (Landlock does not mediate a Unix socket named by a
 path). Of ``/proc`` the process reads its own ``/proc/<pid>`` and the machine's figures
 (:data:`PROC_READ`), never another process's command line or environment; processes it starts
-read none of theirs (an audit starts none).
+read none of theirs (an audit starts none but a CatBoost target's
+probe, :mod:`panoramia.modalities.tabular.catboost_probe`).
 
 The system calls are made directly (``ctypes``; their numbers are the same on every Linux
 architecture). :func:`landlock_abi` tells whether the kernel offers Landlock (0: it does not).

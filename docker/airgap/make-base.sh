@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A Debian bookworm base image made from Debian packages alone (no registry of images):
-# debootstrap's minimal system with Python 3.11, venv and pip, the host's CA bundle (so that
-# pip reaches the host's package mirror through its proxy or certificate), imported as
-# ${BASE_IMAGE:-panoramia-base:bookworm}.
+# debootstrap's minimal system with Python 3.11, venv and pip, OpenMP's runtime (libgomp1,
+# which LightGBM links), the host's CA bundle (so that pip reaches the host's package mirror
+# through its proxy or certificate), imported as ${BASE_IMAGE:-panoramia-base:bookworm}.
 #   docker/airgap/make-base.sh [MIRROR]   (default: $DEBIAN_MIRROR, else deb.debian.org)
 # Needs root (debootstrap), a Docker engine and a Debian mirror; takes ~40 s.
 set -euo pipefail
@@ -12,7 +12,7 @@ root="$(mktemp -d /var/tmp/panoramia-base.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
 started=$SECONDS
 echo "debootstrap bookworm from $mirror into $root"
-debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates,libgomp1 \
   bookworm "$root" "$mirror" > "$root.log" 2>&1 || { tail -20 "$root.log"; exit 1; }
 rm -f "$root.log" "$root"/usr/lib/python3*/EXTERNALLY-MANAGED
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"

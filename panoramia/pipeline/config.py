@@ -23,6 +23,7 @@ from panoramia.audit_settings import (
     claim_of,
     run_count_of,
 )
+from panoramia.pipeline.tracking_settings import LoggerConfig
 
 if TYPE_CHECKING:
     from panoramia.accounting.claims import Claim
@@ -266,6 +267,9 @@ class JobConfigBase:
     """Pin torch (and xgboost) threads (1 when jobs run in parallel on few cores)."""
     audit: AuditConfig = field(default_factory=AuditConfig)
     claim: ClaimConfig = field(default_factory=ClaimConfig)
+    logger: LoggerConfig | None = None
+    """Where the results are also logged (``+logger=mlflow``); not an audit setting: in no
+    stage key and no report (:mod:`panoramia.pipeline.tracking_settings`)."""
 
 
 class ModalityJob(Protocol):

@@ -30,6 +30,7 @@ from omegaconf.errors import (
 
 from panoramia.audit_settings import check_renamed
 from panoramia.errors import InputError
+from panoramia.pipeline.tracking_settings import check_logger_chosen
 
 VALUE_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
                "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
@@ -231,6 +232,7 @@ def check_command_line(config_dir: Path, arguments: list[str]) -> None:
                     compose(config_name=name, overrides=overrides, return_hydra_config=True)
                 )
     except Exception as error:  # Hydra and OmegaConf raise several unrelated types
+        check_logger_chosen(_overrides(arguments))  # logger.* set, no logger chosen: say so
         raise InputError(f"config: {one_line(error)}") from None
     finally:
         GlobalHydra.instance().clear()

@@ -29,6 +29,7 @@ from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.pipeline.stages.blind import BLIND_STAGE
 from panoramia.pipeline.stages.units import STAGE as UNITS_STAGE
 from panoramia.pipeline.stages.units import UNIT_LOSSES
+from panoramia.pipeline.tracking_settings import NOT_AUDIT_SETTINGS
 from panoramia.report.attacker import attacker_section
 from panoramia.report.blind import blind_section
 from panoramia.report.document import report_document
@@ -44,6 +45,12 @@ def write_atomic(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text)
     os.replace(partial, path)
+
+
+def audit_settings(job: ModalityJob) -> dict[str, Any]:
+    """The job's settings as the report's ``config`` keeps them: all but those that are no
+    setting of the audit (``logger``: where results are also logged)."""
+    return {k: v for k, v in asdict(job).items() if k not in NOT_AUDIT_SETTINGS}
 
 
 def _scores(stage: StageResult) -> dict[str, np.ndarray]:
@@ -336,7 +343,7 @@ def _head(context: ReportContext) -> dict[str, Any]:
     }
     document = report_document(
         modality=job.modality, measurement=context.measurement, o1=context.o1,
-        rmrn=context.rmrn, seed=job.seed, config=asdict(job), timings=context.timings,
+        rmrn=context.rmrn, seed=job.seed, config=audit_settings(job), timings=context.timings,
         target=target, data=data,
         distinguishers={side: stages[side].info for side in ("baseline", "attack")},
     )  # fmt: skip

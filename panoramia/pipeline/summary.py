@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -169,19 +170,41 @@ def _job_order(path: Path) -> tuple[int, str]:
     return (int(number) if number.isdigit() else 10**9, path.parent.name)
 
 
-def _records(sweep_dir: Path) -> list[dict]:
-    reports = {
-        path.parent: json.loads(path.read_text())
-        for path in sorted(sweep_dir.glob("*/report.json"), key=_job_order)
-    }
+def report_paths(sweep_dir: Path) -> list[Path]:
+    """The runs' ``report.json`` files under ``sweep_dir``, in the sweep's job order."""
+    return sorted(sweep_dir.glob("*/report.json"), key=_job_order)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: its directory, its report, the summary's group it falls in (the
+    target's name, and the settings not every run shares), those settings, and whether it is
+    a negative control (:func:`_is_control`)."""
+
+    directory: Path
+    report: dict
+    group: str
+    varied: str
+    control: bool
+
+
+def sweep_runs(reports: dict[Path, dict]) -> list[SweepRun]:
+    """The runs of ``reports`` (run directory → its report, in job order) with their groups."""
     settings = {run: _setting(run) for run in reports}
     shared = set.intersection(*settings.values()) if settings else set()
-    records = []
+    runs = []
     for run, report in reports.items():
         varied = " ".join(sorted(settings[run] - shared))
         group = report["target"]["name"] + (f" [{varied}]" if varied else "")
-        records.append(_run_record(run, report, group, varied))
-    return records
+        runs.append(SweepRun(run, report, group, varied, _is_control(report)))
+    return runs
+
+
+def _records(sweep_dir: Path) -> list[dict]:
+    reports = {path.parent: json.loads(path.read_text()) for path in report_paths(sweep_dir)}
+    return [
+        _run_record(run.directory, run.report, run.group, run.varied) for run in sweep_runs(reports)
+    ]
 
 
 def _by_group(records: list[dict]) -> dict[str, list[dict]]:

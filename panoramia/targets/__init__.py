@@ -7,13 +7,16 @@ A target lives in a directory with a manifest ``target.json`` naming its format:
 | `torch-safetensors` | ``module`` ("pkg.mod:Class"), ``kwargs``, ``weights``, ``encoder``  |
 | `torchscript`       | ``file``, ``encoder``                                              |
 | `xgboost-json`      | ``file`` (XGBoost JSON model), ``encoder``                         |
+| `lightgbm-text`     | ``file`` (LightGBM's text model), ``classes``                      |
+| `catboost-cbm`      | ``file`` (CatBoost ``.cbm`` or its ``.json``), ``classes``         |
 | `skops`             | ``file`` (a scikit-learn estimator taking raw rows), ``trusted``   |
 | `http`              | ``url`` (POST rows, answers probabilities), ``classes``            |
 | `hf-causal-lm`      | ``directory``: a local causal LM (text; also without a manifest)   |
 | `peft`              | ``base``, ``adapter`` (LoRA, safetensors), ``merge``: text         |
 
 Untrusted files are never unpickled: safetensors only, TorchScript archives, XGBoost JSON,
-skops with an explicit list of trusted types.
+LightGBM text (its structure checked before LightGBM's reader sees it), CatBoost files (read
+first in a process of their own), skops with an explicit list of trusted types.
 
 A manifest's ``module`` is imported only from trusted modules (:mod:`panoramia.targets.trust`):
 by default :data:`DEFAULT_TRUSTED_MODULES`, the project's own networks

@@ -35,6 +35,16 @@ def test_help_and_a_measurement_of_a_read_only_scores_file() -> None:
     assert "ε̃" in measured
 
 
+def test_the_boosters_model_libraries_load_in_the_image() -> None:
+    """LightGBM links the system's OpenMP runtime (libgomp.so.1), which slim bases lack: the
+    image installs it, so the lightgbm-text and catboost-cbm targets open there."""
+    versions = docker(
+        "run", "--rm", "--network", "none", "--entrypoint", "python", IMAGE, "-c",
+        "import catboost, lightgbm; print(lightgbm.__version__, catboost.__version__)",
+    )  # fmt: skip
+    assert versions.split() == ["4.7.0", "1.2.10"]
+
+
 def test_it_runs_as_a_user_and_confines_audits_inside_the_container() -> None:
     who = docker("run", "--rm", "--entrypoint", "id", IMAGE, "-u")
     assert who.strip() == "1000"

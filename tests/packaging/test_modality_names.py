@@ -87,7 +87,8 @@ def test_the_registry_and_the_plug_ins_prices_load_no_deep_learning_stack() -> N
         "from panoramia.plugins import MODALITIES\n"
         "from panoramia.service.submission.cost import estimate_cost\n"
         "assert all(estimate_cost({'modality': name}).total > 0 for name in MODALITIES)\n"
-        "heavy = ('torch', 'lightning', 'transformers', 'sdv', 'sklearn', 'xgboost', 'peft')\n"
+        "heavy = ('torch', 'lightning', 'transformers', 'sdv', 'sklearn', 'xgboost', 'peft',\n"
+        "         'lightgbm', 'catboost')\n"
         "print(','.join(sorted(m for m in heavy if m in sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -26,6 +26,7 @@ def test_every_format_has_a_worked_example() -> None:
     formats = {(m["format"], m.get("modality", "tabular")) for m in readme_manifests()}
     assert formats >= {
         ("skops", "tabular"), ("xgboost-json", "tabular"), ("torch-safetensors", "tabular"),
+        ("lightgbm-text", "tabular"), ("catboost-cbm", "tabular"),
         ("torchscript", "tabular"), ("http", "tabular"), ("torchscript", "image"),
         ("hf-image-classification", "tabular"), ("hf-causal-lm", "tabular"), ("peft", "text"),
     }  # fmt: skip

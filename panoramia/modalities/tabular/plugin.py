@@ -20,8 +20,17 @@ PLUGIN = Modality(
     },
     file_source_values=(DataSource.CSV.value,),
     data_noun="a table",
-    target_formats=("torch-safetensors", "torchscript", "xgboost-json", "skops", "http"),
+    target_formats=(
+        "torch-safetensors",
+        "torchscript",
+        "xgboost-json",
+        "lightgbm-text",
+        "catboost-cbm",
+        "skops",
+        "http",
+    ),
     own_formats=(),
     target_loader_path="panoramia.modalities.tabular.targets:load_tabular_target",
     cost_path="panoramia.modalities.tabular.cost",
+    upload_check_path="panoramia.modalities.tabular.upload_check:check_uploaded_model",
 )

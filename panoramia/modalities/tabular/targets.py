@@ -1,6 +1,7 @@
 """Opening a tabular target by its manifest's format: a torch network over encoded rows
-(``torch-safetensors``, ``torchscript``), an XGBoost booster (``xgboost-json``), a
-scikit-learn estimator (``skops``) or an owner's endpoint (``http``)."""
+(``torch-safetensors``, ``torchscript``), an XGBoost booster (``xgboost-json``), a LightGBM
+booster (``lightgbm-text``), a CatBoost model (``catboost-cbm``), a scikit-learn estimator
+(``skops``) or an owner's endpoint (``http``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ def load_tabular_target(
         from panoramia.modalities.tabular.xgboost_target import XGBoostTarget
 
         return XGBoostTarget.load(directory, manifest)
+    if kind == "lightgbm-text":
+        from panoramia.modalities.tabular.lightgbm_target import LightGBMTarget
+
+        return LightGBMTarget.load(directory, manifest)
+    if kind == "catboost-cbm":
+        from panoramia.modalities.tabular.catboost_target import CatBoostTarget
+
+        return CatBoostTarget.load(directory, manifest)
     if kind == "skops":
         from panoramia.modalities.tabular.skops_target import SkopsTarget
 

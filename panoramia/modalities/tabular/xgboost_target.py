@@ -25,8 +25,15 @@ import xgboost as xgb
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256
 from panoramia.modalities.tabular.encoding import TabularEncoder
+from panoramia.modalities.tabular.frame_features import (
+    as_categories,
+    class_indices,
+    class_probabilities,
+    label_column,
+    manifest_classes,
+    numbers,
+)
 from panoramia.targets.interface import loss_from_probabilities
-from panoramia.targets.interface import shown_values as _shown
 from panoramia.targets.manifest import manifest_file
 
 
@@ -38,27 +45,6 @@ def _objective(booster: xgb.Booster) -> str:
         return str(json.loads(booster.save_config())["learner"]["objective"]["name"])
     except (KeyError, ValueError, TypeError):
         return "unknown"
-
-
-def _canonical(value: object) -> str:
-    """A category's value as text that matches across types: 1, 1.0 and "1.0" are "1"."""
-    text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() else repr(number)
-
-
-def _as_categories(values: pd.Series, known: list | None) -> pd.Series:
-    """``values`` as a pandas categorical over the booster's ``known`` categories (in their
-    stored type); a value the model never saw is missing to it. Without stored categories,
-    the values' text."""
-    if not known:
-        return values.astype(str).astype("category")
-    lookup = {_canonical(category): category for category in known}
-    mapped = values.map(lambda value: lookup.get(_canonical(value)))
-    return pd.Series(pd.Categorical(mapped, categories=known), index=values.index)
 
 
 PROBABILITY_OBJECTIVES = ("binary:logistic", "multi:softprob")
@@ -100,46 +86,24 @@ class XGBoostTarget:
                 f"model {str(model_path)!r}: no feature names; train it on a pandas DataFrame "
                 "(its columns name the features) or give an 'encoder' in target.json"
             )
-        classes = manifest.get("classes")
-        if not isinstance(classes, list) or len(classes) < 2:
-            raise InputError(
-                f"target {str(directory)!r}: an XGBoost model without an 'encoder' needs "
-                "'classes' in target.json: the data's label values in the model's class "
-                'order (e.g. "classes": ["<=50K", ">50K"] for a model trained on 0/1)'
-            )
-        return cls(booster, None, files, [str(c) for c in classes])
+        where = str(directory)
+        model = "an XGBoost model without an 'encoder'"
+        return cls(booster, None, files, manifest_classes(manifest, where=where, model=model))
 
     def _split(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """The booster's features from ``rows``, typed as it was trained, and the label column:
         the one column of ``rows`` the model does not read."""
         names = list(self.booster.feature_names or [])
         types = list(self.booster.feature_types or ["float"] * len(names))
-        missing = [n for n in names if n not in rows.columns]
-        others = [str(c) for c in rows.columns if c not in names]
-        if missing or len(others) != 1:
-            problems = [f"the data lacks {_shown(missing)}"] if missing else []
-            if len(others) != 1:
-                problems.append(
-                    f"the data has {_shown(others)} besides them, where only the label should be"
-                )
-            raise InputError(
-                f"target: the model reads features {_shown(names)}; {'; '.join(problems)} "
-                "(declare the data's columns to match: data.categorical and data.continuous)"
-            )
+        label = label_column(rows, names)
         known = self._training_categories()
         frame = pd.DataFrame(index=rows.index)
         for name, kind in zip(names, types, strict=True):
             if kind == "c":  # the model's own categories, matched by value ("1.0" is 1)
-                frame[name] = _as_categories(rows[name], known.get(name))
-                continue
-            values = pd.to_numeric(rows[name], errors="coerce")
-            if values.isna().any():
-                raise InputError(
-                    f"target: feature {name!r} is numeric for the model but the data's "
-                    f"values are not numbers (e.g. {str(rows[name].iloc[0])[:40]!r})"
-                )
-            frame[name] = values.astype(np.float64)
-        return frame, others[0]
+                frame[name] = as_categories(rows[name], known.get(name))
+            else:
+                frame[name] = numbers(rows, name)
+        return frame, label
 
     def _training_categories(self) -> dict[str, list]:
         """Each categorical feature's categories as the booster stored them, in their own
@@ -152,37 +116,19 @@ class XGBoostTarget:
             str(name): values.to_pylist() for name, values in (stored or []) if values is not None
         }
 
-    def _labels(self, rows: pd.DataFrame, label: str) -> np.ndarray:
-        index = {c: i for i, c in enumerate(self.classes or [])}
-        labels = rows[label].astype(str).map(index)
-        if labels.isna().any():
-            unknown = sorted(set(rows[label].astype(str)) - set(index))
-            raise InputError(
-                f"label {label!r}: the data's values {_shown(unknown)} are not among the "
-                f"manifest's classes {_shown(self.classes or [])}"
-            )
-        return labels.to_numpy(np.int64)
-
     def per_example_loss(self, rows: pd.DataFrame) -> np.ndarray:
         if self.encoder is not None:
             output = self.booster.predict(xgb.DMatrix(self.encoder.features(rows)))
             labels = self.encoder.labels(rows)
         else:
             features, label = self._split(rows)
-            labels = self._labels(rows, label)
+            labels = class_indices(rows, label, self.classes or [])
             try:
                 output = self.booster.predict(xgb.DMatrix(features, enable_categorical=True))
             except (xgb.core.XGBoostError, ValueError) as error:
                 first = str(error).strip().splitlines()[-1][:300]
                 raise InputError(f"target: the xgboost model refused the data ({first})") from None
-        probabilities = np.column_stack([1 - output, output]) if output.ndim == 1 else output
-        if probabilities.shape[1] != (
-            len(self.classes) if self.classes else probabilities.shape[1]
-        ):
-            raise InputError(
-                f"target: the model has {probabilities.shape[1]} classes, the manifest's "
-                f"'classes' {len(self.classes or [])}"
-            )
+        probabilities = class_probabilities(output, self.classes)
         return loss_from_probabilities(probabilities, labels)
 
     def identity(self) -> dict[str, object]:
