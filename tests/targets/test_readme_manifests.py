@@ -29,6 +29,7 @@ def test_every_format_has_a_worked_example() -> None:
         ("lightgbm-text", "tabular"), ("catboost-cbm", "tabular"),
         ("torchscript", "tabular"), ("http", "tabular"), ("torchscript", "image"),
         ("hf-image-classification", "tabular"), ("hf-causal-lm", "tabular"), ("peft", "text"),
+        ("onnx", "tabular"), ("onnx", "image"), ("onnx", "text"),
     }  # fmt: skip
 
 

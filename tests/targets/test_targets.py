@@ -82,8 +82,8 @@ def test_corrupt_and_mismatched_files(mlp_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes((mlp_dir / "model.safetensors").read_bytes())
     with pytest.raises(InputError, match="do not fit the model"):
         load_target(tmp_path)
-    (tmp_path / MANIFEST).write_text(json.dumps({"format": "onnx"}))
-    with pytest.raises(InputError, match="unknown format 'onnx'"):
+    (tmp_path / MANIFEST).write_text(json.dumps({"format": "pmml"}))
+    with pytest.raises(InputError, match="unknown format 'pmml'"):
         load_target(tmp_path)
     with pytest.raises(InputError, match=r"no target\.json"):
         load_target(tmp_path / "nowhere")

@@ -33,7 +33,7 @@ PLUGIN = Modality(
     },
     file_source_values=(DataSource.FILES.value,),
     data_noun="images",
-    target_formats=("hf-image-classification", "torch-safetensors", "torchscript"),
+    target_formats=("hf-image-classification", "torch-safetensors", "torchscript", "onnx"),
     own_formats=("hf-image-classification",),
     target_loader_path="panoramia.modalities.image.targets:load_image_target",
     cost_path="panoramia.modalities.image.cost",

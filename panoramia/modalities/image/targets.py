@@ -1,5 +1,6 @@
-"""Image targets: a torch module + safetensors weights, TorchScript, or a local Hugging Face
-image-classification directory. The loss of an image is the cross-entropy (nats) of its label.
+"""Image targets: a torch module + safetensors weights, TorchScript, an ONNX graph, or a local
+Hugging Face image-classification directory. The loss of an image is the cross-entropy (nats)
+of its label.
 
 Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
 
@@ -7,6 +8,8 @@ Manifest fields (``target.json``) beside ``format`` and ``"modality": "image"``:
   trusted module: :mod:`panoramia.targets.trust`), ``kwargs`` (JSON data), ``weights``,
   ``normalization`` (``{"mean": [...], "std": [...]}`` per channel, pixels scaled to [0, 1]);
 * ``torchscript``: ``file`` and ``normalization``;
+* ``onnx``: ``file``, ``normalization`` and ``scores`` (``logits`` or ``probabilities``), run
+  by onnxruntime (:mod:`panoramia.modalities.image.onnx_target`);
 * ``hf-image-classification``: ``directory`` (relative; ``config.json``, weights and
   ``preprocessor_config.json``, opened with ``local_files_only=True``); the model's label ids
   are the class numbers of the audited data.
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +32,9 @@ from panoramia.modalities.image.image_module import Normalization
 from panoramia.modalities.image.images import ImageSet
 from panoramia.targets.manifest import inside_model_directory
 from panoramia.targets.torch_models import load_safetensors_module, load_torchscript_module
+
+if TYPE_CHECKING:
+    from panoramia.modalities.image.onnx_target import OnnxImageTarget
 
 BATCH = 1024
 
@@ -126,12 +133,16 @@ def load_image_target(
     manifest: dict,
     trusted_modules: Iterable[str] = (),
     device: torch.device | None = None,
-) -> TorchImageTarget:
+) -> TorchImageTarget | OnnxImageTarget:
     device = device or torch.device("cpu")
     kind = manifest["format"]
     if kind == "hf-image-classification":
         return _huggingface(directory, manifest, device)
     normalization = _normalization(directory, manifest)
+    if kind == "onnx":
+        from panoramia.modalities.image.onnx_target import OnnxImageTarget
+
+        return OnnxImageTarget.load(directory, manifest, normalization, device)
     if kind == "torch-safetensors":
         model, files = load_safetensors_module(directory, manifest, trusted_modules)
     else:  # torchscript (panoramia.targets.load_target opens only the declared formats)

@@ -1,4 +1,5 @@
-"""What the tree boosters saved from a pandas frame share (XGBoost, LightGBM, CatBoost): the
+"""What the tree boosters saved from a pandas frame share (XGBoost, LightGBM, CatBoost), and
+the ONNX tabular target with them (:mod:`panoramia.modalities.tabular.onnx_target`): the
 data's columns matched to the model's own feature names, categories matched by value, the
 label values mapped to the model's class order, and the class probabilities checked against
 the manifest's ``classes``.
@@ -52,23 +53,28 @@ def numbers(rows: pd.DataFrame, name: str) -> pd.Series:
     return values.astype(np.float64)
 
 
-def label_column(rows: pd.DataFrame, names: Sequence[str]) -> str:
-    """The label: the one column of ``rows`` that is none of the model's features ``names``.
-    One-line InputError naming them when the data lacks a feature, or holds more than one
-    column besides them."""
+def label_column(
+    rows: pd.DataFrame, names: Sequence[str], label: str | None = None, *, reads: str = "features"
+) -> str:
+    """The label: ``label`` where the manifest names it, else the one column of ``rows`` that
+    is none of the model's features ``names``. One-line InputError naming them when the data
+    lacks a feature or the named label, or (no label named) holds more than one column
+    besides them (``reads`` names what the model reads in the message)."""
     missing = [n for n in names if n not in rows.columns]
     others = [str(c) for c in rows.columns if c not in names]
-    if missing or len(others) != 1:
+    if label is not None and label not in rows.columns:
+        missing.append(label)
+    if missing or (label is None and len(others) != 1):
         problems = [f"the data lacks {_shown(missing)}"] if missing else []
-        if len(others) != 1:
+        if label is None and len(others) != 1:
             problems.append(
                 f"the data has {_shown(others)} besides them, where only the label should be"
             )
         raise InputError(
-            f"target: the model reads features {_shown(list(names))}; {'; '.join(problems)} "
+            f"target: the model reads {reads} {_shown(list(names))}; {'; '.join(problems)} "
             "(declare the data's columns to match: data.categorical and data.continuous)"
         )
-    return others[0]
+    return others[0] if label is None else label
 
 
 def class_indices(

@@ -28,6 +28,7 @@ PLUGIN = Modality(
         "catboost-cbm",
         "skops",
         "http",
+        "onnx",
     ),
     own_formats=(),
     target_loader_path="panoramia.modalities.tabular.targets:load_tabular_target",

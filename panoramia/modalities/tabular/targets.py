@@ -1,7 +1,7 @@
 """Opening a tabular target by its manifest's format: a torch network over encoded rows
 (``torch-safetensors``, ``torchscript``), an XGBoost booster (``xgboost-json``), a LightGBM
 booster (``lightgbm-text``), a CatBoost model (``catboost-cbm``), a scikit-learn estimator
-(``skops``) or an owner's endpoint (``http``)."""
+(``skops``), an owner's endpoint (``http``) or an ONNX graph (``onnx``)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ def load_tabular_target(
         from panoramia.modalities.tabular.http_target import HttpTarget
 
         return HttpTarget.from_manifest(manifest)
+    if kind == "onnx":
+        from panoramia.modalities.tabular.onnx_target import OnnxTabularTarget
+
+        return OnnxTabularTarget.load(directory, manifest, device)
     from panoramia.modalities.tabular.torch_target import load_torch_target
 
     return load_torch_target(directory, manifest, trusted_modules, device)  # type: ignore[arg-type]

@@ -26,7 +26,12 @@ def bare_causal_lm_manifest(directory: Path) -> dict[str, str] | None:
 
 def check_uploaded_model(directory: Path, manifest: dict[str, object]) -> None:
     """An uploaded text model as the audit opens it: a peft adapter's base and adapter
-    folders; a causal LM's folder with its ``config.json``."""
+    folders; a causal LM's folder with its ``config.json`` (an ONNX one's too, whose output
+    must be declared logits; its graph is checked as every ONNX upload's)."""
+    from panoramia.errors import InputError
+
+    if manifest.get("format") == "onnx" and manifest.get("scores") != "logits":
+        raise InputError('an ONNX causal LM\'s target.json declares "scores": "logits"')
     if manifest.get("format") == "peft":
         from panoramia.modalities.text.targets import peft_folders
 
@@ -55,7 +60,7 @@ PLUGIN = Modality(
     },
     file_source_values=(DataSource.FILES.value,),
     data_noun="text",
-    target_formats=("hf-causal-lm", "peft"),
+    target_formats=("hf-causal-lm", "peft", "onnx"),
     own_formats=("hf-causal-lm", "peft"),
     target_loader_path="panoramia.modalities.text.targets:load_text_target",
     cost_path="panoramia.modalities.text.cost",

@@ -40,6 +40,8 @@ from panoramia.targets.manifest import MANIFEST, inside_model_directory, read_ma
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
+    from panoramia.modalities.text.onnx_target import OnnxCausalLMTarget
+
 PEFT_TYPES = ("LORA",)
 """The adapters a ``peft`` manifest may hold (the adapter config's ``peft_type``)."""
 ADAPTER_CONFIG = "adapter_config.json"
@@ -292,10 +294,15 @@ def _first_line(error: BaseException) -> str:
 
 def load_text_target(
     directory: Path, manifest: dict, trusted_modules: object = (), device: object = None
-) -> CausalLMTarget | PeftTarget:
-    """The text target of ``manifest``: a LoRA adapter over its base (``peft``), else a
-    causal LM (``hf-causal-lm``). A causal LM names no classes, so ``trusted_modules`` does
+) -> CausalLMTarget | PeftTarget | OnnxCausalLMTarget:
+    """The text target of ``manifest``: a LoRA adapter over its base (``peft``), an ONNX
+    causal LM (``onnx``: :mod:`panoramia.modalities.text.onnx_target`), else a causal LM
+    (``hf-causal-lm``). A causal LM names no classes, so ``trusted_modules`` does
     not apply."""
     if manifest["format"] == "peft":
         return load_peft_target(directory, manifest, device)
+    if manifest["format"] == "onnx":
+        from panoramia.modalities.text.onnx_target import OnnxCausalLMTarget
+
+        return OnnxCausalLMTarget.load(directory, manifest, device)
     return load_causal_lm_target(directory, manifest, device)

@@ -27,7 +27,9 @@
 - A **model** folder: a ``target.json`` of a known format whose files lie inside it (a
   ``peft`` adapter's folders as :func:`panoramia.modalities.text.targets.peft_folders` checks
   them); an ``http`` model (a URL the server would call) and, unless the operator trusts
-  TorchScript, a TorchScript program are refused.
+  TorchScript, a TorchScript program are refused; an ONNX graph is read as data and refused
+  for a non-standard operator domain, weights outside its folder, or past the size and shape
+  limits (:func:`panoramia.targets.onnx_graph.check_onnx_target`).
 
 Every refusal is an :class:`UploadRejected` with one line naming the upload's own file.
 """
@@ -508,6 +510,7 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
     from panoramia.modality_plugin import resolve
     from panoramia.plugins import modality_of_manifest, target_formats
     from panoramia.targets.manifest import manifest_file, read_manifest
+    from panoramia.targets.onnx_graph import ONNX_FORMAT, check_onnx_target
 
     root = model_root(folder)
     if not (root / "target.json").is_file():
@@ -537,6 +540,8 @@ def check_model_folder(folder: Path, *, shown: str, trust_torchscript: bool) -> 
                 f"{shown}: format {kind!r} is not one the {entry.name} audit opens "
                 f"({', '.join(entry.target_formats)}), which its target.json's modality names"
             )
+        if kind == ONNX_FORMAT:  # the graph as data: operators, weights' files, limits
+            check_onnx_target(root, manifest)
         if entry.upload_check_path is not None:
             resolve(entry.upload_check_path)(root, manifest)
     except UploadRejected:
