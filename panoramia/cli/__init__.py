@@ -9,6 +9,7 @@ import typer
 
 from panoramia.cli.account import register_accounting_commands
 from panoramia.cli.common import exits_on_input_error, print_json
+from panoramia.cli.gate import register_gate_command
 from panoramia.cli.service import register_service_commands
 from panoramia.cli.uploads import register_upload_commands
 
@@ -157,6 +158,7 @@ def smollm2(
 register_service_commands(app)
 register_upload_commands(app)
 register_accounting_commands(app)
+register_gate_command(app)
 
 
 def main() -> None:

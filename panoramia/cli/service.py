@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from panoramia.cli.common import exits_on_input_error, print_json, table_console
+from panoramia.cli.gate import JunitOption
 from panoramia.errors import InputError
 from panoramia.plugins import MODALITIES
 
 if TYPE_CHECKING:
     from panoramia.client import ServiceClient
+    from panoramia.pipeline.gate_policies import NamedPolicy
 
 MODALITY_NAMES = ", ".join(MODALITIES)
 SOURCES_BY_MODALITY = "; ".join(
@@ -366,11 +368,26 @@ def audits_submit(
         ),
     ] = 1,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the audit ends.")] = False,
+    gate: Annotated[
+        str | None,
+        typer.Option(
+            "--gate",
+            help="A release gate's policy (strict, lenient, or a policy file): waits for the "
+            "audit, then exits 0 where its report (or pooled verdict) passes, 1 where not.",
+        ),
+    ] = None,
+    junit: JunitOption = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
     """Submit an audit; prints its id (with --repeats: the group's id). With --wait: progress
-    on stderr, then the verdict and the report (or the pooled verdict) on stdout."""
+    on stderr, then the verdict and the report (or the pooled verdict) on stdout. With --gate
+    (implies --wait): then the gate's lines, and exit 1 where it fails."""
+    from panoramia.cli.gate import named_policy
+
+    named = None if gate is None else named_policy(gate, setting="--gate")  # before submitting
+    if junit is not None and named is None:
+        raise InputError("--junit: only with --gate")
     target = {"config": target_config} if target_config else {"path": target_path}
     data = _audit_data(source, members, label, nonmembers, categorical, continuous)
     client = _client(url, token)
@@ -387,12 +404,51 @@ def audits_submit(
     if repeats > 1:
         group = audit["repeat_group"]
         typer.echo(group)
-        if wait:
-            _wait_for_repeats(client, group)
+        if wait or named is not None:
+            found = _wait_for_repeats(client, group)  # exits 1 where no run succeeded
+            if named is not None:
+                _gate_repeats(client, group, found, named, junit)
         return
     typer.echo(audit["id"])
-    if wait:
-        _wait_for_audit(client, audit)
+    if wait or named is not None:
+        report = _wait_for_audit(client, audit)  # exits 1 where the audit did not succeed
+        if named is not None:
+            if report is None:  # nothing to read: the gate never passes by default
+                typer.echo(f"panoramia: error: --gate: audit {audit['id']} left no report; the "
+                           "gate fails", err=True)  # fmt: skip
+                raise typer.Exit(1)
+            _gate_report(report, named, junit)
+
+
+def _gate_report(report: dict, named: NamedPolicy, junit: Path | None) -> None:
+    """The gate on one audit's stored report; exit 1 where it fails."""
+    from panoramia.cli.gate import finish
+    from panoramia.pipeline.release_gate import gate_documents
+
+    subject = f"{report['model']} version {report['version']}"
+    document = report.get("document")
+    found = gate_documents(named, [(subject, document)], subject=subject, source=report["id"])
+    finish(found, junit)
+
+
+def _gate_repeats(
+    client: ServiceClient, group: str, found: dict, named: NamedPolicy, junit: Path | None
+) -> None:
+    """The gate on a group of repeats' pooled verdict, read anew from the runs' stored reports
+    (the control's runs left out; a run that left no report counts as p = 1); exit 1 where it
+    fails."""
+    from panoramia.cli.gate import finish
+    from panoramia.pipeline.release_gate import gate_documents
+
+    documents = [
+        (f"seed {run['seed']}",
+         client.report(run["report_id"]).get("document") if run.get("report_id") else None)
+        for run in found["runs"]
+        if run.get("role") != "control"
+    ]  # fmt: skip
+    model = found["model"]
+    subject = f"{model['name']} version {model['version']} ({len(documents)} repeats)"
+    finish(gate_documents(named, documents, subject=subject, source=group), junit)
 
 
 def _audit_data(
@@ -419,9 +475,9 @@ def _audit_data(
     return data
 
 
-def _wait_for_audit(client: ServiceClient, audit: dict) -> None:
+def _wait_for_audit(client: ServiceClient, audit: dict) -> dict | None:
     """Follow an audit to its end (each stage once on stderr), then print its status line and
-    its report's lines; exit 1 where it did not succeed."""
+    its report's lines; exit 1 where it did not succeed. Its stored report (None: none)."""
     shown = None
     while audit["status"] in ("queued", "running"):
         time.sleep(2)
@@ -436,13 +492,16 @@ def _wait_for_audit(client: ServiceClient, audit: dict) -> None:
     )
     if audit["status"] != "succeeded":
         raise typer.Exit(1)
-    if audit.get("report_id"):  # the answer itself, not only where to find it
-        typer.echo("\n".join(report_lines(client.report(audit["report_id"]))))
+    if not audit.get("report_id"):
+        return None
+    report = client.report(audit["report_id"])
+    typer.echo("\n".join(report_lines(report)))  # the answer itself, not only where to find it
+    return report
 
 
-def _wait_for_repeats(client: ServiceClient, group: str) -> None:
+def _wait_for_repeats(client: ServiceClient, group: str) -> dict:
     """Follow a group of repeats to its end (each run's status on stderr), then print each
-    run's line and the pooled verdict; exit 1 where no run succeeded."""
+    run's line and the pooled verdict; exit 1 where no run succeeded. The group as it ended."""
     shown = None
     found = client.repeats(group)
     while found["pooled"] is None:
@@ -455,6 +514,7 @@ def _wait_for_repeats(client: ServiceClient, group: str) -> None:
     typer.echo("\n".join(repeat_lines(found)))
     if not any(run["status"] == "succeeded" for run in found["runs"]):
         raise typer.Exit(1)
+    return found
 
 
 def repeat_lines(found: dict) -> list[str]:

@@ -73,6 +73,9 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     # Every setting's range and choice, and the rules across them (the claim, the threshold
     # strategies, the sides): a wrong one fails here, before any stage runs.
     check_settings(settings)
+    from panoramia.pipeline.release_gate import check_gate_applied
+
+    check_gate_applied(job.gate, HydraConfig.get())  # a gate no callback applies: refused
     Pipeline = modality(job.modality).pipeline_class()
     if job.threads is not None and hasattr(job.distinguisher, "n_jobs"):
         job.distinguisher.n_jobs = job.threads  # xgboost's threads follow torch's

@@ -270,6 +270,10 @@ class JobConfigBase:
     logger: LoggerConfig | None = None
     """Where the results are also logged (``+logger=mlflow``); not an audit setting: in no
     stage key and no report (:mod:`panoramia.pipeline.tracking_settings`)."""
+    gate: str | None = None
+    """The release gate's policy (``gate=strict``, ``gate=lenient`` or a policy file's path;
+    docs/AUDIT.md, "The release gate"): the job exits 1 where the audit fails it. Not an
+    audit setting: in no stage key and no report (:mod:`panoramia.pipeline.release_gate`)."""
 
 
 class ModalityJob(Protocol):

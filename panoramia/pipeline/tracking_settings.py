@@ -35,9 +35,10 @@ DATABASE = "mlflow.db"
 ARTIFACTS = "artifacts"
 URI_ENV = "MLFLOW_TRACKING_URI"
 ALLOW_FILE_STORE_ENV = "MLFLOW_ALLOW_FILE_STORE"
-NOT_AUDIT_SETTINGS = ("logger",)
-"""Top-level keys of the job config that are not the audit's settings: left out of the
-report's ``config`` and of the params a tracker logs."""
+NOT_AUDIT_SETTINGS = ("logger", "gate")
+"""Top-level keys of the job config that are not the audit's settings (where results are also
+logged; the release gate's policy): left out of the report's ``config`` and of the params a
+tracker logs."""
 MAX_TEXT = 500
 """The longest ``logger.experiment`` or ``logger.run_name`` (MLflow's experiment names)."""
 MAX_URI = 2000

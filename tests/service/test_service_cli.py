@@ -98,9 +98,15 @@ def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> Non
     with live_service(settings) as service:
         env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
         overrides = [part for line in TINY_AUDIT for part in ("-o", line)]
+        junit = tmp_path / "gate.xml"  # --gate waits as --wait does, then gates the report
         done = run("audits", "submit", "--model", "census", "--target-config",
-                   "mlp_generalised", *overrides, "--wait", env=env)  # fmt: skip
+                   "mlp_generalised", *overrides, "--gate", "strict", "--junit", str(junit),
+                   env=env)  # fmt: skip
         assert done.exit_code == 0, done.output
+        assert "gate passed (strict): census version 1: claim_must_hold, fail_levels" in (
+            done.output
+        )
+        assert 'name="census version 1: fail_levels"' in junit.read_text()
         status = [line for line in done.output.splitlines() if " report=" in line]
         assert len(status) == 1, done.output
         assert status[0].startswith("succeeded stages=20/20 report="), done.output
@@ -156,9 +162,11 @@ def test_repeats_wait_for_the_pooled_verdict_then_the_model_entry_is_deleted(
         env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": service.token("alice")}
         overrides = [part for line in TINY_AUDIT for part in ("-o", line)]
         done = run("audits", "submit", "--model", "census", "--target-config", "mlp_generalised",
-                   *overrides, "--repeats", "2", "--wait", env=env)  # fmt: skip
+                   *overrides, "--repeats", "2", "--gate", "lenient", env=env)  # fmt: skip
         assert done.exit_code == 0, done.output
         lines = done.output.splitlines()
+        # --gate waits, then gates the pooled verdict read anew from the runs' reports
+        assert lines[-1].startswith("gate passed (lenient): census version 1 (2 repeats): ")
         assert "census version 1: 2 repeats" in lines
         assert any(line.endswith("(pooled)") or "(pooled)" in line for line in lines), lines
         assert any("Pooled over 2 runs" in line for line in lines), lines

@@ -127,9 +127,18 @@ def test_a_multirun_logs_one_parent_run_with_a_child_per_job(
     artifacts: Path, tmp_path: Path
 ) -> None:
     store, sweep = tmp_path / "store", tmp_path / "sweep"
+    # a release gate that every verdict fails: the process exits 1 only once the parent run is
+    # ended (the gate's callback ends last; docs/AUDIT.md, "The release gate")
+    failing = tmp_path / "fails-every-level.yaml"
+    failing.write_text("fail_levels: [leak_beyond_claim, clear_leak, leak_detected, borderline, "
+                       "no_leak_detected, inconclusive]\n")  # fmt: skip
     done = run_command(["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7", "+logger=mlflow",
-                        f"logger.tracking_uri={store}", f"hydra.sweep.dir={sweep}"])  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+                        f"logger.tracking_uri={store}", f"hydra.sweep.dir={sweep}",
+                        f"gate={failing}"])  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    gate_lines = [line for line in done.stdout.splitlines() if line.startswith("gate failed")]
+    assert gate_lines[0].startswith(f"gate failed ({failing}): mlp-e10: fail_levels: ")
+    assert done.stdout.index("mlflow: sweep run") < done.stdout.index(gate_lines[0])
     client = _client(store)
     runs = _runs(client)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
@@ -139,7 +148,7 @@ def test_a_multirun_logs_one_parent_run_with_a_child_per_job(
     children = [r for r in runs if r is not parent]
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent.info.run_id}
     assert sorted(r.data.params["seed"] for r in children) == ["0", "7"]
-    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert {r.info.status for r in runs} == {"FINISHED"}  # the gate's exit 1 left none open
     recorded = json.loads((sweep / "mlflow.json").read_text())
     assert recorded["parent_run_id"] == parent.info.run_id
     # each child is its job's run: its figures and its reports
