@@ -59,13 +59,19 @@ def submit_audits(
     check_columns(body.data, uploads)
     check_model_fits(body, uploads.get("target"))
     check_data_kinds(body.data, uploads)
-    check_label_classes(body, uploads.get("members"), uploads.get("target"))
+    for role in ("members", "nonmembers"):
+        check_model_columns(body, uploads.get(role), uploads.get("target"), role)
+        check_label_classes(body, uploads.get(role), uploads.get("target"))
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
     control_runs: list[list[str]] = []
     if body.control is not None:  # the same request on her control model, at the same seeds
         aside = body.model_copy(update={"target": body.control})
         control_overrides = command(aside, control_named)
-        check_model_fits(aside, found.get(control_named.get("target", "")))
+        control_upload = found.get(control_named.get("target", ""))
+        check_model_fits(aside, control_upload)
+        for role in ("members", "nonmembers"):
+            check_model_columns(aside, uploads.get(role), control_upload, role)
+            check_label_classes(aside, uploads.get(role), control_upload)
         control_runs = seeded_overrides(control_overrides, body.repeats)
         check_composes(control_runs[0], settings.limits)
     composed = check_composes(runs[0], settings.limits)
@@ -152,20 +158,52 @@ def _noun(name: str) -> str:
 
 
 def check_label_classes(body: AuditRequest, data: Upload | None, model: Upload | None) -> None:
-    """A table audit's label values (a text column's, read on arrival) are classes the model
-    upload's manifest declares: RequestProblem naming ``data.label`` otherwise. Numeric labels
-    and uploads whose values or classes were not recorded are left to the audit."""
+    """A table audit's label values (read on arrival, text and number columns of at most 50
+    values alike) are classes the model upload predicts (its manifest's or its encoder's,
+    compared as text as the audit compares them: ``17`` is ``"17"``): RequestProblem naming
+    ``data.label`` otherwise. Uploads whose values or classes were not recorded (a column of
+    many values, a model that states no classes) are left to the audit."""
     if data is None or model is None or body.data.source != "csv" or not body.data.label:
         return
     values = ((data.summary or {}).get("values") or {}).get(body.data.label)
     classes = (model.summary or {}).get("classes")
     if not isinstance(values, list) or not isinstance(classes, list):
         return
-    unknown = [v for v in values if v not in classes]
+    known = {str(c) for c in classes}
+    unknown = [v for v in values if str(v) not in known]
     if unknown:
         shown = ", ".join(str(v) for v in unknown[:5])
         raise RequestProblem(
             ("data", "label"),
             f"label {body.data.label!r} of upload {data.name!r} holds {shown}, which model "
-            f"upload {model.name!r} does not predict (its classes: {', '.join(classes[:10])})",
+            f"upload {model.name!r} does not predict (its classes: "
+            f"{', '.join(str(c) for c in classes[:10])})",
         )
+
+
+def check_model_columns(
+    body: AuditRequest, data: Upload | None, model: Upload | None, role: str = "members"
+) -> None:
+    """Where the model upload states the column it predicts and the columns it reads (a
+    panoramia encoder's, recorded on arrival), a table audit's ``data.label`` is that column
+    and the data upload holds every one of them: RequestProblem naming ``data.label`` or
+    ``data.<role>`` (the data upload's) otherwise, before anything is queued."""
+    if data is None or model is None or body.data.source != "csv":
+        return
+    summary = model.summary or {}
+    columns = {str(column[0]) for column in (data.summary or {}).get("columns") or []}
+    label, features = summary.get("label"), summary.get("features")
+    if isinstance(label, str) and body.data.label and body.data.label != label:
+        raise RequestProblem(
+            ("data", "label"),
+            f"model upload {model.name!r} predicts column {label!r}, not {body.data.label!r}",
+        )
+    if columns and isinstance(features, list):
+        missing = [str(f) for f in features if str(f) not in columns]
+        if missing:
+            shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
+            raise RequestProblem(
+                ("data", role),
+                f"model upload {model.name!r} reads {len(missing)} column(s) that upload "
+                f"{data.name!r} lacks: {shown}",
+            )

@@ -468,8 +468,57 @@ def test_a_column_the_data_upload_lacks_is_refused_at_the_door(service: LiveServ
             "label 'colour' of upload 'members' holds blue, which model upload 'forest' does "
             "not predict (its classes: red, green)"
         )
-        numeric = colours | {"data": colours["data"] | {"label": "y"}}  # numbers: left to the audit
-        assert alice.post("/v1/audits", json=numeric).status_code == 202
+        numeric = colours | {"data": colours["data"] | {"label": "y"}}  # numbers are checked too
+        refused = alice.post("/v1/audits", json=numeric)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"][0]["msg"] == (
+            "label 'y' of upload 'members' holds 0, 1, which model upload 'forest' does not "
+            "predict (its classes: red, green)"
+        )
+        _the_models_label_and_columns_are_checked_at_the_door(alice)
+
+
+def _the_models_label_and_columns_are_checked_at_the_door(alice: httpx.Client) -> None:
+    """A model of numeric classes takes her numeric label (``1`` is ``"1"``, as the audit
+    compares them); a model with a panoramia encoder states the column it predicts and the
+    columns it reads: another label, or data that lacks one of them, is refused naming the
+    field before anything is queued."""
+    encoder = {"schema": {"label": "y", "categorical": ["colour"], "continuous": ["x"]},
+               "categories": {"colour": ["blue", "red"]}, "means": {"x": 2.0},
+               "scales": {"x": 1.0}, "classes": [0, 1]}  # fmt: skip
+    manifest = json.dumps({"format": "xgboost-json", "file": "model.json",
+                           "encoder": "encoder.json"}).encode()  # fmt: skip
+    folder = _tar([_file("m/target.json", manifest), _file("m/model.json", b"{}"),
+                   _file("m/encoder.json", json.dumps(encoder).encode())])  # fmt: skip
+    made = upload(alice, folder, name="encoded", kind="model", filename="encoded.tar")
+    summary = made.json()["summary"]
+    assert (summary["label"], summary["features"], summary["classes"]) == (
+        "y",
+        ["colour", "x"],
+        ["0", "1"],
+    ), summary
+    other = upload(alice, b"x,shade,y\n1,red,0\n2,blue,1\n", name="other", filename="o.csv")
+    assert other.json()["state"] == "ready", other.text
+
+    def submit(**data: object) -> httpx.Response:
+        table = {"source": "csv", "members": "members", "label": "y"} | data
+        body = {"model": {"name": "probe"}, "target": {"path": "encoded"}, "data": table}
+        return alice.post("/v1/audits", json=body)
+
+    assert submit().status_code == 202  # 0 and 1 are the encoder's classes 0 and 1
+    other_label = submit(label="colour")
+    assert other_label.status_code == 422
+    assert other_label.json()["detail"][0]["msg"] == (
+        "model upload 'encoded' predicts column 'y', not 'colour'"
+    )
+    lacking = submit(members="other")
+    assert lacking.status_code == 422
+    assert lacking.json()["detail"][0]["loc"][-2:] == ["data", "members"]
+    assert lacking.json()["detail"][0]["msg"] == (
+        "model upload 'encoded' reads 1 column(s) that upload 'other' lacks: colour"
+    )
+    held_out = submit(nonmembers="other")
+    assert held_out.json()["detail"][0]["loc"][-2:] == ["data", "nonmembers"]
 
 
 def _npz(**arrays: np.ndarray) -> bytes:

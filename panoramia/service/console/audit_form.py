@@ -21,6 +21,12 @@ from pydantic import ValidationError
 from panoramia.report.pooled import MAX_REPEATS
 from panoramia.report.verdict import WORDS
 from panoramia.service.audit_submission import submit_audits
+from panoramia.service.console.form_defaults import (
+    proposed_label,
+    proposed_members,
+    proposed_model,
+    proposed_nonmembers,
+)
 from panoramia.service.routing import FormNeeds, Queue
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN, AuditRequest
 from panoramia.service.submission.command import RequestProblem
@@ -48,6 +54,27 @@ def upload_kind(upload: Upload) -> str:
 def columns_of(upload: Upload) -> list[str]:
     """A table upload's column names, in file order (read on arrival)."""
     return [str(column[0]) for column in (upload.summary or {}).get("columns") or []]
+
+
+def proposals(data: list[Upload], models: list[Upload], members: Upload | None) -> dict:
+    """What each field proposes before she chooses (:mod:`.form_defaults`): step 1 the
+    members; step 2 the held-out rows, the model and the label. No control is proposed: one
+    needs repeats, and their cost is hers to choose."""
+    if members is None:
+        return {"members": proposed_members(data)}
+    table = upload_kind(members) == "table"
+    model = proposed_model(models, "tabular" if table else None)
+    chosen = next((m for m in models if m.name == model), None)
+    label = (
+        proposed_label(columns_of(members), members.summary or {}, chosen.summary or {})
+        if table and chosen is not None
+        else None
+    )
+    return {
+        "nonmembers": proposed_nonmembers(data, members.name),
+        "model": model,
+        "label": label,
+    }
 
 
 def read_form(body: bytes) -> dict[str, list[str]]:
@@ -113,6 +140,7 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
             data=data, models=models, members=members,
             kind=upload_kind(members) if members else None,
             columns=columns_of(members) if members else [],
+            proposed=proposals(data, models, members),
             folder_sources=FOLDER_SOURCES, problem=problem,
             sent={key: values for key, values in sent.items() if key != "csrf"},
             max_repeats=MAX_REPEATS,

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import lzma
 import os
 import tarfile
@@ -155,9 +156,7 @@ def check_upload(
                 into, shown=filename, trust_torchscript=trust_torchscript
             )
             checked.summary["modality"] = _modality_of(into)
-            classes = _classes_of(into)
-            if classes is not None:
-                checked.summary["classes"] = classes
+            checked.summary.update(model_facts(into))
         return checked
     if suffix in CSV_SUFFIXES:
         return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
@@ -331,7 +330,7 @@ def check_csv(path: Path, *, max_bytes: int, shown: str) -> dict:
         raise UploadRejected(f"{shown}: not a readable CSV ({type(error).__name__})") from None
     if rows == 0:
         raise UploadRejected(f"{shown}: a header but no rows")
-    few = {n: sorted(v)[:MAX_VALUES] for n, v in values.items() if v is not None and not numeric[n]}
+    few = {n: sorted(v)[:MAX_VALUES] for n, v in values.items() if v is not None}
     return {
         "rows": rows,
         "columns": [[n, "number" if numeric[n] else "text"] for n in names],
@@ -483,17 +482,56 @@ def model_root(folder: Path) -> Path:
     return folder
 
 
-def _classes_of(folder: Path) -> list[str] | None:
-    """The class names a checked model folder's manifest declares (text, at most
-    :data:`MAX_VALUES`), else None."""
-    from panoramia.targets.manifest import read_manifest
+MAX_ENCODER_BYTES = 4 * 2**20
+"""The largest encoder file read for its label, features and classes at upload."""
 
-    classes = read_manifest(model_root(folder)).get("classes")
-    if not isinstance(classes, list) or not 0 < len(classes) <= MAX_VALUES:
+
+def _texts(value: object) -> list[str] | None:
+    """``value`` as text the way an audit compares labels and columns (``str`` of each:
+    ``1`` is ``"1"``), where it is a list of at most :data:`MAX_VALUES` numbers or short
+    texts; else None."""
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_VALUES:
         return None
-    if not all(isinstance(c, str) and len(c) <= MAX_VALUE_CHARS for c in classes):
+    if not all(
+        isinstance(v, str | int | float) and not isinstance(v, bool) and len(str(v)) <= 100
+        for v in value
+    ):
         return None
-    return list(classes)
+    return [str(v) for v in value]
+
+
+def model_facts(folder: Path) -> dict[str, object]:
+    """What a checked model folder tells the door before any audit (each fact only where it
+    is stated): ``classes``, the label values it predicts, as text (its manifest's
+    ``classes``, else its encoder's); from a panoramia encoder file (``encoder`` in the
+    manifest, a tabular torch or xgboost model), ``label``, the column it predicts, and
+    ``features``, the columns it reads. A fact that cannot be read is left out: the audit
+    then finds the problem itself."""
+    from panoramia.errors import InputError
+    from panoramia.targets.manifest import manifest_file, read_manifest
+
+    root = model_root(folder)
+    manifest = read_manifest(root)
+    facts: dict[str, object] = {}
+    classes = _texts(manifest.get("classes"))
+    if "encoder" in manifest:
+        try:
+            path = manifest_file(root, manifest, "encoder")
+            if path.stat().st_size <= MAX_ENCODER_BYTES:
+                encoder = json.loads(path.read_text(encoding="utf-8"))
+                schema = encoder.get("schema") or {}
+                label = schema.get("label")
+                features = [*schema.get("categorical", []), *schema.get("continuous", [])]
+                if isinstance(label, str) and len(label) <= 200:
+                    facts["label"] = label
+                if features and all(isinstance(f, str) for f in features):
+                    facts["features"] = features[:MAX_COLUMNS]
+                classes = classes or _texts(encoder.get("classes"))
+        except (InputError, OSError, ValueError, AttributeError):
+            pass
+    if classes is not None:
+        facts["classes"] = classes
+    return facts
 
 
 def _modality_of(folder: Path) -> str:

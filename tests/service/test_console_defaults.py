@@ -1,0 +1,96 @@
+"""The audit form proposes from her uploads (issue 72): the members, held-out rows and model
+by their names and kinds, the label from the model's classes or the column's name, and
+nothing where nothing fits (she must choose); a refused form keeps her own choices."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+from panoramia.service.console.form_defaults import (
+    proposed_label,
+    proposed_members,
+    proposed_model,
+    proposed_nonmembers,
+)
+from tests.service.test_console import FORM, browser, page_csrf, service, sign_in
+from tests.service.test_uploads import _file, _tar, announce, send
+from tests.service_support import LiveService
+
+__all__ = ["service"]  # the fixture, imported for the tests below
+
+
+def _row(name: str, **summary: object) -> SimpleNamespace:
+    return SimpleNamespace(name=name, summary=summary)
+
+
+def test_names_say_which_upload_is_which_and_nothing_is_proposed_where_none_fits() -> None:
+    table = {"columns": [["x", "number"]]}
+    data = [_row("held_out", **table), _row("census_rows", **table), _row("members", **table)]
+    assert proposed_members(data) == "members"
+    assert proposed_members(data[:2]) == "census_rows"  # not named held-out
+    assert proposed_members([_row("test_split"), _row("nonmembers")]) is None
+    assert proposed_nonmembers(data, "members") == "held_out"
+    assert proposed_nonmembers(data[1:], "members") is None  # none named held-out
+    assert proposed_nonmembers([_row("holdout"), _row("members", **table)], "members") is None
+    models = [_row("control", modality="tabular"), _row("cnn", modality="image"),
+              _row("xgb_overfit", modality="tabular")]  # fmt: skip
+    assert proposed_model(models, "tabular") == "xgb_overfit"
+    assert proposed_model(models[:2], "tabular") is None  # only a control fits the data
+
+
+def test_the_label_comes_from_the_model_then_its_classes_then_the_columns_name() -> None:
+    columns = ["age", "colour", "Target", "MOSTYPE", "CARAVAN"]
+    values = {"values": {"colour": ["blue", "red"], "MOSTYPE": ["1", "17"], "CARAVAN": ["0", "1"]}}
+    assert proposed_label(columns, values, {"label": "CARAVAN"}) == "CARAVAN"
+    assert proposed_label(columns, values, {"classes": [0, 1]}) == "CARAVAN"  # 0 is "0"
+    assert proposed_label(columns, values, {"classes": ["red", "blue", "green"]}) == "colour"
+    assert proposed_label(columns, values, {}) == "Target"  # a label's name, any case
+    assert proposed_label(["age", "colour"], values, {"classes": ["x", "y"]}) is None
+
+
+def _ready(client: object, content: bytes, **fields: object) -> None:
+    created = announce(client, content, **fields)  # type: ignore[arg-type]
+    assert created.status_code == 201, created.text
+    answer = send(client, created.json()["id"], 0, content)  # type: ignore[arg-type]
+    assert answer.json()["state"] == "ready", answer.text
+
+
+def _selected(page: str, field: str) -> list[str]:
+    select = re.search(rf'<select id="{field}"[^>]*>(.*?)</select>', page, re.S)
+    assert select is not None, field
+    return re.findall(r'<option value="([^"]*)"[^>]*\bselected\b', select.group(1))
+
+
+def test_the_form_proposes_from_her_uploads_and_keeps_her_choices_after_a_refusal(
+    service: LiveService,
+) -> None:
+    rows = b"age,colour,outcome_code\n31,red,no\n45,blue,yes\n52,red,yes\n"
+    manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["no", "yes"]}
+    folder = _tar([_file("m/target.json", json.dumps(manifest).encode()),
+                   _file("m/model.json", b"{}")])  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        _ready(alice, rows, name="held_out", filename="held_out.csv")  # sorts first
+        _ready(alice, rows, name="members", filename="members.csv")
+        _ready(alice, folder, name="a_control", kind="model", filename="c.tar")  # sorts first
+        _ready(alice, folder, name="overfit", kind="model", filename="o.tar")
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        first = client.get("/console/audits/new").text
+        assert _selected(first, "members") == ["members"]
+        second = client.get("/console/audits/new?members=members").text
+        assert _selected(second, "nonmembers") == ["held_out"]
+        assert _selected(second, "model") == ["overfit"]
+        assert _selected(second, "label") == ["outcome_code"]  # the model's classes no/yes
+        assert "Proposed: <strong>outcome_code</strong>" in second
+        assert 'id="model_name" name="model_name"' in second and 'value="overfit"' in second
+        csrf = page_csrf(client)
+        body = (f"csrf={csrf}&members=members&nonmembers=&label=colour&model=a_control"
+                "&model_name=m&version=1&repeats=1")  # fmt: skip
+        refused = client.post("/console/audits/new", content=body, headers=FORM)
+        assert refused.status_code == 422, refused.text
+        assert "does not predict" in refused.text  # colour's red/blue are not no/yes
+        assert _selected(refused.text, "label") == ["colour"]  # hers, not the proposal
+        assert _selected(refused.text, "model") == ["a_control"]
+        assert _selected(refused.text, "nonmembers") == []  # "none", as she chose
