@@ -191,6 +191,9 @@ HOSTILE = {
     "a LoRA adapter whose rank pattern is a pattern": (
         _lora_adapter(rank_pattern={CATASTROPHIC: 4}), {"kind": "model", "filename": "lora.tar"},
         "adapter config 'rank_pattern' holds '(a+)+$', not a module name"),
+    "a model sent as data": (_tar([_file("m/target.json", b'{"format": "skops"}')]),
+                             {"filename": "m.tar.gz"}, "m.tar.gz: holds a model (its "
+                             "target.json): upload it as a model"),
     "documents escaping a NUL": (b'"ok"\n{"text": "a\\u0000b"}\n', {"filename": "notes.jsonl"},
                                  "notes.jsonl: line 2 holds a NUL character (U+0000)"),
     "documents escaping a lone surrogate": (b'"\\ud800"\n', {"filename": "notes.jsonl"},

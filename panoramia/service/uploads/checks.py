@@ -157,6 +157,11 @@ def check_upload(
             )
             checked.summary["modality"] = _modality_of(into)
             checked.summary.update(model_facts(into))
+        elif (model_root(into) / "target.json").is_file():  # a model sent as data
+            raise UploadRejected(
+                f"{filename}: holds a model (its target.json): upload it as a model "
+                "(kind model; in the console, 'a model folder')"
+            )
         return checked
     if suffix in CSV_SUFFIXES:
         return Checked(check_csv(path, max_bytes=max_bytes, shown=filename))
