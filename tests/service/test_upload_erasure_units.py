@@ -38,6 +38,36 @@ def test_the_stages_built_on_an_upload_go_and_the_others_stay(tmp_path: Path) ->
     assert not (tmp_path / "pool" / ".partial-p9-host-1-abc").exists()
 
 
+def test_a_failed_audits_lock_and_empty_stage_folders_go_with_the_last_of_her_data(
+    tmp_path: Path,
+) -> None:
+    """Issue 72: a failed audit left a 0-byte build lock and empty stage folders that stayed
+    after she deleted everything. Once no audit of hers runs, a lock of no stage she holds and
+    every empty folder go, then her store's own folder; a lock of a stage she keeps stays."""
+    store = tmp_path / "store"
+    _stage(store, "data", "d1", {"members_path_sha256": "aa" * 32}, {})
+    _stage(store, "data", "d2", {"members_path_sha256": "bb" * 32}, {})
+    for stage in ("generator", "pool", "stand_in_2", "attack_rmrn"):  # made, never filled
+        (store / stage).mkdir()
+    for stage, key in (("data", "d1"), ("data", "d2"), ("generator", "g-failed")):
+        (store / LOCKS / stage).mkdir(parents=True, exist_ok=True)
+        (store / LOCKS / stage / key).touch()
+    assert remove_derived_stages(store, {"aa" * 32}, partials=False) == 1  # an audit runs
+    assert (store / LOCKS / "generator" / "g-failed").exists()  # its build may hold it
+    assert (store / "pool").is_dir()
+    assert remove_derived_stages(store, {"cc" * 32}, partials=True) == 0  # none runs now
+    assert sorted(str(p.relative_to(store)) for p in store.rglob("*")) == [
+        ".locks",
+        ".locks/data",
+        ".locks/data/d2",
+        "data",
+        "data/d2",
+        f"data/d2/{DONE}",
+    ]
+    assert remove_derived_stages(store, {"bb" * 32}, partials=True) == 1
+    assert not store.exists()  # nothing of hers, not even the folder
+
+
 def test_a_report_loses_its_records_and_keeps_its_figures() -> None:
     document = {"eps_tilde": 1.2, "exposure": {"records": [{"colour": "secret"}]}}
     kept = document_without_records(document, "gone")

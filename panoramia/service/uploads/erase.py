@@ -25,6 +25,7 @@ Files go first and the row last: a deletion cut short is finished by deleting ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -190,7 +191,59 @@ def remove_derived_stages(artifacts: Path, digests: set[str], *, partials: bool)
         remove_beneath(artifacts, (LOCKS, stage), key)
     for stage, name in partial_folders if partials else ():
         remove_beneath(artifacts, (stage,), name)
+    if partials:  # no audit of hers running: no lock is held, no stage folder is being made
+        prune_store(artifacts, kept=set(records) - tainted)
     return len(tainted)
+
+
+def _entries(root: Path, folders: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """``(name, is a folder, not a link)`` of each entry of ``root/<folders…>``, reached
+    without following a link; none where a folder on the way is a link or missing."""
+    try:
+        descriptor = open_beneath(root, folders, "stage store")
+    except (InputError, OSError):
+        return []
+    try:
+        with os.scandir(descriptor) as found:
+            return [(e.name, e.is_dir(follow_symlinks=False)) for e in found][:MAX_STORE_ENTRIES]
+    except OSError:
+        return []
+    finally:
+        os.close(descriptor)
+
+
+def _remove_if_empty(root: Path, folders: tuple[str, ...], name: str) -> None:
+    """``rmdir`` of ``root/<folders…>/name`` where it is an empty folder (no link followed)."""
+    try:
+        descriptor = open_beneath(root, folders, "stage store")
+    except (InputError, OSError):
+        return
+    try:
+        os.rmdir(name, dir_fd=descriptor)
+    except OSError:
+        return  # not empty, not a folder, or gone
+    finally:
+        os.close(descriptor)
+
+
+def prune_store(artifacts: Path, *, kept: set[tuple[str, str]]) -> None:
+    """What a stage store keeps only for its stages, once no audit of hers runs: the build
+    locks (``.locks/<stage>/<key>``, empty files) of stages it does not hold (``kept``: the
+    stages left; a failed build leaves its lock), then every empty stage and lock folder, and
+    the store's own folder where nothing is left (issue 72: after a failed audit and the
+    deletion of everything, a 0-byte lock and 42 empty stage folders stayed behind)."""
+    for stage, is_folder in _entries(artifacts, (LOCKS,)):
+        if not is_folder:
+            continue
+        for key, key_is_folder in _entries(artifacts, (LOCKS, stage)):
+            if not key_is_folder and (stage, key) not in kept:
+                remove_beneath(artifacts, (LOCKS, stage), key)
+        _remove_if_empty(artifacts, (LOCKS,), stage)
+    for stage, is_folder in _entries(artifacts, ()):
+        if is_folder:
+            _remove_if_empty(artifacts, (), stage)
+    with contextlib.suppress(OSError):
+        os.rmdir(artifacts)  # her store itself, where it is now empty
 
 
 PARTIAL = ".partial-"
