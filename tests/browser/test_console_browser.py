@@ -274,6 +274,8 @@ def test_a_contributor_uploads_and_deletes_her_data_in_the_console(  # type: ign
     page.get_by_role("button", name="Upload").click()
     expect(page.get_by_role("alert")).to_contain_text("more fields than the header")
     shot(page, "8-uploads-refused", database_url)
+    page.get_by_role("link", name="Delete census…").click()
+    shot(page, "8-uploads-confirm", database_url)
     page.get_by_role("button", name="Delete census").click()
     expect(page.get_by_role("status")).to_contain_text("Deleted upload 'census' (data)")
     expect(page.locator(".empty")).to_contain_text("no uploads yet")
@@ -361,6 +363,7 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     expect(page.locator("table").nth(0)).to_contain_text("pooled over 3 repeats")
     assert "Quoted ε̃ of each report" in (page.locator("img.plot").get_attribute("alt") or "")
     shot(page, "9e-model-page", database_url)
+    page.get_by_label("I understand").check()
     page.get_by_role("button", name="Delete model entry census-xgb").click()
     expect(page.get_by_role("status")).to_contain_text(
         "Deleted model entry 'census-xgb' (version 1): 4 reports and 4 audits"
@@ -368,8 +371,13 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     shot(page, "9f-model-deleted", database_url)
     page.get_by_role("link", name="Your data and models").first.click()
     for name in ("members", "held-out", "forest"):
+        page.get_by_role("link", name=f"Delete {name}…").click()
+        expect(page.locator("h1")).to_have_text(f"Delete {name}?")
+        if name == "members":
+            shot(page, "9g-confirm-deletion", database_url)
         page.get_by_role("button", name=f"Delete {name}").click()
         expect(page.get_by_role("status")).to_contain_text(f"Deleted upload '{name}'")
+        assert "/delete" not in page.url  # redirected: a reload does not delete again
     expect(page.locator(".empty")).to_contain_text("no uploads yet")
     shot(page, "9g-all-deleted", database_url)
     assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]

@@ -406,7 +406,13 @@ def test_the_audit_form_and_the_model_deletion_answer_bad_input_in_one_line(
             assert 400 <= answer.status_code < 500, (body, answer.status_code)
             assert 'role="alert"' in answer.text
         assert client.get(f"/console/repeats/{'0' * 36}").status_code == 404
-        gone = client.post("/console/models/census/delete", content=f"csrf={csrf}", headers=FORM)
+        unticked = client.post("/console/models/census/delete", content=f"csrf={csrf}",
+                               headers=FORM)  # fmt: skip
+        assert unticked.status_code == 422  # one click deletes nothing
+        assert "Nothing was deleted" in unticked.text
+        assert client.get("/console/models/census").status_code == 200
+        gone = client.post("/console/models/census/delete", content=f"csrf={csrf}&confirm=yes",
+                           headers=FORM)  # fmt: skip
         assert gone.status_code == 303
         after = client.get(gone.headers["location"])
         assert (

@@ -272,7 +272,11 @@ def test_the_consoles_forms_are_held_to_the_apis_rate_limit(limited: LiveService
         assert codes[3] == 429, codes
         listing = client.get("/console/uploads")  # reading her page is not limited
         assert listing.status_code == 200
-        removal = re.search(r'action="(/console/uploads/[^"]+/delete)"', listing.text)
+        asking = re.search(r'href="(/console/uploads/[^"]+/delete)"', listing.text)
+        assert asking is not None  # the listing links to a page that asks first
+        confirm = client.get(asking.group(1))
+        assert confirm.status_code == 200
+        removal = re.search(r'action="(/console/uploads/[^"]+/delete)"', confirm.text)
         assert removal is not None
         for _ in range(3):
             client.post(removal.group(1), data={"csrf": csrf})

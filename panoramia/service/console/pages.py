@@ -623,6 +623,10 @@ def add_model_deletion(
             return page(request, "not_found.html", 403, principal=principal, csrf=csrf, what="form")
         if not _valid(NAME_PATTERN, name, 100):
             return page.not_found(request, session, "model")
+        if fields.get("confirm") != "yes":  # the page's box, ticked: a deletion is never one click
+            return page(request, "not_found.html", 422, principal=principal, csrf=csrf,
+                        what="model", problem=f"Nothing was deleted: tick “I understand” on "
+                        f"the page of {name} to delete it.")  # fmt: skip
         try:
             deleted = await run_in_threadpool(store.delete_model, principal, name, None)
         except ModelInUse as error:

@@ -5,6 +5,7 @@ a button to delete each one with everything derived from it."""
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -18,6 +19,7 @@ from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.checks import UploadRejected
 from panoramia.service.uploads.erase import (
     DeletionDeferred,
+    Erased,
     UploadGone,
     UploadInUse,
     erase_upload,
@@ -28,7 +30,8 @@ from panoramia.store.uploads import NameTaken, UploadRows
 
 
 def add_upload_pages(router: APIRouter, needs: FormNeeds, checks: CheckPool) -> None:
-    """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (POST) to
+    """Add ``/console/uploads`` (GET, POST) and ``/console/uploads/{id}/delete`` (GET: what
+    it removes and a button; POST: it is removed, then back to her uploads) to
     ``router``, each form held to ``needs.rate_limit``; uploads are checked in ``checks`` as
     the API's are."""
     rows = UploadRows(needs.store)
@@ -36,10 +39,20 @@ def add_upload_pages(router: APIRouter, needs: FormNeeds, checks: CheckPool) -> 
     Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
 
     @router.get("/uploads")
-    def uploads_page(request: Request, signed: Session, done: str | None = None) -> Response:
+    def uploads_page(
+        request: Request,
+        signed: Session,
+        done: str | None = None,
+        deleted: str | None = None,
+        kind: str | None = None,
+        runs: str | None = None,
+        stages: str | None = None,
+        reports: str | None = None,
+    ) -> Response:
         principal, csrf = signed
         shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
-        return listing(request, principal, csrf, done=shown)
+        said = _deletion_said(deleted, kind, runs, stages, reports)
+        return listing(request, principal, csrf, done=shown, deleted=said)
 
     _add_upload_form(router, needs, listing, checks)
     _add_delete_form(router, needs, rows, listing)
@@ -126,6 +139,21 @@ def _add_delete_form(
     form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
     Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
 
+    @router.get("/uploads/{upload_id}/delete")
+    def confirm_deletion(request: Request, signed: Session, upload_id: str) -> Response:
+        """What deleting the upload removes, and the one button that does it."""
+        principal, csrf = signed
+        found = None
+        if re.fullmatch(IDENTIFIER_PATTERN, upload_id):
+            found = rows.find(principal.contributor_id, upload_id)
+        if found is None or found.id != upload_id:
+            return listing(request, principal, csrf, 404, problem="no such upload of yours")
+        audits = rows.audits_naming(principal.contributor_id, found.id)
+        return needs.page(
+            request, "upload_delete.html", principal=principal, csrf=csrf, upload=found,
+            audits=len(audits),
+        )  # fmt: skip
+
     @router.post("/uploads/{upload_id}/delete")
     @rate_limit
     async def delete_form(request: Request, signed: Session, upload_id: str) -> Response:
@@ -148,7 +176,29 @@ def _add_delete_form(
             return listing(request, principal, csrf, 409, problem=str(error))
         except UploadGone:
             return listing(request, principal, csrf, 404, problem="no such upload of yours")
-        return listing(request, principal, csrf, deleted=erased.sentence())
+        said = urlencode({"deleted": erased.name, "kind": erased.kind,
+                          "runs": len(erased.run_directories), "stages": erased.stages,
+                          "reports": erased.reports_redacted})  # fmt: skip
+        return RedirectResponse(f"/console/uploads?{said}", 303)  # a reload does not re-post
+
+
+def _count(text: str | None) -> int | None:
+    """A count sent back in the redirect's query (digits, at most 9), else None."""
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
+def _deletion_said(
+    name: str | None, kind: str | None, runs: str | None, stages: str | None, reports: str | None
+) -> str | None:
+    """The sentence a deletion's redirect carries (``?deleted=…&runs=…``), as
+    :meth:`Erased.sentence` says it; None where the query is not one a deletion makes."""
+    counts = [_count(runs), _count(stages), _count(reports)]
+    if not name or not re.fullmatch(NAME_PATTERN, name) or len(name) > 100:
+        return None
+    if kind not in ("data", "model") or any(count is None for count in counts):
+        return None
+    erased = Erased("", name, kind, ["-"] * (counts[0] or 0), counts[1] or 0, counts[2] or 0)
+    return erased.sentence()
 
 
 def _utf8_name(file: UploadFile) -> bool:
