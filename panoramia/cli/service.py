@@ -524,7 +524,10 @@ def repeat_lines(found: dict) -> list[str]:
 
     pooled = found["pooled"] or {}
     model = found["model"]
-    lines = [f"{model['name']} version {model['version']}: {len(found['runs'])} repeats"]
+    targets = [run for run in found["runs"] if run.get("role") != "control"]
+    beside = len(found["runs"]) - len(targets)
+    control = f", beside {beside} runs of your control" if beside else ""
+    lines = [f"{model['name']} version {model['version']}: {len(targets)} repeats{control}"]
     if pooled:
         lines += [pooled["headline"], pooled["sentence"]]
     paired = found.get("paired")

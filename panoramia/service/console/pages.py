@@ -295,14 +295,23 @@ def history_rows(
     ``pooled``: group → :func:`~panoramia.service.submission.repeats.repeat_summary`."""
     rows: list[dict[str, Any]] = []
     placed: set[str] = set()
+    controls = control_audit_ids(pooled)
     for line in reversed(lines):
-        group = groups.get(line.get("audit_id") or "")
+        audit_id = line.get("audit_id") or ""
+        group = groups.get(audit_id)
         if group is None:
             rows.append({"kind": "report", "line": line})
+        elif audit_id in controls:
+            continue  # a control's run: counted in its group's row, never a version of its own
         elif group not in placed and pooled.get(group) is not None:
             placed.add(group)
             rows.append({"kind": "group", "line": line, "group": pooled[group]})
     return rows
+
+
+def control_audit_ids(pooled: dict[str, dict[str, Any] | None]) -> set[str]:
+    """The audits that ran a group's control (``pooled``: group → its summary)."""
+    return {a for summary in pooled.values() if summary for a in summary["control_audits"]}
 
 
 def history_text(lines: list[dict[str, Any]], most: int = 20) -> str:
@@ -587,12 +596,14 @@ def add_model_pages(
         active = any(audit.status in ACTIVE for audit in audits)
         groups = {a.id: a.repeat_group for a in audits if a.repeat_group}
         pooled = {group: repeat_summary(store, principal, group) for group in set(groups.values())}
+        controls = control_audit_ids(pooled)
+        own = [line for line in lines if (line.get("audit_id") or "") not in controls]
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
             rows=history_rows(lines, groups, pooled), latest=latest, newer_upload=newer_upload,
             newest=lines[-1] if lines else None,
             latest_group=pooled.get(groups.get(latest["audit_id"] or "", "")) if latest else None,
-            audits=audits, plot=history_plot(lines), plot_text=history_text(lines),
+            audits=audits, plot=history_plot(own), plot_text=history_text(own),
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
             failed=any(a.status == "failed" for a in audits), active=active,

@@ -43,7 +43,9 @@ def seeded_overrides(overrides: list[str], repeats: int) -> list[list[str]]:
 
 def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict[str, Any] | None:
     """The group's audits (in seed order), how many have ended, each one's report id and
-    digest verdict, and the ``pooled`` verdict once every audit has ended (None before); None
+    digest verdict, and the ``pooled`` verdict once every audit has ended (None before), with
+    how many runs are the target's (``targets``, what she asked for) and her control's
+    (``controls``; ``control_audits``, their ids: the pooled verdict is the target's); None
     where ``principal`` may see no audit of ``group``."""
     audits: list[Audit] = store.repeat_audits(principal, group)
     if not audits:
@@ -70,7 +72,8 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
         if controls:
             paired = paired_difference(_by_seed(targets), _by_seed(controls))
     return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled,
-            "paired": paired}  # fmt: skip
+            "paired": paired, "targets": len(targets), "controls": len(controls),
+            "control_audits": {run["audit"].id for run in controls}}  # fmt: skip
 
 
 def _role(audit: Audit) -> str:
