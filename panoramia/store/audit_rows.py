@@ -244,10 +244,19 @@ class AuditRows(StoreBase):
 
     @retried
     def release(
-        self, audit_id: str, worker: str, status: AuditStatus, error: str, timings: dict
+        self,
+        audit_id: str,
+        worker: str,
+        status: AuditStatus,
+        error: str,
+        timings: dict,
+        progress: dict | None = None,
     ) -> bool:
-        """End ``worker``'s claim with ``status`` (failed, cancelled, or queued to run again)."""
+        """End ``worker``'s claim with ``status`` (failed, cancelled, or queued to run again);
+        ``progress``: the run's last (the stage it failed at), newer than its last heartbeat."""
         values: dict = {"status": status, "error": error, "timings": timings}
+        if progress is not None and status != AuditStatus.QUEUED:
+            values["progress"] = progress
         if status == AuditStatus.QUEUED:
             values |= {"worker": None, "heartbeat_at": None}
         else:

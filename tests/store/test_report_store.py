@@ -232,7 +232,9 @@ def test_the_fairest_queued_audit_is_claimed_first(store: ReportStore) -> None:
     second = store.claim_next("w2")  # a second worker: alice has nothing running
     assert second is not None
     assert second.id == alices
-    assert store.release(first.id, "w1", AuditStatus.FAILED, "done", {})
+    stopped = {"stage": "attack", "state": "running", "done": 16, "total": 20}
+    assert store.release(first.id, "w1", AuditStatus.FAILED, "done", {}, stopped)
+    assert store.get_audit(None, first.id).progress == stopped  # where it failed, for her page
     assert store.release(second.id, "w2", AuditStatus.FAILED, "done", {})
     for expected in hers[1:]:
         claimed = store.claim_next("w1")

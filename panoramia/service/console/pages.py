@@ -33,6 +33,7 @@ from panoramia.report.verdict import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.audit_form import add_audit_pages
+from panoramia.service.console.progress_words import progress_words
 from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.routing import FormNeeds, Queue, SignedIn
@@ -40,7 +41,7 @@ from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.repeats import repeat_summary
 from panoramia.store.model_rows import ModelDeletion, ModelInUse
-from panoramia.store.repository import Principal, ReportStore, as_utc
+from panoramia.store.repository import Principal, ReportStore, as_utc, utcnow
 from panoramia.store.tables import Audit, Report
 from panoramia.store.tokens import hash_token
 
@@ -722,7 +723,11 @@ def add_audit_page(
         report = store.get_report(principal, report_id, with_document=False) if report_id else None
         return page(
             request, "audit.html", principal=principal, csrf=csrf, audit=found,
-            report_id=report_id, progress=found.progress or {},
+            report_id=report_id,
+            progress=progress_words(
+                found.progress if isinstance(found.progress, dict) else {}, found.status,
+                as_utc(found.started_at) if found.started_at else None, utcnow(),
+            ),
             line=report_line(report) if report is not None else None,
             refresh=REFRESH_S if found.status in ACTIVE and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,

@@ -275,10 +275,10 @@ def _record(
                 outcome = (AuditStatus.FAILED, shown.text(refused))
         else:
             outcome = (AuditStatus.FAILED, shown.text(finished))
-    if outcome[0] != AuditStatus.SUCCEEDED:
-        store.release(audit_id, worker, outcome[0], outcome[1], timings)
     progress = read_progress(run_dir / "progress.json")
     progress = progress if isinstance(progress, dict) else {}
+    if outcome[0] != AuditStatus.SUCCEEDED:  # with the stage it ended at, for her page
+        store.release(audit_id, worker, outcome[0], outcome[1], timings, progress or None)
     expire_inputs(store, settings, ended=run_dir if outcome[0] in ENDED else None)
     log.info(
         "audit %s: %s in %.1f s (stages %s/%s)",
