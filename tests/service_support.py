@@ -88,6 +88,8 @@ class LiveService:
     settings: ServiceSettings
     tokens: dict[str, str] = field(default_factory=dict)
     """Tokens issued so far, by contributor."""
+    app: object = None
+    """The app it serves (:func:`live_service`'s)."""
 
     def client(self, token: str | None, **options: object) -> httpx.Client:
         """A client of the service with ``token`` (none: anonymous); ``options`` go to httpx."""
@@ -121,9 +123,8 @@ def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            create_app(settings, store, queue), log_level="warning", lifespan="off"
-        )
+        app = create_app(settings, store, queue)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
         server = _PromptServer(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
@@ -133,7 +134,7 @@ def live_service(settings: ServiceSettings) -> Iterator[LiveService]:
                 raise RuntimeError("uvicorn did not start")
             time.sleep(0.02)
         try:
-            yield LiveService(f"http://127.0.0.1:{sock.getsockname()[1]}", store, settings)
+            yield LiveService(f"http://127.0.0.1:{sock.getsockname()[1]}", store, settings, app=app)
         finally:
             server.should_exit = True
             # Wait until it has stopped listening and finished its connections and tasks

@@ -9,7 +9,7 @@ import math
 from panoramia.audit_cost import CostEstimate
 from panoramia.plugins import MODALITIES
 from panoramia.service.routing import Queue
-from panoramia.service.schemas import MAX_NAME_CHARS, AuditRequest
+from panoramia.service.schemas import CONTROL_SUFFIX, MAX_NAME_CHARS, AuditRequest
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.submission.cost import check_budget, estimate_cost
@@ -118,10 +118,6 @@ def submit_audits(
     for audit in audits:
         queue.submit(audit.id)
     return audits
-
-
-CONTROL_SUFFIX = "-control"
-"""What a control's version adds to the target's: its runs are kept as a model of their own."""
 
 
 def control_version(version: str) -> str:

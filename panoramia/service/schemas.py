@@ -7,19 +7,25 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
 from panoramia.plugins import MODALITIES, data_sources
 from panoramia.report.schema import ReportDocument
+from panoramia.service.claim_schema import check_claim_numbers, claim_schema
+from panoramia.service.rfc3339 import DateTimeText
+from panoramia.service.upload_formats import DATA_SUFFIXES, MODEL_SUFFIXES
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 MAX_NAME_CHARS = 100
@@ -31,6 +37,20 @@ Column = Annotated[str, Field(min_length=1, max_length=200)]
 IDENTIFIER_PATTERN = r"^[0-9a-fA-F-]{1,36}$"
 Identifier = Annotated[str, Field(pattern=IDENTIFIER_PATTERN)]
 """Audit and report ids (UUIDs): anything else cannot name a stored object."""
+
+
+def _json_number(value: object) -> object:
+    """A JSON number as it came (pydantic alone reads the text ``"5"`` and ``true`` as
+    numbers, which the document's ``number`` and ``integer`` are not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_json_number)]
+"""An integer given as a JSON number (``5`` or ``5.0``)."""
+Real = Annotated[float, BeforeValidator(_json_number)]
+"""A number given as a JSON number."""
 
 
 MAX_DEPTH = 32
@@ -101,8 +121,13 @@ class ModelRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     version: Name = "1"
-    declared: dict = Field(default_factory=dict)
-    claim: dict | None = None
+    declared: dict = Field(
+        default_factory=dict,
+        description=f"Free-form metadata: at most {MAX_DECLARED_CHARS} characters as JSON.",
+    )
+    claim: Annotated[
+        dict | None, WithJsonSchema({"anyOf": [claim_schema(audited=False), {"type": "null"}]})
+    ] = None
 
     @field_validator("declared")
     @classmethod
@@ -118,6 +143,8 @@ class ModelRef(BaseModel):
         if claim is None:
             return None
         from panoramia.accounting.claims import claim_from_dict
+
+        check_claim_numbers(claim)
         from panoramia.errors import InputError
 
         try:
@@ -126,8 +153,32 @@ class ModelRef(BaseModel):
             raise ValueError(str(error)) from None
 
 
+class AuditedModelRef(ModelRef):
+    """The audited model of ``POST /v1/audits``: its claim is accounted for before the audit
+    is queued (one DP-SGD phase, σ and the steps within what is accounted)."""
+
+    claim: Annotated[
+        dict | None, WithJsonSchema({"anyOf": [claim_schema(audited=True), {"type": "null"}]})
+    ] = None
+
+
 PATH_TARGETS = frozenset(entry.path_target for entry in MODALITIES.values())
 """The target configs for a model directory (``TargetRef.path``), one per modality."""
+
+
+def _demo_configs(schema: dict) -> None:
+    """``TargetRef.config``'s text: one of the demo target configs (listed when the schema is
+    made: they are files of ``conf/target/``)."""
+    from panoramia.service.target_configs import target_configs
+
+    schema["enum"] = sorted({name for entry in MODALITIES for name in target_configs(entry)})
+
+
+TargetConfig = Annotated[
+    str,
+    Field(pattern=NAME_PATTERN, min_length=1, max_length=MAX_NAME_CHARS,
+          json_schema_extra=_demo_configs),
+]  # fmt: skip
 
 
 class TargetRef(BaseModel):
@@ -136,9 +187,25 @@ class TargetRef(BaseModel):
     ``path`` is relative to the service's models folder (``$PANORAMIA_HOME/models``).
     """
 
-    model_config = ConfigDict(extra="forbid")
-    config: Name | None = Field(None, description="A conf/target config, e.g. mlp_overfit.")
-    path: RelativePath | None = None
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [  # what _exactly_one checks: one of the two is text, the other not
+                {"required": ["config"], "properties": {"config": {"type": "string"}}},
+                {"required": ["path"], "properties": {"path": {"type": "string"}}},
+            ]
+        },
+    )
+    config: TargetConfig | None = Field(
+        None,
+        description="A demo target config of conf/target (e.g. mlp_overfit), of the same "
+        "audit as the data (request's anyOf). Give exactly one of config and path.",
+    )
+    path: RelativePath | None = Field(
+        None,
+        description="A model upload of yours (its name or id), or a model folder the operator "
+        "placed under the service's models folder; 404 where it names none of them.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TargetRef:
@@ -157,6 +224,28 @@ FILE_SOURCES = tuple(s for entry in MODALITIES.values() for s in entry.file_data
 """Sources read from the contributor's own files (``members`` required)."""
 DataSource = Literal[tuple(DATA_MODALITY)]  # type: ignore[valid-type]
 """A registered ``data`` option (the request's ``data.source``)."""
+COLUMNS = ("label", "categorical", "continuous", "slices")
+"""The fields of :class:`DataRef` that name a table's columns (source ``csv`` only)."""
+
+
+def _data_rules() -> dict:
+    """What :meth:`DataRef._files_match_the_source` checks, as JSON Schema: a source read
+    from her files needs ``members`` (``csv`` also ``label``); an embedded one takes no files;
+    only ``csv`` names columns. An absent ``source`` is ``adult`` (embedded)."""
+    none = {"type": "null"}
+    no_columns = {"label": none, "categorical": {"maxItems": 0}, "continuous": {"maxItems": 0},
+                  "slices": {"maxItems": 0}}  # fmt: skip
+    text = {"type": "string"}
+    embedded = [source for source in DATA_MODALITY if source not in FILE_SOURCES]
+    files = [source for source in FILE_SOURCES if source != "csv"]
+    return {"anyOf": [
+        {"properties": {"source": {"enum": embedded}, "members": none, "nonmembers": none,
+                        **no_columns}},
+        {"required": ["source", "members"],
+         "properties": {"source": {"enum": files}, "members": text, **no_columns}},
+        {"required": ["source", "members", "label"],
+         "properties": {"source": {"const": "csv"}, "members": text, "label": text}},
+    ]}  # fmt: skip
 
 
 class DataRef(BaseModel):
@@ -170,10 +259,16 @@ class DataRef(BaseModel):
     (``text_files``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_data_rules())
     source: DataSource = "adult"  # type: ignore[valid-type]
-    members: RelativePath | None = None
-    nonmembers: RelativePath | None = None
+    members: RelativePath | None = Field(
+        default=None,
+        description="A data upload of yours (its name, id or file name), or a file the "
+        "operator placed in your data folder; 404 where it names none of them.",
+    )
+    nonmembers: RelativePath | None = Field(
+        default=None, description="Held-out rows of the same population, named as members are."
+    )
     label: Column | None = None
     categorical: list[Column] = Field(default_factory=list, max_length=1000)
     continuous: list[Column] = Field(default_factory=list, max_length=1000)
@@ -205,22 +300,81 @@ class DataRef(BaseModel):
         return self
 
 
+OVERRIDE_FORMAT = "panoramia-override"
+"""The format of an audit request's override: a Hydra ``key=value`` the door composes."""
+OVERRIDE_KEY = (
+    r"(seed|data\.(max_members|pool_size|pool_chunks)|generator|helper|distinguisher|audit"
+    r"|(data\.split|generator|helper|distinguisher|audit|target)\.[A-Za-z0-9_.]+)"
+)
+"""The keys a contributor may set, as a regular expression: ``KEYS``, ``GROUPS`` and
+``KEY_PREFIXES`` of :mod:`panoramia.service.submission.command` (which imports this module;
+``tests/service/test_api_contract.py`` checks that the two agree)."""
+Override = Annotated[
+    str,
+    Field(
+        max_length=500,
+        json_schema_extra={
+            "format": OVERRIDE_FORMAT,
+            "pattern": f"^(?![\\s\\S]*\\$\\{{){OVERRIDE_KEY}=[^\\x00]*$",
+        },
+    ),
+]
+"""One override: its key is one a contributor may set (the rest is the door's to check)."""
+CONTROL_SUFFIX = "-control"
+"""What a control's version adds to the target's: its runs are kept as a model of their own."""
+
+
+def _audit_rules(schema: dict) -> None:
+    """What the door checks across a request's fields, as JSON Schema: a demo target config
+    (the target's and the control's) of the data source's audit, and a control only with
+    ``repeats`` of 2 or more and a version that leaves room for :data:`CONTROL_SUFFIX`."""
+    from panoramia.service.target_configs import target_configs
+
+    by_audit = []
+    for name in MODALITIES:
+        sources = [source for source, audit in DATA_MODALITY.items() if audit == name]
+        configs = {"properties": {"config": {"enum": [*target_configs(name), None]}}}
+        data: dict = {"properties": {"source": {"enum": sources}}}
+        if "adult" not in sources:  # an absent data or source is adult's
+            data["required"] = ["source"]
+        branch: dict = {"properties": {"data": data, "target": configs, "control": configs}}
+        if "adult" not in sources:
+            branch["required"] = ["data"]
+        by_audit.append(branch)
+    longest = MAX_NAME_CHARS - len(CONTROL_SUFFIX)
+    control = [
+        {"properties": {"control": {"type": "null"}}},
+        {"required": ["control", "repeats"],
+         "properties": {"control": {"not": {"type": "null"}}, "repeats": {"minimum": 2},
+                        "model": {"properties": {"version": {"maxLength": longest}}}}},
+    ]  # fmt: skip
+    schema["allOf"] = [{"anyOf": by_audit}, {"anyOf": control}]
+
+
 class AuditRequest(CleanBody):
     """``POST /v1/audits``: what to audit, on which data, with which config overrides.
 
-    No string anywhere in it may contain ``${``: its text reaches the audit's config."""
+    No string anywhere in it may contain ``${``: its text reaches the audit's config. Its price
+    (multiply-adds, estimated from the composed config, repeats and control included) must be
+    within PANORAMIA_MAX_AUDIT_COST: past it alone 422 naming the estimate, past it with her
+    queued and running audits 429 (a rule the schema language cannot state)."""
 
     _no_interpolation: ClassVar[bool] = True
 
-    model_config = ConfigDict(extra="forbid")
-    model: ModelRef
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_audit_rules)
+    model: AuditedModelRef
     target: TargetRef
     data: DataRef = Field(default_factory=DataRef)
-    overrides: list[Annotated[str, Field(max_length=500)]] = Field(
+    overrides: list[Override] = Field(
         default_factory=list,
         max_length=100,
-        description="Hydra overrides of seed, split, generator, helper, distinguisher, audit, "
-        "target (not its path).",
+        description="Hydra overrides (key=value) of seed, data.split.*, data.max_members, "
+        "data.pool_size, data.pool_chunks, generator, helper, distinguisher, audit and their "
+        "keys, and target.* (never a path, kind, device or thread setting): each value within "
+        "its setting's range and the settings together within the service's limits "
+        "(docs/RANGES.md, SECURITY.md), checked by composing the audit's config (422 naming "
+        "the key). The schema language cannot state those ranges: format "
+        f"{OVERRIDE_FORMAT!r} names them.",
     )
     control: TargetRef | None = Field(
         None,
@@ -228,7 +382,7 @@ class AuditRequest(CleanBody):
         "target on other rows), audited at the same seeds: the group then also gives the "
         "paired difference of the quoted ε̃ (target − control). Needs repeats of 2 or more.",
     )
-    repeats: int = Field(
+    repeats: Whole = Field(
         1,
         ge=1,
         le=10,
@@ -302,9 +456,20 @@ class ModelDeleted(BaseModel):
 
 class UploadedReportDocument(ReportDocument):
     """A report posted to the service: :class:`~panoramia.report.schema.ReportDocument` of a
-    modality the registry knows."""
+    modality the registry knows, made when its ``created`` says (RFC 3339)."""
 
     modality: ModalityName  # type: ignore[valid-type]
+    created: DateTimeText
+    c_lb: Real
+    c_plus_eps_lb: Real
+    eps_tilde: Real = Field(
+        ge=0,
+        description="max(0, c_plus_eps_lb − c_lb), to within 1e-9 (422 otherwise): a relation "
+        "between fields the schema language cannot state.",
+    )
+    confidence: Real = Field(gt=0, lt=1)
+    m: Whole = Field(ge=1)
+    seed: Whole
 
 
 class ReportUpload(CleanBody):
@@ -384,17 +549,55 @@ class Health(BaseModel):
 SHA256_PATTERN = r"^[0-9a-fA-F]{64}$"
 
 
+FILENAME_FORMAT = "panoramia-filename"
+"""The format of an upload's file name: printable text (Python's ``str.isprintable``), which
+a regular expression of the schema language cannot spell."""
+
+
+def _any_case(suffixes: tuple[str, ...]) -> str:
+    """A pattern matching a name that ends with one of ``suffixes``, in any letter case."""
+    spelled = (
+        "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in suffix)
+        for suffix in sorted(suffixes, key=len, reverse=True)
+    )
+    return f"({'|'.join(spelled)})$"
+
+
+def _filename_rules(schema: dict) -> None:
+    """What :func:`panoramia.service.uploads.checks.check_filename` checks, as JSON Schema:
+    a plain file name whose suffix is a format of its ``kind`` (an absent kind is data's)."""
+    schema["anyOf"] = [
+        {"properties": {"kind": {"const": "data"},
+                        "filename": {"pattern": _any_case(DATA_SUFFIXES)}}},
+        {"required": ["kind"], "properties": {"kind": {"const": "model"},
+                                              "filename": {"pattern": _any_case(MODEL_SUFFIXES)}}},
+    ]  # fmt: skip
+
+
+FILENAME_PATTERN = r"^(?![\s\S]*\$\{)[^/\\\x00-\x1f\x7f-\x9f\ufffd]+$"
+"""No folder (``/``, ``\\``), no control character, no ``${``; its suffix is the format."""
+
+
 class UploadCreate(CleanBody):
     """``POST /v1/uploads``: what is about to be sent. ``name`` is what an audit names it by
     (``--members NAME``, ``--target-path NAME``); ``filename``'s suffix tells its format."""
 
     _no_interpolation: ClassVar[bool] = True
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_filename_rules)
     name: Name
     kind: Literal["data", "model"] = "data"
-    filename: Annotated[str, Field(min_length=1, max_length=200)]
-    size: Annotated[int, Field(ge=1, le=2**50)]
+    filename: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="A plain, printable file name; its suffix (any case) is the format: "
+            "a data upload's one of the data formats, a model's an archive (anyOf).",
+            json_schema_extra={"pattern": FILENAME_PATTERN, "format": FILENAME_FORMAT},
+        ),
+    ]
+    size: Whole = Field(ge=1, le=2**50)
     sha256: Annotated[str, Field(pattern=SHA256_PATTERN)]
 
 
@@ -410,3 +613,32 @@ class UploadView(BaseModel):
     summary: dict
     created_at: datetime
     completed_at: datetime | None
+
+
+class UploadDeleted(BaseModel):
+    """What ``DELETE /v1/uploads/{id or name}`` removed (200)."""
+
+    deleted: str = Field(description="The upload's id.")
+    name: str
+    run_directories_removed: int
+    stages_removed: int
+    reports_redacted: int
+    message: str
+
+
+class UploadDeletionDeferred(BaseModel):
+    """``DELETE /v1/uploads/{id or name}`` asked while the upload is being checked (202): the
+    check's end deletes it."""
+
+    deleting: str = Field(description="The upload's id.")
+    name: str
+    when: str
+
+
+class WorkerListing(BaseModel):
+    """``GET /v1/worker/uploads/{id}``: a running audit's upload's files, each with its
+    SHA-256; ``suffix`` is a single file's format (empty for a folder)."""
+
+    suffix: str
+    folder: bool
+    files: dict[str, str]

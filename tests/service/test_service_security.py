@@ -420,14 +420,24 @@ def test_a_claim_the_accounting_refuses_is_the_models_not_the_overrides() -> Non
     [
         ({"data": {"source": "csv", "members": "x" * 300, "label": "y"}}, ["data", "members"]),
         ({"target": {"path": "y" * 300}}, ["target", "path"]),
-        ({"target": {"path": "a\\" * 3000}}, ["target", "path"]),
     ],
 )
-def test_unusable_paths_get_422(refusing: LiveService, change: dict, location: list) -> None:
+def test_paths_that_name_nothing_of_hers_get_404(
+    refusing: LiveService, change: dict, location: list
+) -> None:
+    """A path that is none of her uploads nor a file placed for her is not found (404, naming
+    the field), whatever it names on the server's disk."""
     with refusing.client(refusing.token("alice")) as alice:
         response = alice.post("/v1/audits", json=BODY | change)
+    assert response.status_code == 404, response.text
+    assert response.json()["detail"].startswith(f"{'.'.join(location)}: no upload named ")
+
+
+def test_an_unusable_path_gets_422(refusing: LiveService) -> None:
+    with refusing.client(refusing.token("alice")) as alice:
+        response = alice.post("/v1/audits", json=BODY | {"target": {"path": "a\\" * 3000}})
     assert response.status_code == 422, response.text
-    assert response.json()["detail"][0]["loc"] == ["body", *location]
+    assert response.json()["detail"][0]["loc"] == ["body", "target", "path"]
 
 
 def test_a_link_inside_a_contributors_folder_cannot_reach_another_ones_files(

@@ -103,7 +103,7 @@ def test_another_contributors_upload_is_not_found_anywhere(service: LiveService)
         body = {"model": {"name": "m"}, "target": {"config": "mlp_generalised"},
                 "data": {"source": "csv", "members": upload_id, "label": "y"}}  # fmt: skip
         named = mallory.post("/v1/audits", json=body)  # her id is no name of mallory's
-        assert named.status_code == 422
+        assert named.status_code == 404
         assert "no upload named" in named.text
         assert "you have no data upload" in named.text  # hers are not named to him
     with service.client(service.token("alice")) as alice:

@@ -6,24 +6,29 @@ Every ``/v1`` route needs ``Authorization: Bearer <token>``. A contributor sees 
 submitted or uploaded, and only its own models (two contributors' ``census/2`` are two models);
 any other id or model answers 404 exactly as an unknown one does. An admin token sees
 everything. A malformed body is answered 422 naming the field (never echoing the value); a
-database that stays locked through the store's retries, 503 with ``Retry-After``.
+database that stays locked through the store's retries, 503 with ``Retry-After``. The OpenAPI
+document lists every status each route gives, with its body, and the rules its bodies are
+held to (:mod:`panoramia.service.api.contract`).
 """
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from fastapi import FastAPI
 from slowapi.util import get_remote_address
 
 from panoramia.service.api.audits import audits_router
 from panoramia.service.api.auth import bearer_callers
-from panoramia.service.api.errors import add_error_answers
+from panoramia.service.api.contract import complete_document, route_refusals
+from panoramia.service.api.errors import add_error_answers, add_method_answers
 from panoramia.service.api.headers import SafeHeaders
 from panoramia.service.api.reports import HTML_POLICY, reports_router
 from panoramia.service.api.request_limits import SpooledBody, make_limiter
 from panoramia.service.api.service_routes import service_router
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console.pages import NotSignedIn, console_router, not_signed_in_redirect
+from panoramia.service.route_answers import counted
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.uploads.routes import is_chunk, uploads_router
@@ -64,21 +69,39 @@ def create_app(
     caller, worker_caller = bearer_callers(store)
     checks = CheckPool(settings.check_slots)
     needs = RouteNeeds(
-        settings, store, queue, caller, worker_caller, limiter.limit(settings.rate_limit), checks
+        settings, store, queue, caller, worker_caller,
+        counted(limiter.limit(settings.rate_limit)), checks,
+    )  # fmt: skip
+    routers = [make(needs) for make in (service_router, audits_router, reports_router,
+                                        uploads_router)]  # fmt: skip
+    for router in routers:
+        app.include_router(router)
+    refused = route_refusals(
+        (route for router in routers for route in router.routes), caller, worker_caller
     )
-    for router in (service_router, audits_router, reports_router, uploads_router):
-        app.include_router(router(needs))
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, completed once (:func:`complete_document`)."""
+        if app.openapi_schema is None:
+            app.openapi_schema = complete_document(
+                FastAPI.openapi(app),
+                refused,
+                max_file_bytes=min(settings.max_file_bytes, settings.max_storage_bytes),
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     # Starlette types a handler as taking any Exception; this one takes its NotSignedIn.
     app.add_exception_handler(NotSignedIn, not_signed_in_redirect)  # type: ignore[arg-type]
-    app.include_router(
-        console_router(
-            settings,
-            store,
-            report_policy=HTML_POLICY,
-            rate_limit=limiter.limit(settings.rate_limit, key_func=get_remote_address),
-            limit_by=lambda key: limiter.limit(settings.rate_limit, key_func=key),
-            checks=checks,
-            queue=queue,
-        )
+    console = console_router(
+        settings,
+        store,
+        report_policy=HTML_POLICY,
+        rate_limit=limiter.limit(settings.rate_limit, key_func=get_remote_address),
+        limit_by=lambda key: limiter.limit(settings.rate_limit, key_func=key),
+        checks=checks,
+        queue=queue,
     )
+    app.include_router(console)
+    add_method_answers(app, [route for router in [*routers, console] for route in router.routes])
     return app

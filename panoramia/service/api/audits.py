@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 
 from panoramia.service.audit_submission import submit_audits
+from panoramia.service.route_answers import headers, links, refusals
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import AuditRequest, AuditView, ModelRef, RepeatRun, RepeatView
 from panoramia.service.schemas import Identifier as IdentifierType
@@ -69,6 +70,14 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
     )
 
 
+SUBMITTED = headers(Location="/v1/audits/{id}, or /v1/repeats/{id} for repeats.") | links(
+    "audit_id",
+    GetAudit=("GET", "/v1/audits/{audit_id}"),
+    CancelAudit=("DELETE", "/v1/audits/{audit_id}"),
+)
+"""What ``POST /v1/audits``'s 202 says besides its body: where the audit is, what reads it."""
+
+
 def audits_router(needs: RouteNeeds) -> APIRouter:
     """The audit routes, sending audits to ``queue``."""
     router = APIRouter(tags=["audits"])
@@ -76,7 +85,24 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
     Caller = Annotated[Principal, needs.contributor()]
     AuditId = Annotated[IdentifierType, FastApiPath(description="The audit's id.")]
 
-    @router.post("/v1/audits", status_code=202, tags=["audits"])
+    @router.post(
+        "/v1/audits",
+        status_code=202,
+        tags=["audits"],
+        responses=refusals(
+            {
+                404: "A model or data the request names is none of your uploads, nor a file "
+                "the operator placed for you.",
+                409: "An upload the request names has not fully arrived or is being checked, "
+                "or a file name it gives is that of several of your uploads.",
+                429: "Past PANORAMIA_RATE_LIMIT, past PANORAMIA_MAX_ACTIVE_AUDITS audits "
+                "queued or running, or past PANORAMIA_MAX_AUDIT_COST with yours (Retry-After).",
+                507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB): its report could not "
+                "be kept.",
+            },
+            {202: SUBMITTED},
+        ),
+    )
     @rate_limit
     def submit_audit(
         request: Request, response: Response, body: AuditRequest, principal: Caller
@@ -104,9 +130,15 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
             raise HTTPException(404, NOT_FOUND)
         return repeat_view(found)
 
-    @router.delete("/v1/audits/{audit_id}", tags=["audits"])
+    @router.delete(
+        "/v1/audits/{audit_id}",
+        tags=["audits"],
+        responses=refusals({409: "The audit has already succeeded or failed."}),
+    )
     def cancel_audit(audit_id: AuditId, principal: Caller) -> AuditView:
-        """Cancel: a queued audit at once, a running one when its worker next checks (seconds)."""
+        """Cancel: a queued audit at once, a running one when its worker next checks (seconds).
+        The audit is not removed: ``GET`` still reads it, ``cancelled`` (``DELETE
+        /v1/models/{model}`` removes a model's audits)."""
         audit = store.request_cancel(principal, audit_id)
         if audit is None:
             raise HTTPException(404, NOT_FOUND)

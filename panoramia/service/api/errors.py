@@ -1,11 +1,17 @@
 """How the API answers what goes wrong: one JSON shape per cause, never a traceback, never
 the offending value (which may not even be JSON: NaN, a lone surrogate)."""
 
+from collections.abc import Iterable
+
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from slowapi.errors import RateLimitExceeded
 from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.cost import OverBudget
@@ -30,6 +36,25 @@ def _printable(value: object) -> str:
     return str(value).encode("utf-8", "backslashreplace").decode("utf-8")[:500]
 
 
+def add_method_answers(app: FastAPI, routes: Iterable[object]) -> None:
+    """A method a path does not take answers 405 with ``Allow`` naming every method its
+    routes take (Starlette's names only those of the first route that matched the path)."""
+    paths = [
+        (route.path_regex, route.methods or set())
+        for route in routes
+        if isinstance(route, APIRoute)
+    ]
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, error: StarletteHTTPException) -> Response:
+        if error.status_code == 405:
+            path = request.url.path
+            taken = {method for regex, methods in paths if regex.match(path) for method in methods}
+            if taken:
+                error.headers = {**(error.headers or {}), "Allow": ", ".join(sorted(taken))}
+        return await http_exception_handler(request, error)
+
+
 def add_error_answers(app: FastAPI) -> None:
     """Register the API's answer to each cause of a refusal on ``app``."""
 
@@ -39,6 +64,9 @@ def add_error_answers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestProblem)
     async def _problem(_request: Request, error: RequestProblem) -> JSONResponse:
+        if error.status != 422:  # an upload it names: none (404), not ready (409)
+            where = ".".join(str(part) for part in error.field)
+            return JSONResponse({"detail": f"{where}: {error.message}"}, error.status)
         detail = [{"loc": ["body", *error.field], "msg": error.message, "type": "value_error"}]
         return JSONResponse({"detail": detail}, 422)
 

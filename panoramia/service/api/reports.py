@@ -1,7 +1,6 @@
 """Reports and models: upload a CLI run's report, list models, list and read reports and
 their pages (served under a CSP that runs nothing)."""
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
@@ -10,7 +9,10 @@ from fastapi.responses import HTMLResponse
 
 from panoramia.plugins import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
+from panoramia.service.api.report_page import summary_page
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
+from panoramia.service.rfc3339 import DateOrDateTimeText
+from panoramia.service.route_answers import headers, links, refusals
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.schemas import (
@@ -83,12 +85,28 @@ def _stored_ref(model: ModelRef) -> StoredModelRef:
     return StoredModelRef(model.name, model.version, model.declared, model.claim)
 
 
+STORED = headers(Location="/v1/reports/{id}: the report stored.") | links(
+    "report_id",
+    GetReport=("GET", "/v1/reports/{report_id}"),
+    GetReportPage=("GET", "/v1/reports/{report_id}/html"),
+)
+"""What ``POST /v1/reports``'s 201 says besides its body: where the report is, its page."""
+
+
 def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
     """Add ``POST /v1/reports`` (a CLI run's report stored) to ``router``."""
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
     Caller = Annotated[Principal, needs.contributor()]
 
-    @router.post("/v1/reports", status_code=201, tags=["reports"])
+    @router.post(
+        "/v1/reports",
+        status_code=201,
+        tags=["reports"],
+        responses=refusals(
+            {507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB)."},
+            {201: STORED},
+        ),
+    )
     @rate_limit
     def upload_report(
         request: Request, response: Response, body: ReportUpload, principal: Caller
@@ -131,7 +149,11 @@ def _add_model_routes(router: APIRouter, needs: RouteNeeds) -> None:
             )
         return [ModelView(**vars(m)) for m in models]
 
-    @router.delete("/v1/models/{model}", tags=["reports"])
+    @router.delete(
+        "/v1/models/{model}",
+        tags=["reports"],
+        responses=refusals({409: "One of its audits is queued or running."}),
+    )
     @rate_limit
     def delete_model(
         request: Request,
@@ -165,8 +187,12 @@ def _add_report_listing(router: APIRouter, needs: RouteNeeds) -> None:
         model: ModelName,
         principal: Caller,
         latest: bool = False,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Annotated[DateOrDateTimeText | None, Query(description="Stored at or after.")] = (
+            None
+        ),
+        until: Annotated[DateOrDateTimeText | None, Query(description="Stored at or before.")] = (
+            None
+        ),
         modality: Annotated[str | None, Query(pattern=MODALITY_PATTERN)] = None,
         version: Annotated[NameType | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -201,8 +227,13 @@ def _add_report_reading(router: APIRouter, needs: RouteNeeds) -> None:
 
     @router.get("/v1/reports/{report_id}/html", response_class=HTMLResponse, tags=["reports"])
     def get_report_html(report_id: ReportId, principal: Caller) -> HTMLResponse:
+        """The report's page: the one stored with it, else one the service writes from its
+        figures (:func:`~panoramia.service.api.report_page.summary_page`)."""
         page = store.get_report_html(principal, report_id)
         if page is None:
-            raise HTTPException(404, NOT_FOUND)
+            report = store.get_report(principal, report_id, with_document=False)
+            if report is None:
+                raise HTTPException(404, NOT_FOUND)
+            page = summary_page(_summary(report))
         headers = {"Content-Security-Policy": HTML_POLICY, "X-Content-Type-Options": "nosniff"}
         return HTMLResponse(page, headers=headers)

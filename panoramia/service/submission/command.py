@@ -39,6 +39,7 @@ from panoramia.plugins import modality
 from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
 from panoramia.service.resource_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
+from panoramia.service.target_configs import fits
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
 KEY_PREFIXES = ("data.split.", "generator.", "helper.", "distinguisher.", "audit.", "target.")
@@ -59,17 +60,30 @@ the service's disk, or None where she has no upload of that name
 
 
 class UploadNotReady(Exception):
-    """She has an upload of that name, but it has not fully arrived, or is of the wrong
-    kind for its role; the message says which."""
+    """She has an upload of that name, but it has not fully arrived (or is being checked or
+    deleted), or the name is the file name of several of hers; the message says which. The
+    API answers 409 (:attr:`status`): the same request may run once that changes."""
+
+    status = 409
+
+
+class UploadNotFound(UploadNotReady):
+    """The name is none of her uploads of the kind its role takes (nor a file the operator
+    placed for her); the API answers 404."""
+
+    status = 404
 
 
 class RequestProblem(Exception):
-    """A request that is well-formed JSON but cannot run; ``field`` is its location."""
+    """A request that is well-formed JSON but cannot run; ``field`` is its location and
+    ``status`` the API's answer (422: the request itself is wrong; 404 and 409: an upload it
+    names, see :class:`UploadNotReady`)."""
 
-    def __init__(self, field: tuple[str | int, ...], message: str):
+    def __init__(self, field: tuple[str | int, ...], message: str, status: int = 422):
         super().__init__(message)
         self.field = field
         self.message = message
+        self.status = status
 
 
 def _quoted(value: str) -> str:
@@ -187,14 +201,6 @@ def check_overrides(overrides: list[str]) -> None:
                 )
 
 
-def _fits(target_config: Path, modality_name: str) -> bool:
-    """Whether a target config sets only keys of ``modality_name``'s target schema."""
-    import yaml
-
-    keys = set(yaml.safe_load(target_config.read_text()) or {})
-    return keys <= modality(modality_name).target_settings()
-
-
 def _check_model_format(directory: Path, *, allow_torchscript: bool) -> None:
     """A TorchScript archive is a program (its ops can read and write files), not data: the
     service opens one only where the operator trusts TorchScript."""
@@ -230,7 +236,7 @@ def audit_overrides(
         try:
             return uploads(role, name) if uploads is not None else None
         except UploadNotReady as error:
-            raise RequestProblem(field, str(error)) from None
+            raise RequestProblem(field, str(error), error.status) from None
 
     check_overrides(request.overrides)
     target, data = request.target, request.data
@@ -240,7 +246,7 @@ def audit_overrides(
         path = config_dir() / "target" / f"{target.config}.yaml"
         if not path.is_file():
             raise RequestProblem(("target", "config"), f"no target config {target.config!r}")
-        if not _fits(path, entry.name):
+        if not fits(path, entry.name):
             raise RequestProblem(
                 ("target", "config"),
                 f"{target.config!r} is not a target of an audit of {entry.name} data",

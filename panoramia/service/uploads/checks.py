@@ -50,13 +50,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from panoramia.errors import InputError
+from panoramia.service.upload_formats import (
+    ARCHIVE_SUFFIXES,
+    CSV_SUFFIXES,
+    DATA_SUFFIXES,
+    MODEL_SUFFIXES,
+    PARQUET_SUFFIXES,
+    TEXT_SUFFIXES,
+)
 
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz")
-PARQUET_SUFFIXES = (".parquet", ".pq")
-ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
-TEXT_SUFFIXES = (".jsonl", ".txt")
-DATA_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES, ".npz", *TEXT_SUFFIXES, *ARCHIVE_SUFFIXES)
-MODEL_SUFFIXES = ARCHIVE_SUFFIXES
 MAX_ENTRIES = 100_000
 """Entries an archive may hold (the staging copy's cap)."""
 MAX_DEPTH = 32

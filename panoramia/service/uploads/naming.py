@@ -14,7 +14,12 @@ from pathlib import Path, PurePosixPath
 
 from panoramia.service.schemas import DataRef
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.submission.command import RequestProblem, UploadNotReady, UploadResolver
+from panoramia.service.submission.command import (
+    RequestProblem,
+    UploadNotFound,
+    UploadNotReady,
+    UploadResolver,
+)
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.store.repository import ReportStore
 from panoramia.store.tables import Upload
@@ -56,9 +61,9 @@ def upload_resolver(
                 if names
                 else f"you have no {wanted} upload ({command} FILE)"
             )
-            raise UploadNotReady(f"no upload named {id_or_name!r}; {known}")
+            raise UploadNotFound(f"no upload named {id_or_name!r}; {known}")
         if upload.kind != wanted:
-            raise UploadNotReady(f"upload {upload.name!r} is a {upload.kind} upload, not {wanted}")
+            raise UploadNotFound(f"upload {upload.name!r} is a {upload.kind} upload, not {wanted}")
         if upload.state != READY:
             if upload.state == "receiving":
                 raise UploadNotReady(

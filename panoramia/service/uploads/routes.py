@@ -35,8 +35,17 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from panoramia.errors import InputError
 from panoramia.service.contributor_files import open_beneath
+from panoramia.service.route_answers import headers, links, refusals
 from panoramia.service.routing import RouteNeeds
-from panoramia.service.schemas import Identifier, Name, UploadCreate, UploadView
+from panoramia.service.schemas import (
+    Identifier,
+    Name,
+    UploadCreate,
+    UploadDeleted,
+    UploadDeletionDeferred,
+    UploadView,
+    WorkerListing,
+)
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import (
     UploadRejected,
@@ -74,8 +83,23 @@ def is_chunk(method: str, path: str) -> bool:
     return method == "PATCH" and path.startswith("/v1/uploads/")
 
 
-UploadId = Annotated[Identifier, FastApiPath(description="The upload's id.")]
-IdOrName = Annotated[Name, FastApiPath(description="The upload's id or name.")]
+UploadId = Annotated[Identifier, FastApiPath(alias="upload", description="The upload's id.")]
+IdOrName = Annotated[Name, FastApiPath(alias="upload", description="The upload's id or name.")]
+"""The four routes of ``/v1/uploads/{upload}`` share one path (one resource, its ``Allow``):
+``HEAD`` and ``PATCH`` take its id, ``GET`` and ``DELETE`` its id or name."""
+RunningUploadId = Annotated[Identifier, FastApiPath(description="A running audit's upload's id.")]
+
+
+CREATED = headers(
+    Location="/v1/uploads/{id}: where its chunks go.", Upload_Offset="0: the bytes held."
+) | links(
+    "upload",
+    SendChunk=("PATCH", "/v1/uploads/{upload}"),
+    HeldBytes=("HEAD", "/v1/uploads/{upload}"),
+    GetUpload=("GET", "/v1/uploads/{upload}"),
+    DeleteUpload=("DELETE", "/v1/uploads/{upload}"),
+)
+"""What ``POST /v1/uploads``'s 201 says besides its body: where its chunks go, what reads it."""
 
 
 def uploads_router(needs: RouteNeeds) -> APIRouter:
@@ -108,7 +132,17 @@ def _add_creation_route(router: APIRouter, needs: RouteNeeds, rows: UploadRows) 
     settings, store, rate_limit = needs.settings, needs.store, needs.rate_limit
     Caller = Annotated[Principal, needs.contributor()]
 
-    @router.post("/v1/uploads", status_code=201)
+    @router.post(
+        "/v1/uploads",
+        status_code=201,
+        responses=refusals(
+            {
+                409: "You already have an upload of that name.",
+                507: "Its size would take you past your storage quota (PANORAMIA_MAX_STORAGE_MB).",
+            },
+            {201: CREATED},
+        ),
+    )
     @rate_limit
     def create_upload(
         request: Request, response: Response, body: UploadCreate, principal: Caller
@@ -144,7 +178,20 @@ def _add_chunk_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) ->
     settings, store = needs.settings, needs.store
     Caller = Annotated[Principal, needs.contributor()]
 
-    @router.patch("/v1/uploads/{upload_id}")
+    @router.patch(
+        "/v1/uploads/{upload}",
+        responses=refusals({
+            409: "Upload-Offset is not the bytes held (Upload-Offset answers them), another "
+            "chunk is arriving, or the upload is no longer receiving.",
+            413: "The chunk passes the upload's declared size, or 64 MiB.",
+            422: "The last chunk completed a file that fails its SHA-256 or its checks "
+            "(nothing is kept).",
+            507: "The file, unpacked, would take you past your storage quota.",
+        }),
+        openapi_extra={"requestBody": {"required": False, "content": {
+            "application/offset+octet-stream": {"schema": {"type": "string", "format": "binary"}}
+        }}},
+    )  # fmt: skip
     async def send_chunk(
         upload_id: UploadId,
         request: Request,
@@ -178,7 +225,19 @@ def _add_chunk_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) ->
             raise _rejected(f"cannot be stored ({type(error).__name__})", "file") from None
         return upload_view(ready)
 
-    @router.head("/v1/uploads/{upload_id}")
+    @router.head(
+        "/v1/uploads/{upload}",
+        response_class=Response,
+        responses=refusals(
+            {},
+            {
+                200: headers(
+                    Upload_Offset="The bytes held: resume from there.",
+                    Upload_Length="The upload's declared size.",
+                )
+            },
+        ),
+    )
     def upload_offset(upload_id: UploadId, principal: Caller) -> Response:
         """``Upload-Offset``: the bytes held (resume from there); ``Upload-Length``: all."""
         upload = _owned(rows, principal, upload_id)
@@ -198,35 +257,47 @@ def _add_held_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> 
         """Your uploads, newest first."""
         return [upload_view(upload) for upload in rows.owned(principal.contributor_id)]
 
-    @router.get("/v1/uploads/{id_or_name}")
+    @router.get("/v1/uploads/{upload}")
     def get_upload(id_or_name: IdOrName, principal: Caller) -> UploadView:
         return upload_view(_owned(rows, principal, id_or_name))
 
-    @router.delete("/v1/uploads/{id_or_name}", response_model=None)
+    @router.delete(
+        "/v1/uploads/{upload}",
+        response_model=UploadDeleted,
+        responses=refusals(
+            {409: "An audit using it is queued or running, or another request is deleting it."},
+            {
+                202: {
+                    "model": UploadDeletionDeferred,
+                    "description": "It is being checked: the check's end deletes it.",
+                }
+            },
+        ),
+    )
     @rate_limit
     def delete_upload(
         request: Request, id_or_name: IdOrName, principal: Caller
-    ) -> dict | JSONResponse:
+    ) -> UploadDeleted | JSONResponse:
         """Delete the upload and everything derived from it: its staged copies, the stages
         trained or drawn from it, and its records in your reports (their figures stay)."""
         upload = _owned(rows, principal, id_or_name)
         try:
             erased = erase_upload(store, settings, upload)
         except DeletionDeferred as error:
-            return JSONResponse({"deleting": upload.id, "name": upload.name,
-                                 "when": str(error)}, 202)  # fmt: skip
+            deferred = UploadDeletionDeferred(deleting=upload.id, name=upload.name, when=str(error))
+            return JSONResponse(deferred.model_dump(), 202)
         except UploadInUse as error:
             raise HTTPException(409, str(error)) from None
         except UploadGone:
             raise HTTPException(404, NOT_FOUND) from None
-        return {
-            "deleted": upload.id,
-            "name": upload.name,
-            "run_directories_removed": len(erased.run_directories),
-            "stages_removed": erased.stages,
-            "reports_redacted": erased.reports_redacted,
-            "message": erased.sentence(),
-        }
+        return UploadDeleted(
+            deleted=upload.id,
+            name=upload.name,
+            run_directories_removed=len(erased.run_directories),
+            stages_removed=erased.stages,
+            reports_redacted=erased.reports_redacted,
+            message=erased.sentence(),
+        )
 
 
 def _add_worker_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -> None:
@@ -248,22 +319,30 @@ def _add_worker_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -
         return upload, _folder(needs, upload).data_path(upload.filename)
 
     @router.get("/v1/worker/uploads/{upload_id}", tags=["workers"])
-    def worker_listing(upload_id: UploadId, _worker: Worker) -> dict:
+    def worker_listing(upload_id: RunningUploadId, _worker: Worker) -> WorkerListing:
         """The files of a running audit's upload, each with its SHA-256 (a worker token)."""
         upload, data = in_use(upload_id)
         prefix = _folder(needs, upload).recorded_prefix(upload.filename)
         if prefix is None:
-            return {"suffix": suffix_of(upload.filename), "folder": False,
-                    "files": {data.name: upload.sha256}}  # fmt: skip
+            return WorkerListing(suffix=suffix_of(upload.filename), folder=False,
+                                 files={data.name: upload.sha256})  # fmt: skip
         files = {
             name.removeprefix(prefix): digest
             for name, digest in (upload.files or {}).items()
             if name.startswith(prefix)
         }
-        return {"suffix": "", "folder": True, "files": files}
+        return WorkerListing(suffix="", folder=True, files=files)
 
-    @router.get("/v1/worker/uploads/{upload_id}/files/{relative:path}", tags=["workers"])
-    def worker_file(upload_id: UploadId, relative: str, _worker: Worker) -> StreamingResponse:
+    @router.get(
+        "/v1/worker/uploads/{upload_id}/files/{relative:path}",
+        tags=["workers"],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"application/octet-stream": {
+            "schema": {"type": "string", "format": "binary"}}}}},
+    )  # fmt: skip
+    def worker_file(
+        upload_id: RunningUploadId, relative: str, _worker: Worker
+    ) -> StreamingResponse:
         """One file of a running audit's upload, streamed (a worker token)."""
         upload, data = in_use(upload_id)
         prefix = _folder(needs, upload).recorded_prefix(upload.filename)

@@ -1,0 +1,34 @@
+"""The demo target configs a request may name (``target.config``): the YAML files of
+``conf/target/`` whose settings are all of one modality's target schema, less the configs that
+need a path (``TargetRef.path`` names those models). The door checks a request against these
+(:func:`panoramia.service.submission.command.audit_overrides`) and the OpenAPI document lists
+them (:class:`panoramia.service.schemas.TargetRef`)."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from panoramia.pipeline.registry import config_dir
+from panoramia.plugins import MODALITIES, modality
+
+
+def fits(target_config: Path, modality_name: str) -> bool:
+    """Whether a target config sets only keys of ``modality_name``'s target schema."""
+    import yaml
+
+    keys = set(yaml.safe_load(target_config.read_text()) or {})
+    return keys <= modality(modality_name).target_settings()
+
+
+@cache
+def target_configs(modality_name: str) -> tuple[str, ...]:
+    """The configs a request may name for an audit of ``modality_name`` data, sorted."""
+    needs_path = {entry.path_target for entry in MODALITIES.values()}
+    return tuple(
+        sorted(
+            path.stem
+            for path in (config_dir() / "target").glob("*.yaml")
+            if path.stem not in needs_path and fits(path, modality_name)
+        )
+    )
