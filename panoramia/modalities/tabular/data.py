@@ -83,16 +83,21 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
 
 def user_schema(config: TabularDataConfig) -> TabularSchema:
     """The declared schema, or, with neither ``data.categorical`` nor ``data.continuous``
-    given, one read off the members file's column types (printed as the overrides that set
-    it, so the run can be repeated or corrected)."""
+    given, one read off the members file's column types (:func:`say_inferred_schema` prints
+    it once the data stage is built or reused)."""
     # data_identity, which keys the data stage before it runs, requires both for data=csv
     assert config.label is not None
     assert config.members_path is not None
     if config.categorical or config.continuous:
         return TabularSchema(config.label, tuple(config.categorical), tuple(config.continuous))
     source = f"data file {str(config.members_path)!r}"
-    schema = infer_schema(read_frame(config.members_path, what="data file"), config.label,
-                          source=source)  # fmt: skip
+    return infer_schema(read_frame(config.members_path, what="data file"), config.label,
+                        source=source)  # fmt: skip
+
+
+def say_inferred_schema(schema: TabularSchema) -> None:
+    """Print, on stderr, the schema read off the columns' types as the overrides that set it,
+    so the run can be repeated or corrected (on every run: a reused data stage too)."""
     print(
         "data: no data.categorical or data.continuous given; from the columns' types: "
         f"'data.categorical=[{','.join(schema.categorical)}]' "
@@ -100,7 +105,6 @@ def user_schema(config: TabularDataConfig) -> TabularSchema:
         file=sys.stderr,
         flush=True,
     )
-    return schema
 
 
 def load_schema(directory: Path) -> TabularSchema:

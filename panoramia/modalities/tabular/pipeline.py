@@ -22,6 +22,7 @@ from panoramia.modalities.tabular.data import (
     build_data,
     data_identity,
     load_schema,
+    say_inferred_schema,
 )
 from panoramia.modalities.tabular.sets import TABULAR_SETS
 from panoramia.pipeline.graph import AuditPipeline
@@ -91,9 +92,13 @@ class TabularPipeline(AuditPipeline):
 
     def data(self) -> StageResult:
         identity = data_identity(self.job.data)
-        return self.runner.run(
+        result = self.runner.run(
             "data", lambda d: build_data(self.job.data, d), config=identity, inputs=[]
         )
+        config = self.job.data
+        if config.source == "csv" and not (config.categorical or config.continuous):
+            say_inferred_schema(load_schema(result.directory))  # built now or reused alike
+        return result
 
     def train_demo_target(self, data: StageResult, directory: Path) -> dict:
         """Train the demo target (mlp or xgboost) into ``directory``; returns its metrics and
