@@ -96,3 +96,11 @@ def test_the_form_proposes_from_her_uploads_and_keeps_her_choices_after_a_refusa
         assert _selected(refused.text, "label") == ["colour"]  # hers, not the proposal
         assert _selected(refused.text, "model") == ["a_control"]
         assert _selected(refused.text, "nonmembers") == []  # "none", as she chose
+        assert 'type="checkbox" name="slices" value="colour"' in second  # no Ctrl-click list
+        good = (f"csrf={csrf}&members=members&nonmembers=held_out&label=outcome_code&model=overfit"
+                "&slices=colour&slices=age&model_name=m&version=1&repeats=1")  # fmt: skip
+        started = client.post("/console/audits/new", content=good, headers=FORM)
+        assert started.status_code == 303, started.text
+        audit_id = started.headers["location"].split("?")[0].rsplit("/", 1)[-1]
+        stored = service.store.get_audit(None, audit_id)
+        assert "audit.slices=['colour','age']" in stored.request["overrides_resolved"]
