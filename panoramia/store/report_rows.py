@@ -25,6 +25,9 @@ from panoramia.store.common import (
 )
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 
+CONTROL_VERSION_SUFFIX = "-control"
+"""What a control's version adds to its target's (the service's ``schemas.CONTROL_SUFFIX``)."""
+
 
 class ReportRows(StoreBase):
     """Reports: stored within her quota, read where the caller may, redacted when her data goes."""
@@ -186,8 +189,13 @@ class ReportRows(StoreBase):
         newest report of all (an uploaded one, where one is newer; else the same row), among
         those ``principal`` may see (their digests, never their documents); None for each
         she has none of. A listing's latest verdict is the first: an uploaded report's is
-        never shown as the service's."""
-        newest = reports_query(principal, model_name).order_by(Report.created_at.desc(), Report.id)
+        never shown as the service's. A control's runs (version ``<version>-control``) are
+        never a model's latest: their verdict is the control's, not the model's."""
+        newest = (
+            reports_query(principal, model_name)
+            .where(AuditedModel.version.not_like(f"%{CONTROL_VERSION_SUFFIX}"))
+            .order_by(Report.created_at.desc(), Report.id)
+        )
         with self.sessions() as session:
             found = session.scalars(newest.limit(1)).first()
             if found is None or found.audit_id is not None:

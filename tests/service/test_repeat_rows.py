@@ -21,7 +21,8 @@ def test_a_groups_control_runs_are_counted_in_its_row_and_never_a_version() -> N
     summary = {"group": "g", "targets": 2, "controls": 2, "control_audits": {"c0", "c1"}}
     rows = history_rows(lines, groups, {"g": summary})
     assert [(row["kind"], row["line"]["version"]) for row in rows] == [
-        ("group", "3"), ("report", "2")  # newest first; never "3-control"
+        ("group", "3"),
+        ("report", "2"),  # newest first; never "3-control"
     ]
     assert control_audit_ids({"g": summary, "other": None}) == {"c0", "c1"}
 

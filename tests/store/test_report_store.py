@@ -269,3 +269,19 @@ def test_every_row_a_contributor_makes_counts_in_her_storage(store: ReportStore)
     )
     assert store.stored_bytes(mallory.contributor_id) > after_audit
     assert store.stored_bytes(alice.contributor_id) == 0
+
+
+def test_a_controls_report_is_never_a_models_latest(store: ReportStore) -> None:
+    """The model list and page show the target's latest verdict, not its control's (whose
+    runs are kept as version '<version>-control', issue 72)."""
+    from panoramia.service.schemas import CONTROL_SUFFIX
+    from panoramia.store.report_rows import CONTROL_VERSION_SUFFIX
+
+    assert CONTROL_SUFFIX == CONTROL_VERSION_SUFFIX
+    alice = store.authenticate(store.create_contributor("alice"))
+    document = report_document_for_test()
+    target = store.add_report(alice, ModelRef("census", "3"), ReportContent(document))
+    store.add_report(alice, ModelRef("census", "3-control"), ReportContent(document))
+    _, newest = store.latest_reports(alice, "census")
+    assert newest is not None
+    assert newest.id == target.id
