@@ -39,6 +39,7 @@ from panoramia.modalities.tabular.frame_features import (
     canonical,
     class_indices,
     class_probabilities,
+    first_line,
     label_column,
     numbers,
 )
@@ -53,11 +54,6 @@ CBM_MAGIC = b"CBM1"
 """The first bytes of every ``.cbm`` file."""
 PROBABILITY_LOSSES = ("Logloss", "CrossEntropy", "MultiClass")
 """CatBoost loss functions whose predictions are class probabilities (the losses need them)."""
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return (lines[0] if lines else type(error).__name__)[:300]
 
 
 def _check_opening(path: Path, kind: str, *, shown: str) -> None:
@@ -118,7 +114,7 @@ class CatBoostTarget:
                     *model.get_embedding_feature_indices(),
                 ]
             except (CatBoostError, ValueError, KeyError, TypeError) as error:
-                line = _first_line(error).replace(str(copy), str(path))
+                line = first_line(error).replace(str(copy), str(path))
                 raise InputError(f"model {str(path)!r}: not a CatBoost model ({line})") from None
         if loss not in PROBABILITY_LOSSES:
             raise InputError(
@@ -161,7 +157,7 @@ class CatBoostTarget:
             output = np.asarray(self.model.predict_proba(pool, thread_count=1), dtype=np.float64)
         except (CatBoostError, ValueError) as error:
             raise InputError(
-                f"target: the CatBoost model refused the data ({_first_line(error)})"
+                f"target: the CatBoost model refused the data ({first_line(error)})"
             ) from None
         return loss_from_probabilities(class_probabilities(output, self.classes), labels)
 

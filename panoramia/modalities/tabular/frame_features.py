@@ -122,3 +122,10 @@ def class_probabilities(output: np.ndarray, classes: Sequence[str] | None) -> np
             f"'classes' {len(classes)}"
         )
     return probabilities
+
+
+def first_line(error: BaseException) -> str:
+    """A library error's first line (its type's name where it has none), at most 300
+    characters: what a one-line refusal quotes of it."""
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:300]

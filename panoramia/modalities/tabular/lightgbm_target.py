@@ -34,6 +34,7 @@ from panoramia.modalities.tabular.frame_features import (
     as_categories,
     class_indices,
     class_probabilities,
+    first_line,
     label_column,
     manifest_classes,
     numbers,
@@ -45,11 +46,6 @@ from panoramia.targets.manifest import manifest_file
 FORMAT = "lightgbm-text"
 PROBABILITY_OBJECTIVES = ("binary", "multiclass")
 """LightGBM objectives whose predictions are class probabilities (the losses need them)."""
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return (lines[0] if lines else type(error).__name__)[:300]
 
 
 @dataclass
@@ -80,7 +76,7 @@ class LightGBMTarget:
             booster = lgb.Booster(model_str=checked.text)  # the characters checked
         except (lgb.basic.LightGBMError, ValueError, UnicodeDecodeError) as error:
             raise InputError(
-                f"model {str(path)!r}: not a LightGBM model ({_first_line(error)})"
+                f"model {str(path)!r}: not a LightGBM model ({first_line(error)})"
             ) from None
         categories = _categorical_features(booster, shown=str(path))
         return cls(booster, classes, categories, {"file": checked.sha256})
@@ -109,7 +105,7 @@ class LightGBMTarget:
             output = np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
         except (lgb.basic.LightGBMError, ValueError) as error:
             raise InputError(
-                f"target: the LightGBM model refused the data ({_first_line(error)})"
+                f"target: the LightGBM model refused the data ({first_line(error)})"
             ) from None
         return loss_from_probabilities(class_probabilities(output, self.classes), labels)
 
