@@ -11,6 +11,7 @@ from panoramia.plugins import MODALITIES
 from panoramia.service.routing import Queue
 from panoramia.service.schemas import CONTROL_SUFFIX, MAX_NAME_CHARS, AuditRequest
 from panoramia.service.settings import ServiceSettings
+from panoramia.service.shared_models import resolve_shared
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
 from panoramia.service.submission.cost import check_budget, estimate_cost
 from panoramia.service.submission.repeats import seeded_overrides
@@ -34,28 +35,37 @@ def submit_audits(
     body: AuditRequest,
 ) -> list[Audit]:
     """Check, price and queue the request's audits (one per repeat); raises what the
-    API answers 4xx."""
+    API answers 4xx. A request naming a shared model (docs/SPEC.md §3.3) is checked as the
+    request :func:`~panoramia.service.shared_models.resolve_shared` makes of it."""
+    shared = resolve_shared(settings, store, principal, body) if body.shared else None
+    if shared is not None:
+        body = shared.request
 
     def command(request: AuditRequest, named: dict[str, str]) -> list[str]:
         """The request's overrides, recording in ``named`` which of her uploads it reads."""
+        resolver = upload_resolver(
+            settings, store, principal.contributor_id, named,
+            own_folder=settings.data_dir / principal.name,
+        )  # fmt: skip
         return audit_overrides(
             request,
             contributor=principal.name,
             data_dir=settings.data_dir,
             models_dir=settings.models_dir,
             allow_torchscript=settings.trust_torchscript,
-            uploads=upload_resolver(
-                settings, store, principal.contributor_id, named,
-                own_folder=settings.data_dir / principal.name,
-            ),
-        )  # fmt: skip
+            uploads=shared.resolver(resolver) if shared is not None else resolver,
+        )
 
+    assert body.model is not None
+    assert body.target is not None
     control_model = control_version(body.model.version) if body.control is not None else None
     named: dict[str, str] = {}
     overrides = command(body, named)
     found = UploadRows(store)
     control_named: dict[str, str] = {}
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
+    if shared is not None:
+        uploads["target"] = shared.upload
     check_columns(body.data, uploads)
     check_model_fits(body, uploads.get("target"))
     check_data_kinds(body.data, uploads)
@@ -85,6 +95,8 @@ def submit_audits(
     if kept.total >= kept.quota_bytes:  # its report and files could not be kept
         raise StorageFull(kept.quota_bytes, kept.total, 0)
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
+    if shared is not None:  # her request keeps the shared model's key, never its file
+        common["target"] = None
     requests = [
         common | {
             "overrides_resolved": portable_overrides(run, settings.uploads_dir),
@@ -93,6 +105,7 @@ def submit_audits(
         }
         for index, run in enumerate(runs)
     ]  # fmt: skip
+    assert body.model is not None  # the schema asks for it where shared is not given
     target = ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim)
     models = [target] * len(requests)
     if control_runs and control_model is not None:  # her model's name, "<version>-control"
@@ -114,6 +127,7 @@ def submit_audits(
         max_active=settings.limits.max_active_audits,
         budget=lambda active: check_budget(total, active, settings.limits.max_audit_cost),
         models=models,
+        shared_model_id=shared.entry.id if shared is not None else None,
     )
     for audit in audits:
         queue.submit(audit.id)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -348,7 +349,94 @@ def _audit_rules(schema: dict) -> None:
          "properties": {"control": {"not": {"type": "null"}}, "repeats": {"minimum": 2},
                         "model": {"properties": {"version": {"maxLength": longest}}}}},
     ]  # fmt: skip
-    schema["allOf"] = [{"anyOf": by_audit}, {"anyOf": control}]
+    absent = {"type": "null"}
+    shared = [
+        {"required": ["model", "target"], "properties": {"shared": absent}},
+        {"required": ["shared"],
+         "properties": {"model": absent, "target": absent, "control": absent,
+                        "shared": {"not": absent}}},
+    ]  # fmt: skip
+    schema["allOf"] = [{"anyOf": by_audit}, {"anyOf": control}, {"anyOf": shared}]
+
+
+OWNER_PATTERN = r"^(?![\s\S]*\$\{)[^/\\\x00-\x1f\x7f]+$"
+
+
+def _plain_owner(name: str) -> str:
+    """What :data:`OWNER_PATTERN` states (pydantic's engine has no look-ahead)."""
+    if not re.fullmatch(r"[^/\\\x00-\x1f\x7f]+", name) or INTERPOLATION in name:
+        raise ValueError("a contributor's name: no '/', '\\', control character or '${'")
+    return name
+
+
+OwnerName = Annotated[
+    str,
+    Field(min_length=1, max_length=120, json_schema_extra={"pattern": OWNER_PATTERN}),
+    AfterValidator(_plain_owner),
+]
+"""A contributor's name as another names her (an owner, an audience member): no ``/``."""
+
+
+class SharedKey(BaseModel):
+    """A shared model version by its owner's name, its name and version (docs/SPEC.md §3.3)."""
+
+    model_config = ConfigDict(extra="forbid")
+    owner: OwnerName
+    name: Name
+    version: Name
+
+
+class SharedPublication(CleanBody, AuditedModelRef):
+    """``POST /v1/shared-models``: publish one of your model uploads (``upload``; an admin:
+    a folder the operator placed, ``path``) as version ``version`` of shared model ``name``,
+    with the guarantee you declare (``claim``, checked as an audit's) and who may audit it
+    (``audience``: contributors by name, or ``"all"``). A new version is a new publication."""
+
+    _no_interpolation: ClassVar[bool] = True
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["upload"]}, {"required": ["path"]}]},
+    )
+    upload: Name | None = Field(None, description="Your model upload, by name or id.")
+    path: RelativePath | None = Field(
+        None, description="A model folder under the service's models folder (admins only)."
+    )
+    audience: Literal["all"] | Annotated[list[OwnerName], Field(max_length=1000)] = Field(
+        description='Who may audit it: contributors by name, or "all" (every contributor).'
+    )
+
+    @model_validator(mode="after")
+    def _one_file(self) -> SharedPublication:
+        if (self.upload is None) == (self.path is None):
+            raise ValueError("give exactly one of upload or path")
+        return self
+
+
+class SharedModelView(BaseModel):
+    """A shared model version as the contributors who may audit it see it: never its file,
+    path or upload. ``audience`` and ``names`` (who may audit it) are filled for its owner."""
+
+    owner: str
+    name: str
+    version: str
+    modality: str | None
+    claim: dict | None
+    declared: dict
+    published_at: datetime
+    withdrawn: bool
+    mine: bool = Field(description="Whether you published it.")
+    audience: str | None = Field(None, description='"everyone" or "named" (its owner only).')
+    names: list[str] | None = Field(None, description="Its named audience (its owner only).")
+
+
+class ParticipationView(BaseModel):
+    """Your participation in one shared model version (``PUT
+    /v1/shared-models/{owner}/{name}/{version}/participation?named=…&withdrawn=…``)."""
+
+    pseudonym: str = Field(description="What its owner sees you as unless you are named.")
+    named: bool
+    withdrawn: bool
 
 
 class AuditRequest(CleanBody):
@@ -362,8 +450,18 @@ class AuditRequest(CleanBody):
     _no_interpolation: ClassVar[bool] = True
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_audit_rules)
-    model: AuditedModelRef
-    target: TargetRef
+    model: AuditedModelRef | None = Field(
+        None, description="The model as you name it (required unless shared is given)."
+    )
+    target: TargetRef | None = Field(
+        None, description="How the worker reaches it (required unless shared is given)."
+    )
+    shared: SharedKey | None = Field(
+        None,
+        description="A shared model version you are in the audience of (GET "
+        "/v1/shared-models), instead of model and target: its file is read by the audit "
+        "alone, its claim is its owner's, and your report also enters its leakage report.",
+    )
     data: DataRef = Field(default_factory=DataRef)
     overrides: list[Override] = Field(
         default_factory=list,
@@ -394,6 +492,11 @@ class AuditRequest(CleanBody):
     def _control_needs_repeats(self) -> AuditRequest:
         if self.control is not None and self.repeats < 2:
             raise ValueError("a control is compared over repeats: give repeats of 2 or more")
+        if self.shared is not None:
+            if self.model is not None or self.target is not None or self.control is not None:
+                raise ValueError("shared names the model: give it without model, target or control")
+        elif self.model is None or self.target is None:
+            raise ValueError("give model and target, or shared")
         return self
 
 

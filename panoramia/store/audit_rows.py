@@ -59,18 +59,23 @@ class AuditRows(StoreBase):
         max_active: int | None = None,
         budget: Callable[[float], None] | None = None,
         models: list[ModelRef] | None = None,
+        shared_model_id: int | None = None,
     ) -> list[Audit]:
         """Record one queued audit per request, in one transaction: with more than one, a
         group of repeats (docs/SPEC.md §3.2) sharing a new ``repeat_group``, which counts as
         one request against ``max_active``. ``models``: each request's model where they
         differ (a control beside the target); else ``model`` for all. Limits as
-        :meth:`create_audit`."""
+        :meth:`create_audit`. ``shared_model_id``: the shared model version they audit
+        (docs/SPEC.md §3.3), locked in the same transaction (a withdrawn one refused with
+        :class:`~panoramia.store.shared_rows.SharedModelWithdrawn`) and joined by her."""
         if not requests:
             raise ValueError("no audit to create")
         group = str(uuid.uuid4()) if len(requests) > 1 else None
         with self.writes.begin() as session:
             if max_active is not None or budget is not None:
                 _check_limits(session, principal, max_active, budget)
+            if shared_model_id is not None:
+                self.join_shared(session, shared_model_id, principal.contributor_id)
             refs = models if models is not None else [model] * len(requests)
             entries: dict[tuple[str, str], AuditedModel] = {}
             for ref in refs:
@@ -93,6 +98,7 @@ class AuditRows(StoreBase):
                     timings={},
                     created_at=utcnow(),
                     repeat_group=group,
+                    shared_model_id=shared_model_id,
                 )
                 session.add(audit)
                 created.append(audit)

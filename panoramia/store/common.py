@@ -195,6 +195,8 @@ class StoreBase:
 
         def _model(self, session: Session, ref: ModelRef, owner_id: int) -> AuditedModel: ...
 
+        def join_shared(self, session: Session, shared_id: int, contributor_id: int) -> None: ...
+
 
 def reports_query(principal: Principal, model_name: str) -> Select:
     """Every report of ``model_name`` the principal may see (a contributor: hers only, the

@@ -38,12 +38,13 @@ from panoramia.store.contributor_rows import ContributorRows
 from panoramia.store.database import WRITE_OPTION
 from panoramia.store.model_rows import ModelRows
 from panoramia.store.report_rows import ReportRows
+from panoramia.store.shared_rows import SharedRows
 
 
-class ReportStore(ContributorRows, ModelRows, AuditRows, ReportRows):
+class ReportStore(ContributorRows, ModelRows, AuditRows, ReportRows, SharedRows):
     """Transactional access to contributors, models, audits and reports (one part of the
     store a module: :mod:`~panoramia.store.contributor_rows`, ``model_rows``, ``audit_rows``,
-    ``report_rows``)."""
+    ``report_rows``, ``shared_rows``)."""
 
     def __init__(self, engine: Engine):
         self.engine = engine

@@ -93,6 +93,10 @@ class Audit(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     repeat_group: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     """The audits of one request for repeats share it (docs/SPEC.md §3.2); None: a single one."""
+    shared_model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("shared_models.id", name="fk_audits_shared_model"), nullable=True, index=True
+    )
+    """The published shared model it audits (docs/SPEC.md §3.3); None: a model of her own."""
     model: Mapped[AuditedModel] = relationship(lazy="joined", innerjoin=True)
 
 
@@ -164,3 +168,70 @@ class Upload(Base):
     touched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     """When its last chunk arrived (an upload that stalls is removed after a while)."""
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SharedModel(Base):
+    """A model its owner published for others to audit (docs/SPEC.md §3.3): one row per
+    version. Its file is the owner's model upload (``upload_id``) or a folder the operator
+    placed under ``models/`` (``placed``, admins only); neither is ever shown to another
+    contributor. ``withdrawn_at``: no new audit may name it (its audits and reports stay)."""
+
+    __tablename__ = "shared_models"
+    __table_args__ = (
+        UniqueConstraint("owner_id", "name", "version", name="uq_shared_models_owner_name_version"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(
+        ForeignKey("contributors.id", name="fk_shared_models_owner"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(100))
+    upload_id: Mapped[str | None] = mapped_column(
+        ForeignKey("uploads.id", name="fk_shared_models_upload"), nullable=True, index=True
+    )
+    placed: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """An operator-placed model folder, relative to ``models/``."""
+    modality: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    declared: Mapped[dict] = mapped_column(JsonColumn, default=dict)
+    claim: Mapped[dict | None] = mapped_column(JsonColumn, nullable=True)
+    """The declared guarantee its audits are checked against (claims JSON, validated)."""
+    audience_all: Mapped[bool] = mapped_column(Boolean, default=False)
+    """Every contributor of the service may audit it (else only :class:`SharedAudience`)."""
+    published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    withdrawn_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SharedAudience(Base):
+    """A contributor, by name, whom the owner let audit a shared model version. Names are
+    kept as the owner gave them (a name nobody holds yet refuses nothing and tells nothing)."""
+
+    __tablename__ = "shared_audience"
+    shared_model_id: Mapped[int] = mapped_column(
+        ForeignKey("shared_models.id", ondelete="CASCADE", name="fk_shared_audience_model"),
+        primary_key=True,
+    )
+    contributor_name: Mapped[str] = mapped_column(String(120), primary_key=True, index=True)
+
+
+class SharedParticipant(Base):
+    """A contributor who audited a shared model version: the pseudonym its owner sees her by
+    (the same for every version of one name), whether she chose to be named, and whether she
+    withdrew her audits from its leakage report."""
+
+    __tablename__ = "shared_participants"
+    __table_args__ = (
+        UniqueConstraint(
+            "shared_model_id", "contributor_id", name="uq_shared_participants_model_contributor"
+        ),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    shared_model_id: Mapped[int] = mapped_column(
+        ForeignKey("shared_models.id", name="fk_shared_participants_model"), index=True
+    )
+    contributor_id: Mapped[int] = mapped_column(
+        ForeignKey("contributors.id", name="fk_shared_participants_contributor"), index=True
+    )
+    pseudonym: Mapped[str] = mapped_column(String(40))
+    named: Mapped[bool] = mapped_column(Boolean, default=False)
+    withdrawn_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    joined_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -26,6 +26,7 @@ from panoramia.service.api.headers import SafeHeaders
 from panoramia.service.api.reports import HTML_POLICY, reports_router
 from panoramia.service.api.request_limits import SpooledBody, make_limiter
 from panoramia.service.api.service_routes import service_router
+from panoramia.service.api.shared_models import shared_models_router
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console.pages import NotSignedIn, console_router, not_signed_in_redirect
 from panoramia.service.route_answers import counted
@@ -45,7 +46,8 @@ def create_app(
 ) -> FastAPI:
     """The API over ``store``, sending audits to ``queue``; ``lifespan`` (optional) runs around
     the server's life (:func:`panoramia.service.server.app_from_env` closes the queue there).
-    One router per resource: service, audits, reports and models, uploads, the console."""
+    One router per resource: service, audits, reports and models, uploads, shared models,
+    the console."""
     app = FastAPI(
         title="panoramia-audit report service",
         version="1",
@@ -73,7 +75,7 @@ def create_app(
         counted(limiter.limit(settings.rate_limit)), checks,
     )  # fmt: skip
     routers = [make(needs) for make in (service_router, audits_router, reports_router,
-                                        uploads_router)]  # fmt: skip
+                                        uploads_router, shared_models_router)]  # fmt: skip
     for router in routers:
         app.include_router(router)
     refused = route_refusals(

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.cost import OverBudget
 from panoramia.store.repository import StorageFull, StoreBusy, TooManyAudits
+from panoramia.store.shared_rows import SharedModelWithdrawn
 
 RETRY_AFTER_S = 2
 
@@ -92,6 +93,10 @@ def add_error_answers(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": f"{error}: wait for one of yours to end"}, 429, {"Retry-After": "60"}
         )
+
+    @app.exception_handler(SharedModelWithdrawn)
+    async def _withdrawn(_request: Request, error: SharedModelWithdrawn) -> JSONResponse:
+        return JSONResponse({"detail": f"shared: {error}"}, 409)
 
     @app.exception_handler(StorageFull)
     async def _storage_full(_request: Request, error: StorageFull) -> JSONResponse:

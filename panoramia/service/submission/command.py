@@ -240,6 +240,8 @@ def audit_overrides(
 
     check_overrides(request.overrides)
     target, data = request.target, request.data
+    assert target is not None
+    assert request.model is not None
     entry = modality(data.modality)
     lines = entry.command_line()
     if target.config is not None:

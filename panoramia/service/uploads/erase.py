@@ -109,6 +109,13 @@ def erase_upload(
         if busy:
             rows.move(upload.id, (DELETING,), was)  # back where it was, not where it was read
             raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
+        published = store.published_upload(upload.id)
+        if published:
+            rows.move(upload.id, (DELETING,), was)
+            raise UploadInUse(
+                f"it is published as shared model {published[0]}: withdraw it first "
+                f"(panoramia models withdraw {published[0].replace('/', ' --version ')})"
+            )
     else:
         audits = rows.audits_naming(upload.contributor_id, upload.id)
     erased = Erased(upload.id, upload.name, upload.kind)
@@ -128,6 +135,7 @@ def erase_upload(
     what = "model upload" if upload.kind == "model" else "data upload"
     note = f"Removed on {when}: the {what} {upload.name!r} this audit used was deleted."
     erased.reports_redacted = store.redact_reports([audit.id for audit in audits], note)
+    store.detach_upload(upload.id)  # withdrawn versions it backed keep their reports
     rows.remove(upload.id)
     return erased
 

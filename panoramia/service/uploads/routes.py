@@ -313,7 +313,10 @@ def _add_worker_routes(router: APIRouter, needs: RouteNeeds, rows: UploadRows) -
         if (
             upload is None
             or upload.state != READY
-            or not rows.audits_naming(upload.contributor_id, upload.id, status="running")
+            or not (
+                rows.audits_naming(upload.contributor_id, upload.id, status="running")
+                or needs.store.running_shared_audit_reads(upload.id)  # a shared model's file
+            )
         ):
             raise HTTPException(404, NOT_FOUND)
         return upload, _folder(needs, upload).data_path(upload.filename)

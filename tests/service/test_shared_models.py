@@ -1,0 +1,266 @@
+"""Issue 69: one shared model, many contributors (docs/SPEC.md §3.3, SECURITY.md "Shared
+models"). An owner publishes her model upload; three contributors of its audience audit it
+with their own data through ``POST /v1/audits``; the per-model leakage report is recomputed
+from their stored reports and shows each viewer what the rule lets her see. The audits here
+are queued through the real door and finished with real report documents (a measurement of
+simulated scores with an in-audit null) the way a worker finishes them; the worker's own run
+of a shared model's audit is ``test_a_shared_model_is_audited_by_the_worker``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from panoramia.report.shared_leakage import (
+    MIN_AGGREGATE,
+    VersionLeakage,
+    audience_of,
+    holm,
+)
+from panoramia.store.repository import ReportContent
+from tests.conftest import TINY_AUDIT
+from tests.service.test_upload_deletion import _model_archive, _send
+from tests.service_support import (
+    LiveService,
+    queued_only_service,
+    redis_database,
+    report_document_for_test,
+)
+
+OWNER = "olivia"
+
+
+def judged_document(seed: int, *, leaks: bool) -> dict:
+    """A real report document (a measurement of simulated scores) with an in-audit null that
+    calls a leak (p = 0.001) or does not (p ≈ 0.6), consistent with its own figures."""
+    document = report_document_for_test(seed, shift=2.0 if leaks else 0.0)
+    from panoramia.report.document import SCHEMA_VERSION
+
+    document["schema_version"] = SCHEMA_VERSION  # the current schema: the null is read
+    game = "two_sided" if isinstance(document.get("two_sided"), dict) else "one_sided"
+    observed = (document["two_sided"] if game == "two_sided" else document)["eps_tilde"]
+    threshold = observed - 0.05 if leaks else observed + 0.5
+    document["null"] = {
+        "game": game, "draws": 999, "exceed": 0 if leaks else 600, "false_alarm_rate": 0.05,
+        "observed": observed, "threshold": threshold, "interval": [0.0, observed + 0.1],
+    }  # fmt: skip
+    return document
+
+
+def finish(service: LiveService, audit_id: str, *, leaks: bool, seed: int = 0) -> None:
+    """Finish a queued audit as a worker does: claimed, then its report stored."""
+    assert service.store.claim(audit_id, "w1") is not None
+    content = ReportContent(document=judged_document(seed, leaks=leaks), html="<p>page</p>")
+    assert service.store.finish(audit_id, "w1", content, timings={}) is not None
+
+
+def _table(rows) -> bytes:  # type: ignore[no-untyped-def]
+    return rows.to_csv(index=False).encode()
+
+
+def _audit_body(version: str = "1", repeats: int = 1) -> dict:
+    return {
+        "shared": {"owner": OWNER, "name": "census", "version": version},
+        "data": {"source": "csv", "members": "mine", "label": "income"},
+        "overrides": [o for o in TINY_AUDIT if not o.startswith("target.")],
+        "repeats": repeats,
+    }
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str):  # type: ignore[no-untyped-def]
+    from panoramia.modalities.tabular.adult import load_adult
+
+    train, _test = load_adult()
+    home = tmp_path / "home"
+    home.mkdir()
+    with queued_only_service(home, database_url, redis_database(1),
+                             rate_limit="1000/minute") as running:  # fmt: skip
+        with running.client(running.token(OWNER)) as owner:
+            _send(owner, "forest", "model", "forest.tar.gz",
+                  _model_archive(train.iloc[:600], tmp_path / "forest"))  # fmt: skip
+        for index, name in enumerate(("alice", "bob", "carol", "dave")):
+            with running.client(running.token(name)) as client:
+                rows = train.iloc[600 + 300 * index : 900 + 300 * index]
+                _send(client, "mine", "data", "mine.csv", _table(rows))
+        yield running
+
+
+def _publish(client, version: str = "1", audience: object = ("alice", "bob", "carol")):  # type: ignore[no-untyped-def]
+    body = {"name": "census", "version": version, "upload": "forest",
+            "audience": audience if audience == "all" else list(audience)}  # fmt: skip
+    return client.post("/v1/shared-models", json=body)
+
+
+def test_three_contributors_audit_one_shared_model_and_each_reads_what_she_may(
+    service: LiveService,
+) -> None:
+    clients = {name: service.client(service.token(name))
+               for name in (OWNER, "alice", "bob", "carol", "dave")}  # fmt: skip
+    owner, alice, bob, carol, dave = clients.values()
+    published = _publish(owner)
+    assert published.status_code == 201, published.text
+    assert published.headers["Location"] == "/v1/shared-models/olivia/census/1/leakage"
+    assert _publish(owner).status_code == 409  # the same version twice
+
+    listed = alice.get("/v1/shared-models").json()
+    assert [(m["owner"], m["name"], m["version"]) for m in listed] == [(OWNER, "census", "1")]
+    assert set(listed[0]) == {"owner", "name", "version", "modality", "claim", "declared",
+                              "published_at", "withdrawn", "mine", "audience", "names"}  # fmt: skip
+    assert listed[0]["names"] is None
+    assert listed[0]["audience"] is None
+    assert "forest" not in json.dumps(listed)
+    assert owner.get("/v1/shared-models").json()[0]["names"] == ["alice", "bob", "carol"]
+
+    # dave is outside the audience: every route of it is 404, as for a model that is not
+    assert dave.get("/v1/shared-models").json() == []
+    for path in ("/v1/shared-models/olivia/census/1/leakage",
+                 "/v1/shared-models/olivia/census/leakage"):  # fmt: skip
+        assert dave.get(path).status_code == 404
+    assert dave.delete("/v1/shared-models/olivia/census/1").status_code == 404
+    refused = dave.post("/v1/audits", json=_audit_body())
+    unknown = dave.post("/v1/audits", json=_audit_body(version="9"))
+    assert refused.status_code == unknown.status_code == 404
+    assert refused.json()["detail"].replace(":1 ", ":9 ") == unknown.json()["detail"]
+    assert alice.delete("/v1/shared-models/olivia/census/1").status_code == 403
+
+    audits = {}
+    for name, client, repeats in (("alice", alice, 1), ("bob", bob, 3), ("carol", carol, 1)):
+        answer = client.post("/v1/audits", json=_audit_body(repeats=repeats))
+        assert answer.status_code == 202, answer.text
+        view = answer.json()
+        assert view["request"]["shared"] == {"owner": OWNER, "name": "census", "version": "1"}
+        assert view["request"]["target"] is None  # never the owner's file
+        assert "forest" not in json.dumps(view)
+        assert view["model"]["name"] == "olivia.census"
+        group = view["repeat_group"]
+        audits[name] = (
+            [a.id for a in service.store.repeat_audits(service.store.authenticate(
+                service.tokens[name]), group)] if group else [view["id"]]
+        )  # fmt: skip
+    finish(service, audits["alice"][0], leaks=True, seed=1)
+
+    # one contributor counted: she reads her own row and nothing of the model's figures
+    mine = alice.get("/v1/shared-models/olivia/census/1/leakage").json()
+    assert mine["withheld"]
+    assert mine["verdict"] is None
+    assert mine["rows"] is None
+    assert mine["contributors"] is None
+    assert mine["eps_tilde"] is None
+    assert mine["yours"]["runs"] == 1
+    assert mine["yours"]["found"] is None
+    assert bob.get("/v1/shared-models/olivia/census/1/leakage").json()["yours"] is None
+
+    for index, audit_id in enumerate(audits["bob"]):
+        finish(service, audit_id, leaks=True, seed=10 + index)
+    finish(service, audits["carol"][0], leaks=False, seed=20)
+
+    full = owner.get("/v1/shared-models/olivia/census/1/leakage").json()
+    assert full["contributors"] == 3
+    assert full["runs"] == 5
+    assert full["verdict"]["level"] == "leaks"
+    assert full["verdict"]["found"] == 2
+    rows = {row["runs"]: row for row in full["rows"]}
+    assert rows[3]["found"] is True  # bob's pooled group
+    assert [row["found"] for row in full["rows"]].count(True) == 2
+    assert all(row["who"].startswith("contributor-") for row in full["rows"])
+    assert not any(name in json.dumps(full) for name in ("alice", "bob", "carol"))
+
+    seen = alice.get("/v1/shared-models/olivia/census/1/leakage").json()
+    assert seen["withheld"] is None
+    assert seen["verdict"]["level"] == "leaks"
+    assert seen["rows"] is None
+    assert seen["yours"]["found"] is True
+    others = [row["who"] for row in full["rows"] if row["who"] != seen["yours"]["who"]]
+    assert len(others) == 2
+    assert not any(p in json.dumps(seen) for p in others)
+
+    # carol chooses to be named, then a forged report of the model's name enters nothing
+    chosen = "/v1/shared-models/olivia/census/1/participation?named=true"
+    assert carol.put(chosen).json()["named"] is True
+    assert dave.put(chosen).status_code == 404
+    forged = {"model": {"name": "olivia.census", "version": "1"},
+              "report": judged_document(5, leaks=True)}  # fmt: skip
+    for client in (alice, dave):
+        assert client.post("/v1/reports", json=forged).status_code == 201
+    again = owner.get("/v1/shared-models/olivia/census/1/leakage").json()
+    assert again["contributors"] == 3
+    assert again["runs"] == 5
+    assert "carol" in [row["who"] for row in again["rows"]]
+
+    # version 2 side by side; carol deleting her data takes her row out
+    assert _publish(owner, version="2", audience="all").status_code == 201
+    assert dave.get("/v1/shared-models").json()[0]["version"] == "2"  # "all" takes him in
+    assert carol.delete("/v1/uploads/mine").status_code == 200
+    both = owner.get("/v1/shared-models/olivia/census/leakage").json()
+    assert [v["version"] for v in both["versions"]] == ["1", "2"]
+    assert both["versions"][0]["contributors"] == 2
+    assert both["versions"][1]["verdict"]["level"] == "not_audited"
+    assert alice.get("/v1/shared-models/olivia/census/1/leakage").json()["withheld"]
+    assert dave.get("/v1/shared-models/olivia/census/leakage").json()["versions"][0][
+        "version"
+    ] == "2"  # fmt: skip
+
+    # bob withdraws his audits; the owner's file cannot go while published; withdrawn: 409
+    left = bob.put("/v1/shared-models/olivia/census/1/participation?withdrawn=true")
+    assert left.json()["withdrawn"] is True
+    assert owner.get("/v1/shared-models/olivia/census/1/leakage").json()["contributors"] == 1
+    kept = owner.delete("/v1/uploads/forest")
+    assert kept.status_code == 409
+    assert "withdraw it first" in kept.text
+    assert owner.delete("/v1/shared-models/olivia/census/1").json()["withdrawn"] is True
+    late = alice.post("/v1/audits", json=_audit_body())
+    assert late.status_code == 409
+    assert "withdrawn" in late.text
+    assert alice.get("/v1/shared-models/olivia/census/1/leakage").status_code == 200
+    for client in clients.values():
+        client.close()
+
+
+def test_every_field_of_the_leakage_report_declares_who_sees_it() -> None:
+    """The walk over every field: each declares an audience, and a contributor's view built
+    with fewer than three counted holds none of the aggregate or owner fields."""
+    from datetime import UTC, datetime
+
+    from panoramia.report.digest import report_digest
+    from panoramia.report.shared_leakage import (
+        ContributorUnit,
+        Published,
+        RunRecord,
+        version_leakage,
+        view_for,
+    )
+
+    audiences = {name: audience_of(name) for name in VersionLeakage.model_fields}
+    assert set(audiences.values()) <= {"everyone", "aggregate", "owner", "self"}
+    now = datetime.now(UTC)
+    units = [
+        ContributorUnit(key=k, label=f"contributor-{k}", named=False, runs=[
+            RunRecord("succeeded", report_digest(judged_document(k, leaks=k == 1)), now)])
+        for k in (1, 2)
+    ]  # fmt: skip
+    full = version_leakage(Published(OWNER, "census", "1", now, False, None), units)
+    for count, chosen in ((2, units), (MIN_AGGREGATE, [*units, units[0].__class__(
+            key=3, label="contributor-3", named=False, runs=units[1].runs)])):  # fmt: skip
+        full = version_leakage(Published(OWNER, "census", "1", now, False, None), chosen)
+        seen = view_for(full, "contributor", 1, chosen)
+        for name, audience in audiences.items():
+            value = getattr(seen, name)
+            if audience == "owner" or (audience == "aggregate" and count < MIN_AGGREGATE):
+                assert value is None, name
+        assert seen.yours is not None
+        assert seen.yours.who == "contributor-1"
+        text = seen.model_dump_json()
+        assert "contributor-2" not in text
+        assert "contributor-3" not in text
+        owner_view = view_for(full, "owner", None, chosen)
+        assert all(getattr(owner_view, n) is not None for n in ("rows", "verdict", "contributors"))
+
+
+def test_holm_holds_under_any_dependence_and_finds_in_order() -> None:
+    assert holm([0.01, 0.04, 0.03]) == [True, False, False]  # 0.01 ≤ 0.05/3; 0.03 > 0.025
+    assert holm([0.001, 0.02, 0.04]) == [True, True, True]  # 0.02 ≤ 0.025, 0.04 ≤ 0.05
+    assert holm([0.02, 0.02, 0.02]) == [False, False, False]
+    assert holm([]) == []
