@@ -103,6 +103,29 @@ class ServiceClient:
     def report_html(self, report_id: str) -> str:
         return self.request("GET", f"/v1/reports/{report_id}/html").text
 
+    def publish_shared(self, body: dict) -> dict:
+        """Publish a model upload as a shared model version (``POST /v1/shared-models``)."""
+        return self.request("POST", "/v1/shared-models", json=body).json()
+
+    def shared_models(self) -> list[dict]:
+        """The shared model versions she may audit and those she published."""
+        return self.request("GET", "/v1/shared-models").json()
+
+    def withdraw_shared(self, owner: str, name: str, version: str) -> dict:
+        return self.request("DELETE", f"/v1/shared-models/{owner}/{name}/{version}").json()
+
+    def participate(self, owner: str, name: str, version: str, **choices: bool) -> dict:
+        """Her choices for a version she audited (``named``, ``withdrawn``)."""
+        params = {k: str(v).lower() for k, v in choices.items()}
+        path = f"/v1/shared-models/{owner}/{name}/{version}/participation"
+        return self.request("PUT", path, params=params).json()
+
+    def leakage(self, owner: str, name: str, version: str | None = None) -> dict:
+        """One version's leakage report, or (no version) every version's side by side."""
+        if version is None:
+            return self.request("GET", f"/v1/shared-models/{owner}/{name}/leakage").json()
+        return self.request("GET", f"/v1/shared-models/{owner}/{name}/{version}/leakage").json()
+
     def uploads(self) -> list[dict]:
         return self.request("GET", "/v1/uploads").json()
 

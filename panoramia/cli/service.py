@@ -319,7 +319,9 @@ def reports_upload(
 @audits.command("submit")
 @exits_on_input_error
 def audits_submit(
-    model: Annotated[str, typer.Option("--model", help="The model's name.")],
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model's name (not with --shared).")
+    ] = None,
     version: Annotated[str, typer.Option(help="The model's version.")] = "1",
     target_config: Annotated[
         str | None, typer.Option(help="A demo target config (e.g. mlp_overfit).")
@@ -353,6 +355,13 @@ def audits_submit(
     ] = None,
     override: Annotated[
         list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
+    ] = None,
+    shared: Annotated[
+        str | None,
+        typer.Option(
+            help="A shared model you may audit, OWNER/NAME:VERSION (panoramia models shared), "
+            "instead of --model and --target-*: your report also enters its leakage report."
+        ),
     ] = None,
     control_path: Annotated[
         str | None,
@@ -388,13 +397,11 @@ def audits_submit(
     named = None if gate is None else named_policy(gate, setting="--gate")  # before submitting
     if junit is not None and named is None:
         raise InputError("--junit: only with --gate")
-    target = {"config": target_config} if target_config else {"path": target_path}
     data = _audit_data(source, members, label, nonmembers, categorical, continuous)
     client = _client(url, token)
     audit = client.submit_audit(
         {
-            "model": {"name": model, "version": version},
-            "target": target,
+            **_audited(model, version, target_config, target_path, shared, control_path),
             "data": data,
             "overrides": override or [],
             **({"repeats": repeats} if repeats > 1 else {}),  # an older server knows no repeats
@@ -418,6 +425,31 @@ def audits_submit(
                            "gate fails", err=True)  # fmt: skip
                 raise typer.Exit(1)
             _gate_report(report, named, junit)
+
+
+def _audited(
+    model: str | None,
+    version: str,
+    target_config: str | None,
+    target_path: str | None,
+    shared: str | None,
+    control_path: str | None,
+) -> dict:
+    """The request's model and target, or its ``shared`` model: InputError naming the option
+    where they are mixed or missing."""
+    if shared is not None:
+        from panoramia.cli.shared import shared_key
+
+        mixed = [name for name, given in (("--model", model), ("--target-config", target_config),
+                                          ("--target-path", target_path),
+                                          ("--control-path", control_path)) if given]  # fmt: skip
+        if mixed:
+            raise InputError(f"--shared: names the model; give it without {', '.join(mixed)}")
+        return {"shared": shared_key(shared, setting="--shared")}
+    if model is None:
+        raise InputError("--model: give the model's name (or --shared OWNER/NAME:VERSION)")
+    target = {"config": target_config} if target_config else {"path": target_path}
+    return {"model": {"name": model, "version": version}, "target": target}
 
 
 def _gate_report(report: dict, named: NamedPolicy, junit: Path | None) -> None:

@@ -23,7 +23,9 @@ from panoramia.cli.service import DEFAULT_URL, AsJson, Token, Url, _client
 from panoramia.errors import InputError
 
 data = typer.Typer(help="Your data files on the service: upload, list, delete.")
-models = typer.Typer(help="Your models on the service: upload, list, delete.")
+models = typer.Typer(
+    help="Your models on the service: upload, list, delete; publish one as a shared model."
+)
 data.info.no_args_is_help = models.info.no_args_is_help = True
 Name = Annotated[
     str | None,
@@ -171,5 +173,9 @@ _verbs(models, "model", "A model folder with its target.json.", check=True)
 
 
 def register_upload_commands(app: typer.Typer) -> None:
+    from panoramia.cli.service import reports
+    from panoramia.cli.shared import register_shared_commands
+
+    register_shared_commands(models, reports)
     app.add_typer(data, name="data")
     app.add_typer(models, name="models")

@@ -65,7 +65,7 @@ def test_health_and_openapi(service: LiveService) -> None:
     with service.client(None) as anonymous:
         health = anonymous.get("/healthz").json()
         assert health == {"status": "ok", "database": "ok", "queue": "celery",
-                          "schema_revision": "0006"}  # fmt: skip
+                          "schema_revision": "0007"}  # fmt: skip
         paths = anonymous.get("/openapi.json").json()["paths"]
     assert set(paths) >= {"/v1/audits", "/v1/audits/{audit_id}", "/v1/reports",
                           "/v1/models", "/v1/models/{model}/reports", "/v1/reports/{report_id}",

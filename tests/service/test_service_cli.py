@@ -24,7 +24,7 @@ def test_db_upgrade_and_tokens_create(tmp_path: Path) -> None:
     env = {"PANORAMIA_HOME": str(tmp_path), "PANORAMIA_DATABASE_URL": ""}
     upgraded = run("db", "upgrade", env=env)
     assert upgraded.exit_code == 0, upgraded.output
-    assert "revision 0006" in upgraded.output
+    assert "revision 0007" in upgraded.output
     assert (tmp_path / "panoramia.db").is_file()
     token = run("tokens", "create", "--contributor", "alice", env=env)
     assert token.exit_code == 0

@@ -9,6 +9,7 @@ of a shared model's audit is ``test_a_shared_model_is_audited_by_the_worker``.""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,71 @@ def test_holm_holds_under_any_dependence_and_finds_in_order() -> None:
     assert holm([0.001, 0.02, 0.04]) == [True, True, True]  # 0.02 ≤ 0.025, 0.04 ≤ 0.05
     assert holm([0.02, 0.02, 0.02]) == [False, False, False]
     assert holm([]) == []
+
+
+def test_a_shared_model_is_audited_by_the_worker_through_the_cli(tmp_path: Path) -> None:
+    """The owner publishes with ``panoramia models publish``; a contributor submits with
+    ``audits submit --shared``; the worker's own code path (the confined child) stages the
+    owner's file and audits it; ``reports model`` reads the version's report; a remote
+    worker may fetch the owner's file only while such an audit runs."""
+    from typer.testing import CliRunner
+
+    from panoramia.cli import app as cli
+    from panoramia.modalities.tabular.adult import load_adult
+    from panoramia.service.worker.run import run_audit
+    from panoramia.store.repository import AuditStatus
+
+    def run(token: str, *args: str):  # type: ignore[no-untyped-def]
+        env = {"PANORAMIA_URL": service.url, "PANORAMIA_TOKEN": token}
+        return CliRunner().invoke(cli, list(args), env=env)
+
+    train, test = load_adult()
+    home = tmp_path / "home"
+    home.mkdir()
+    with queued_only_service(home, f"sqlite:///{home / 'store.sqlite'}", redis_database(2),
+                             rate_limit="1000/minute") as service:  # fmt: skip
+        service: LiveService
+        owner_token, alice_token = service.token(OWNER), service.token("alice")
+        with service.client(owner_token) as owner:
+            sent = _send(owner, "forest", "model", "forest.tar.gz",
+                         _model_archive(train.iloc[:800], tmp_path / "forest"))  # fmt: skip
+        with service.client(alice_token) as alice:
+            _send(alice, "mine", "data", "mine.csv", _table(train.iloc[:800]))
+            _send(alice, "held-out", "data", "held-out.csv", _table(test.iloc[:400]))
+        published = run(owner_token, "models", "publish", "forest", "--name", "census",
+                        "--audience", "alice,bob")  # fmt: skip
+        assert published.exit_code == 0, published.output
+        assert "olivia/census:1" in published.output
+        listed = run(alice_token, "models", "shared")
+        assert "olivia/census:1" in listed.output
+        assert "forest" not in listed.output
+        mixed = run(alice_token, "audits", "submit", "--shared", "olivia/census:1",
+                    "--model", "x", "--members", "mine")  # fmt: skip
+        assert mixed.exit_code == 2
+        assert "--shared" in mixed.output
+        submitted = run(alice_token, "audits", "submit", "--shared", "olivia/census:1",
+                        "--members", "mine", "--nonmembers", "held-out", "--label", "income",
+                        *[f"-o{o}" for o in TINY_AUDIT if not o.startswith("target.")])  # fmt: skip
+        assert submitted.exit_code == 0, submitted.output
+        audit_id = submitted.output.strip()
+        worker = service.store.create_contributor("worker-1", worker=True)
+        with service.client(worker) as remote:
+            assert remote.get(f"/v1/worker/uploads/{sent['id']}").status_code == 404
+            assert service.store.claim(audit_id, "probe") is not None  # running now
+            assert remote.get(f"/v1/worker/uploads/{sent['id']}").status_code == 200
+        service.store.recover_orphans(stale_after=timedelta(0), max_attempts=5)  # queued again
+        assert run_audit(service.store, service.settings, audit_id) == AuditStatus.SUCCEEDED
+        shown = run(owner_token, "reports", "model", "olivia/census")
+        assert shown.exit_code == 0, shown.output
+        assert "olivia/census:1" in shown.output
+        assert "contributor-" in shown.output  # her row, under a pseudonym
+        assert "alice" not in shown.output
+        hers = run(alice_token, "reports", "model", "olivia/census:1", "--json")
+        found = json.loads(hers.output)
+        assert found["withheld"]  # one contributor: only her own row
+        assert found["yours"]["runs"] == 1
+        assert found["yours"]["o1_eps_lb"] is not None  # she gave held-out rows
+        with service.client(alice_token) as alice:
+            view = alice.get(f"/v1/audits/{audit_id}").json()
+        assert "forest" not in json.dumps(view)
+        assert sent["id"] not in json.dumps(view)
