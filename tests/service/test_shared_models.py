@@ -126,6 +126,11 @@ def test_three_contributors_audit_one_shared_model_and_each_reads_what_she_may(
     assert refused.status_code == unknown.status_code == 404
     assert refused.json()["detail"].replace(":1 ", ":9 ") == unknown.json()["detail"]
     assert alice.delete("/v1/shared-models/olivia/census/1").status_code == 403
+    for forged in ("Olivia", "olivia ", "alice", "olivia%2Fcensus"):  # names near the real one
+        for client in (alice, dave):
+            answer = client.get(f"/v1/shared-models/{forged}/census/1/leakage")
+            assert answer.status_code == 404, (forged, answer.text)
+    assert alice.get("/v1/shared-models/olivia/Census/1/leakage").status_code == 404
 
     audits = {}
     for name, client, repeats in (("alice", alice, 1), ("bob", bob, 3), ("carol", carol, 1)):
@@ -168,6 +173,9 @@ def test_three_contributors_audit_one_shared_model_and_each_reads_what_she_may(
     assert [row["found"] for row in full["rows"]].count(True) == 2
     assert all(row["who"].startswith("contributor-") for row in full["rows"])
     assert not any(name in json.dumps(full) for name in ("alice", "bob", "carol"))
+
+    with service.client(service.token("root", admin=True)) as admin:
+        assert admin.get("/v1/shared-models/olivia/census/1/leakage").json() == full
 
     seen = alice.get("/v1/shared-models/olivia/census/1/leakage").json()
     assert seen["withheld"] is None

@@ -306,3 +306,43 @@ def test_a_controls_report_is_never_a_models_latest(store: ReportStore) -> None:
     _, newest = store.latest_reports(alice, "census")
     assert newest is not None
     assert newest.id == target.id
+
+
+def test_revision_0007_keeps_every_row_and_names_no_shared_model(database_url: str) -> None:
+    """An audit stored at revision 0006 (its columns, not today's) is there after 0007,
+    naming no shared model (so it never enters a shared model's report)."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import JSON, Boolean, Integer, String, column, insert, table
+
+    engine = make_engine(database_url)
+    upgrade(engine, "0006")
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    with engine.begin() as connection:
+        connection.execute(insert(table(
+            "contributors", column("id", Integer), column("name", String),
+            column("token_hash", String), column("is_admin", Boolean),
+            column("is_worker", Boolean), column("created_at"),
+        )).values(id=1, name="alice", token_hash="0" * 64, is_admin=False, is_worker=False,
+                  created_at=now))  # fmt: skip
+        connection.execute(insert(table(
+            "models", column("id", Integer), column("contributor_id", Integer),
+            column("name", String), column("version", String), column("declared", JSON),
+            column("created_at"),
+        )).values(id=1, contributor_id=1, name="census", version="1", declared={},
+                  created_at=now))  # fmt: skip
+        connection.execute(insert(table(
+            "audits", column("id", String), column("contributor_id", Integer),
+            column("model_id", Integer), column("status", String), column("request", JSON),
+            column("progress", JSON), column("attempts", Integer),
+            column("cancel_requested", Boolean), column("timings", JSON), column("created_at"),
+        )).values(id="a" * 36, contributor_id=1, model_id=1, status="succeeded", request={},
+                  progress={}, attempts=1, cancel_requested=False, timings={},
+                  created_at=now))  # fmt: skip
+    upgrade(engine)
+    after = ReportStore(engine)
+    kept = after.get_audit(None, "a" * 36)
+    assert kept is not None
+    assert kept.shared_model_id is None
+    assert kept.model.name == "census"
+    assert after.leakage_units(1) == []
