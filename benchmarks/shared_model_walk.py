@@ -1,6 +1,7 @@
 """The shared-model walk of issue 69, with real audits: an owner and three contributors.
 
-    python benchmarks/shared_model_walk.py [--database-url URL] [--repeats 3] [--json OUT]
+    python benchmarks/shared_model_walk.py [--database-url URL | --postgres] [--repeats 3]
+        [--json OUT]
 
 The owner (olivia) trains an over-fitted xgboost on alice's and bob's Adult rows only (carol's
 are disjoint and never seen), uploads it and publishes it as ``census`` version 1; each of the
@@ -169,10 +170,19 @@ def walk(database_url: str | None, repeats: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--postgres", action="store_true", help="A fresh schema of the local PostgreSQL."
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    seen = walk(args.database_url, args.repeats)
+    if args.postgres:
+        from tests.service_support import postgres_schema
+
+        with postgres_schema() as url:
+            seen = walk(url, args.repeats)
+    else:
+        seen = walk(args.database_url, args.repeats)
     _show("The owner reads (both versions, one row per contributor)", seen["owner"])
     _show("alice reads", seen["alice"])
     _show("The owner, once carol deleted her data", seen["after_deletion"])

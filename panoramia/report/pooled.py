@@ -116,7 +116,10 @@ def _pooled_quote(readings: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     game = games.most_common(1)[0][0]
     values = [r["value"] for r in readings if r["game"] == game and r["value"] is not None]
-    return {"game": game, **_mean_and_interval(values)}
+    found = _mean_and_interval(values)
+    if found["interval"] is not None:  # ε̃ ≥ 0: its mean's interval cut at 0 keeps its coverage
+        found["interval"] = [max(0.0, found["interval"][0]), max(0.0, found["interval"][1])]
+    return {"game": game, **found}
 
 
 def _mean_and_interval(values: list[float]) -> dict[str, Any]:

@@ -266,7 +266,7 @@ class SharedRows(StoreBase):
             select(SharedParticipant.contributor_id, SharedParticipant.pseudonym)
             .where(SharedParticipant.shared_model_id.in_(siblings))
         ).all())  # fmt: skip
-        pseudonym = taken.get(contributor_id)
+        pseudonym = taken.pop(contributor_id, None)  # hers under another version, if any
         others = set(taken.values())
         while pseudonym is None or pseudonym in others:
             pseudonym = f"contributor-{secrets.token_hex(3)}"

@@ -56,6 +56,16 @@ def test_the_pooled_figure_is_the_commonest_games_mean_with_its_interval():
     assert low < 2.0 < high
 
 
+def test_the_pooled_figures_interval_never_goes_below_zero():
+    """ε̃ is never negative: the interval of its mean over runs is cut at 0 (issue 72's
+    "−0.30 to 1.42" over runs of 0, 0 and 1.1)."""
+    readings = [run_reading(_run("no_leak_detected", 0.5, v)) for v in (0.0, 0.0, 1.1)]
+    quote = pooled_verdict(readings)["quote"]
+    assert quote["interval"][0] == 0.0
+    assert quote["interval"][1] > quote["mean"] > 0
+    assert "interval over the runs 0.00 to" in pooled_verdict(readings)["sentence"]
+
+
 def test_a_digest_reads_as_its_verdict_and_a_forged_p_is_not_a_p():
     digest = {"level": "leak_detected", "decision_p_value": 0.01, "p_value": 0.2,
               "false_alarm_rate": 0.05, "quote": {"value": 1.0, "game": "two_sided"}}  # fmt: skip

@@ -341,3 +341,30 @@ def test_a_shared_model_is_audited_by_the_worker_through_the_cli(tmp_path: Path)
             view = alice.get(f"/v1/audits/{audit_id}").json()
         assert "forest" not in json.dumps(view)
         assert sent["id"] not in json.dumps(view)
+
+
+def test_a_contributor_keeps_her_pseudonym_across_an_owners_versions(database_url: str) -> None:
+    """The owner sees one pseudonym per contributor for every version of one name (so that
+    she can see whether retraining changed a contributor's figure), distinct between them."""
+    from panoramia.store import ReportStore, make_engine, upgrade
+    from panoramia.store.repository import ModelRef
+    from panoramia.store.shared_rows import Publication
+    from panoramia.store.tables import SharedParticipant
+
+    engine = make_engine(database_url)
+    upgrade(engine)
+    store = ReportStore(engine)
+    owner = store.authenticate(store.create_contributor(OWNER))
+    people = [store.authenticate(store.create_contributor(n)) for n in ("alice", "bob")]
+    for version in ("1", "2"):
+        entry = store.publish(owner, Publication("census", version, None, "m", None, {}, None,
+                                                 everyone=True))  # fmt: skip
+        for person in people:
+            store.create_audits(person, ModelRef("olivia.census", version),
+                                [{"overrides_resolved": []}], shared_model_id=entry.id)  # fmt: skip
+    with store.sessions() as session:
+        rows = session.query(SharedParticipant).all()
+    names = {(row.contributor_id, row.pseudonym) for row in rows}
+    assert len(rows) == 4
+    assert len(names) == 2  # one each, the same under both versions
+    assert len({pseudonym for _, pseudonym in names}) == 2
