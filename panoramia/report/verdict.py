@@ -946,17 +946,11 @@ def next_steps(
         and (finite_number(g.get("p")) or 1.0) <= rate
     )
     decided = got if isinstance(got := quoted.get("decision"), dict) else {}
-    retrain = (
-        "For the model's owner: retrain with DP-SGD — `panoramia calibrate --epochs E "
-        "--batch-size B --dataset-size N --target-advantage 0.1` (E epochs, B examples a "
-        "batch, N training examples) gives the noise σ that keeps every membership attack's "
-        "advantage under 0.1; fewer epochs, early stopping or stronger regularisation also "
-        "shrink what the losses give away."
-    )
+    retrain = retrain_advice(document)
     remove = (
         "For you: if your rows should not be in this model, ask its owner to retrain without "
-        "them; delete your uploaded files here when you are done (`panoramia data delete` "
-        "with the upload's name)."
+        "them; delete the files you uploaded once you are done (in the console, “Your data "
+        "and models”; on the command line, panoramia data delete with the upload's name)."
     )
     if level == "leak_beyond_claim":
         steps += [
@@ -977,8 +971,8 @@ def next_steps(
             )
     elif level == "borderline":
         steps.append(
-            "Repeat the audit over more seeds (`panoramia-audit -m seed=0,1,2,3,4 …`, or "
-            "submit again with other seeds) and read the pooled figure; a larger audit set "
+            "Repeat the audit over more seeds (repeats of 3 or more: the console's Repeats, "
+            "or a multirun over seed) and read the pooled figure; a larger audit set "
             "(more member rows)"
             + (" also sharpens" if _o1_outside(document) else " or more held-out rows also sharpen")
             + " the answer."
@@ -1001,7 +995,8 @@ def next_steps(
         )
     else:
         steps.append(
-            "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm rate."
+            "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm "
+            "rate."
         )
     if standing and level not in DETECTED:
         steps.append(
@@ -1022,9 +1017,44 @@ def next_steps(
     if level not in DETECTED and fidelity is not None and fidelity > LOW_FIDELITY_AUC:
         steps.append(
             "The generated rows are easy to spot: a better generator (more rows to train it, "
-            "or `generator=` another kind) would let a hidden leak show."
+            "or another kind of generator) would let a hidden leak show."
         )
     return steps
+
+
+TREE_FORMATS = frozenset({"xgboost-json", "lightgbm-text", "catboost-cbm"})
+"""Targets that are boosted trees: DP-SGD does not train them."""
+NETWORK_FORMATS = frozenset({"torch-safetensors", "torchscript", "hf-causal-lm", "peft"})
+"""Targets trained by gradient descent on a network: DP-SGD trains them."""
+
+
+def retrain_advice(document: JSONDict) -> str:
+    """What the model's owner can retrain with, by the kind of model the report names
+    (``target.identity.format``): boosted trees, a network, or a model of another or unknown
+    kind (an ONNX graph, scikit-learn); plain words, no markup, any surface."""
+    target = got if isinstance(got := document.get("target"), dict) else {}
+    identity = got if isinstance(got := target.get("identity"), dict) else {}
+    kind = identity.get("format")
+    if kind in TREE_FORMATS:
+        return (
+            "For the model's owner: fewer or shallower trees, a larger minimum weight per "
+            "leaf, row and column subsampling and stronger L2 regularisation shrink what a "
+            "boosted model's scores give away; for a guarantee, train it with a "
+            "differentially private boosting method and declare that claim."
+        )
+    if kind in NETWORK_FORMATS or kind is None or kind == "":
+        return (
+            "For the model's owner: retrain with DP-SGD (the noise σ that keeps every "
+            "membership attack's advantage under 0.1 comes from the epochs, the batch size "
+            "and the number of training rows: panoramia calibrate --epochs E --batch-size B "
+            "--dataset-size N --target-advantage 0.1); fewer epochs, early stopping or "
+            "stronger regularisation also shrink what the losses give away."
+        )
+    return (
+        "For the model's owner: stronger regularisation, fewer passes over the data or early "
+        "stopping shrink what the model's scores give away; for a guarantee, retrain it with "
+        "differential privacy (DP-SGD for a network) and declare that claim."
+    )
 
 
 PLAIN = {

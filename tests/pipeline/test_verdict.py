@@ -437,3 +437,25 @@ def test_a_blind_baseline_that_beats_the_baseline_is_a_caveat() -> None:
     assert "in the two-sided game, its c_lb 2.00 against the baseline's 0.80" in caveat
     document["baseline"]["blind"] = "garbled"  # a malformed section never costs the verdict
     assert verdict(document)["level"] == "no_leak_detected"
+
+
+@pytest.mark.parametrize(
+    ("kind", "advice", "not_said"),
+    [
+        ("xgboost-json", "shallower trees", "DP-SGD ("),
+        ("catboost-cbm", "boosting method", "panoramia calibrate"),
+        ("torch-safetensors", "retrain with DP-SGD", "trees"),
+        ("onnx", "stronger regularisation", "trees"),
+    ],
+)
+def test_what_to_do_next_fits_the_kind_of_model_and_carries_no_markup(
+    kind: str, advice: str, not_said: str
+) -> None:
+    """Issue 72: DP-SGD is advice for a network, not for an xgboost model; no step carries
+    command-line markup (backticks), whichever surface shows it."""
+    document = _document((0.5, 0.6), (0.6, 2.9), null=_null(2.3, 0, threshold=0.3))
+    document["target"] = {"identity": {"format": kind}}
+    steps = verdict(document)["next_steps"]
+    assert any(advice in step for step in steps), steps
+    assert not any(not_said in step for step in steps), steps
+    assert not any("`" in step for step in steps), steps
