@@ -564,15 +564,9 @@ def repeat_lines(found: dict) -> list[str]:
         lines += [pooled["headline"], pooled["sentence"]]
     paired = found.get("paired")
     if paired:
-        spread = (
-            f" [{paired['interval'][0]:.3f}, {paired['interval'][1]:.3f}]"
-            if paired.get("interval")
-            else ""
-        )
-        lines.append(
-            f"Paired with your control over {paired['n']} seeds: ε̃ target − control = "
-            f"{paired['mean']:.3f}{spread} ({str(paired['game']).replace('_', '-')} game)"
-        )
+        from panoramia.report.pooled import paired_sentence
+
+        lines.append(paired_sentence(paired))
     for run in found["runs"]:
         level = WORDS.get(run.get("level") or "", "no report")
         role = " (control)" if run.get("role") == "control" else ""

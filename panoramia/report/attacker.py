@@ -196,6 +196,26 @@ def _rate_with_interval(value: float | None, interval: list[float | None] | None
     return f"{value:.1%}"
 
 
+def _gain(attack: JSONDict, baseline: JSONDict, key: str) -> str:
+    """Whether the model adds anything to what the data alone gives an attacker at FPR
+    ``key``: a sentence where it does not (its rate at most the baseline's, or their intervals
+    overlap), else empty."""
+    rate, base = attack["tpr_at_fpr"].get(key), baseline["tpr_at_fpr"].get(key)
+    if rate is None or base is None:
+        return ""
+    if rate <= base:
+        return " The model adds nothing here: without it, an attacker does as well."
+    spread = attack["tpr_at_fpr_interval"].get(key)
+    base_spread = baseline["tpr_at_fpr_interval"].get(key)
+    read = bool(spread and base_spread and None not in spread and None not in base_spread)
+    if read and spread[0] <= base_spread[1]:
+        return (
+            " The two intervals overlap: this audit cannot tell the model's gain from what "
+            "the data alone gives."
+        )
+    return ""
+
+
 def member_side_sentence(
     attack: JSONDict, baseline: JSONDict, eps_member: float, level: float, members: int
 ) -> str:
@@ -223,7 +243,8 @@ def member_side_sentence(
         "attacker with the model "
         f"picks out {with_model} of your {members:,} audited records; without the model, "
         f"{without} "
-        f"({level:.0%} intervals). In the game of member calls only (the paper's), the model "
+        f"({level:.0%} intervals).{_gain(attack, baseline, key)} In the game of member calls "
+        "only (the paper's), the model "
         f"multiplies the odds of a right member call by e^{eps_member:.2f} ≈ "
         f"{math.exp(min(eps_member, 20.0)):.2f}×."
     )

@@ -184,4 +184,30 @@ def paired_difference(
     if not pairs:
         return None
     differences = [t["value"] - c["value"] for t, c in pairs]
-    return {"game": pairs[0][0]["game"], **_mean_and_interval(differences)}
+    found = {"game": pairs[0][0]["game"], **_mean_and_interval(differences)}
+    return found | {"sentence": paired_sentence(found)}
+
+
+def paired_sentence(paired: dict[str, Any]) -> str:
+    """The paired difference in words, saying whether its interval holds zero (then these
+    runs cannot tell the target from a model that never saw the members)."""
+    mean, interval, n = paired["mean"], paired.get("interval"), paired["n"]
+    head = (
+        f"Paired with your control over {n} seed{'s' if n != 1 else ''}, the target's ε̃ is "
+        f"{mean:.2f} {'above' if mean >= 0 else 'below'} the control's on average"
+    )
+    if not interval:
+        return head + " (one pair: no interval)."
+    low, high = interval
+    shown = f" (95 % interval {low:.2f} to {high:.2f})"
+    if low <= 0.0 <= high:
+        return (
+            head + shown + ": the interval includes zero, so these runs cannot tell the "
+            "target from a model that never saw these members."
+        )
+    if low > 0:
+        return (
+            head + shown + ": the interval is above zero, so the target reads higher than a "
+            "model that never saw these members."
+        )
+    return head + shown + ": the interval is below zero; the control reads higher."

@@ -995,8 +995,7 @@ def next_steps(
         )
     else:
         steps.append(
-            "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm "
-            "rate."
+            "Audit with mirrored sides (the defaults) so the gap can be held to a false-alarm rate."
         )
     if standing and level not in DETECTED:
         steps.append(

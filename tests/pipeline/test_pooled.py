@@ -102,3 +102,15 @@ def test_the_paired_difference_pairs_seeds_that_quote_the_same_game():
     assert paired["mean"] == pytest.approx(((2.0 - 0.1) + (2.4 - 0.2)) / 2)
     assert paired["interval"][0] < paired["mean"] < paired["interval"][1]
     assert paired_difference(target, {}) is None
+
+
+def test_the_paired_difference_says_whether_its_interval_holds_zero():
+    """Issue 72: "0.518 (95 % −0.205 to 1.241)" was not said to include zero."""
+    from panoramia.report.pooled import paired_sentence
+
+    spans = paired_sentence({"mean": 0.518, "interval": [-0.205, 1.241], "n": 3})
+    assert "includes zero" in spans
+    assert "cannot tell the target from a model that never saw" in spans
+    above = paired_sentence({"mean": 1.9, "interval": [1.2, 2.6], "n": 3})
+    assert "above zero" in above
+    assert "(one pair: no interval)" in paired_sentence({"mean": 0.3, "interval": None, "n": 1})

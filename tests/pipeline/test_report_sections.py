@@ -254,3 +254,20 @@ def test_the_digest_says_whether_o1_joins_the_verdict() -> None:
     assert digest({"eps_lb": 1.8, "randomised": True, "unit": "document"})["o1_unit"] == "document"
     assert digest({"eps_lb": 1.8, "unit": "<b>"})["o1_unit"] is None
     assert digest(None)["o1_in_verdict"] is None
+
+
+def test_the_member_side_says_when_the_model_adds_nothing_to_the_data_alone() -> None:
+    """Issue 72: a No-leak page said "an attacker with the model picks out 24.0 %" beside
+    24.3 % without it, and nothing more."""
+    from panoramia.report.attacker import member_side_sentence
+
+    def side(rate: float, low: float, high: float) -> dict:
+        return {"tpr_at_fpr": {"0.01": rate}, "tpr_at_fpr_interval": {"0.01": [low, high]}}
+
+    same = member_side_sentence(side(0.240, 0.2, 0.28), side(0.243, 0.2, 0.29), 0.0, 0.9, 304)
+    assert "The model adds nothing here" in same
+    close = member_side_sentence(side(0.30, 0.25, 0.35), side(0.24, 0.2, 0.29), 0.1, 0.9, 304)
+    assert "The two intervals overlap" in close
+    clear = member_side_sentence(side(0.60, 0.5, 0.7), side(0.24, 0.2, 0.29), 1.0, 0.9, 304)
+    assert "overlap" not in clear
+    assert "adds nothing" not in clear
