@@ -810,6 +810,9 @@ def _caveats(
     reach = _reach(document, quoted, claim, quiet)
     if reach:
         caveats.append(reach)
+    size = audited_size(document)
+    if size:
+        caveats.append(size)
     if null is None:
         caveats.append(
             "This report predates the in-audit null (schema < 1.4): its level follows the "
@@ -817,6 +820,46 @@ def _caveats(
             "rate was not measured per run."
         )
     return caveats
+
+
+def audited_size(document: JSONDict) -> str | None:
+    """How much of her data the game scored, and how to score more (issue 72: 304 of her 2,400
+    members were audited and she was not told): the members in the game against those given,
+    where the others went, and the held-out rows O(1) read; None where the document does not
+    say (an uploaded one without its ``data`` section)."""
+    data = got if isinstance(got := document.get("data"), dict) else {}
+    split = got if isinstance(got := data.get("split"), dict) else {}
+    parts = got if isinstance(got := split.get("members"), dict) else {}
+    game = got if isinstance(got := data.get("game"), dict) else {}
+    given, scored = _count(data.get("members")), _count(game.get("members_in_audit"))
+    audit_part = _count(parts.get("audit"))
+    if given is None or scored is None or audit_part is None or not given:
+        return None
+    others = {key: _count(parts.get(key)) for key in ("generator", "attack_train", "attack_val")}
+    if None in others.values():
+        return None
+    trained = (others["attack_train"] or 0) + (others["attack_val"] or 0)
+    held = got if isinstance(got := split.get("nonmembers"), dict) else {}
+    held_audit, held_given = _count(held.get("audit")), _count(data.get("nonmembers"))
+    held_words = (
+        f"; of the {held_given:,} held-out rows, {held_audit:,} were the reference audits. "
+        "non-members"
+        if held_audit and held_given
+        else ""
+    )
+    text = (
+        f"How much was audited: the game scored {scored:,} of the {given:,} members given "
+        f"(its audit part holds {audit_part:,}, about half of them drawn into the game); "
+        f"{others['generator']:,} trained the generator and {trained:,} the distinguishers"
+        f"{held_words}."
+    )
+    if audit_part < given / 2:
+        text += (
+            " To score more of them, give the audit part a larger share (data.split.audit, "
+            "0.25 by default, with data.split.generator lowered to leave room), or give "
+            "more members."
+        )
+    return text
 
 
 def _blind_beats(document: JSONDict) -> str | None:

@@ -459,3 +459,21 @@ def test_what_to_do_next_fits_the_kind_of_model_and_carries_no_markup(
     assert any(advice in step for step in steps), steps
     assert not any(not_said in step for step in steps), steps
     assert not any("`" in step for step in steps), steps
+
+
+def test_the_caveats_say_how_much_of_her_data_was_audited_and_how_to_audit_more() -> None:
+    """Issue 72: 304 of her 2,400 members were audited and only the collapsed JSON said so."""
+    document = _document((0.5, 0.6), (0.6, 2.9), null=_null(2.3, 0, threshold=0.3))
+    document["data"] = {
+        "members": 2400, "nonmembers": 1000,
+        "split": {"members": {"generator": 960, "attack_train": 600, "attack_val": 240,
+                              "audit": 600},
+                  "nonmembers": {"attack_train": 600, "attack_val": 240, "audit": 160}},
+        "game": {"m": 600, "members_in_audit": 304},
+    }  # fmt: skip
+    (size,) = [c for c in verdict(document)["caveats"] if c.startswith("How much was audited")]
+    assert "304 of the 2,400 members" in size
+    assert "of the 1,000 held-out rows, 160" in size
+    assert "data.split.audit" in size
+    del document["data"]["game"]
+    assert not any(c.startswith("How much") for c in verdict(document)["caveats"])
