@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -112,19 +113,21 @@ class ServiceClient:
         return self.request("GET", "/v1/shared-models").json()
 
     def withdraw_shared(self, owner: str, name: str, version: str) -> dict:
-        return self.request("DELETE", f"/v1/shared-models/{owner}/{name}/{version}").json()
+        path = f"/v1/shared-models/{quote(owner, safe='')}/{name}/{version}"
+        return self.request("DELETE", path).json()
 
     def participate(self, owner: str, name: str, version: str, **choices: bool) -> dict:
         """Her choices for a version she audited (``named``, ``withdrawn``)."""
         params = {k: str(v).lower() for k, v in choices.items()}
-        path = f"/v1/shared-models/{owner}/{name}/{version}/participation"
+        path = f"/v1/shared-models/{quote(owner, safe='')}/{name}/{version}/participation"
         return self.request("PUT", path, params=params).json()
 
     def leakage(self, owner: str, name: str, version: str | None = None) -> dict:
         """One version's leakage report, or (no version) every version's side by side."""
+        base = f"/v1/shared-models/{quote(owner, safe='')}/{name}"
         if version is None:
-            return self.request("GET", f"/v1/shared-models/{owner}/{name}/leakage").json()
-        return self.request("GET", f"/v1/shared-models/{owner}/{name}/{version}/leakage").json()
+            return self.request("GET", f"{base}/leakage").json()
+        return self.request("GET", f"{base}/{version}/leakage").json()
 
     def uploads(self) -> list[dict]:
         return self.request("GET", "/v1/uploads").json()

@@ -41,11 +41,14 @@ def shared_key(text: str, *, setting: str) -> dict[str, str]:
 def publish(
     upload: Annotated[str, typer.Argument(help="Your model upload (panoramia models upload).")],
     name: Annotated[str, typer.Option("--name", help="The shared model's name.")],
-    version: Annotated[str, typer.Option("--version", help="This version's name.")] = "1",
     audience: Annotated[
         str,
-        typer.Option(help='Who may audit it: names, comma-separated (alice,bob), or "all".'),
-    ] = "all",
+        typer.Option(
+            help='Who may audit it: names, comma-separated (alice,bob), or "all" (every '
+            "contributor of the service); required, there is no default."
+        ),
+    ],
+    version: Annotated[str, typer.Option("--version", help="This version's name.")] = "1",
     claim: Annotated[
         Path | None,
         typer.Option(help="The guarantee you declare: a claims JSON file (docs/ACCOUNTING.md)."),

@@ -10,9 +10,11 @@ anew from the figures). Nothing here reads the database or a file.
 **Who sees what** is a property of each field, declared beside it (``audience`` in its
 ``json_schema_extra``): ``everyone`` (any contributor of the model's audience), ``aggregate``
 (the owner and admins always; a contributor of the audience only where at least
-:data:`MIN_AGGREGATE` contributors are counted), ``owner`` (the owner and admins) and
+:data:`MIN_AGGREGATE` contributors are counted, and then counts only: never the smallest p,
+which is one contributor's), ``owner`` (the owner and admins: every per-
+contributor figure, the spreads whose ends are each one contributor's, the times) and
 ``self`` (the viewer's own row). :func:`view_for` builds a viewer's report by walking those
-declarations; a field without one cannot be built (``tests/store/test_shared_leakage.py``
+declarations; a field without one cannot be built (``tests/service/test_shared_models.py``
 walks every field).
 """
 
@@ -151,11 +153,13 @@ class VersionLeakage(BaseModel):
     )
     contributors: int | None = _seen_by("aggregate", "Contributors counted.")
     runs: int | None = _seen_by("aggregate", "Their runs counted.")
-    first_audit_at: datetime | None = _seen_by("aggregate", "The earliest counted run's end.")
-    last_audit_at: datetime | None = _seen_by("aggregate", "The latest counted run's end.")
+    first_audit_at: datetime | None = _seen_by("owner", "The earliest counted run's end.")
+    last_audit_at: datetime | None = _seen_by("owner", "The latest counted run's end.")
     verdict: ModelVerdict | None = _seen_by("aggregate", "The model-level verdict.")
-    eps_tilde: Spread | None = _seen_by("aggregate", "The quoted ε̃ over contributors.")
-    o1_eps_lb: Spread | None = _seen_by("aggregate", "O(1)'s ε_lb over those with held-out rows.")
+    eps_tilde: Spread | None = _seen_by(
+        "owner", "The quoted ε̃ over contributors (each end is one contributor's figure)."
+    )
+    o1_eps_lb: Spread | None = _seen_by("owner", "O(1)'s ε_lb over those with held-out rows.")
     claim_check: ClaimCheck | None = _seen_by("aggregate", "The claim check.")
     rows: list[ContributorRow] | None = _seen_by("owner", "One row per counted contributor.")
     yours: ContributorRow | None = _seen_by("self", "The viewer's own row, where she is counted.")
@@ -268,28 +272,36 @@ def _model_verdict(readings: list[dict[str, Any]], found: list[bool]) -> ModelVe
         level = "borderline"
     else:
         level = "no_leak_detected"
-    test = (
-        f"Holm's test over the {count} contributors (valid however their audits depend on "
-        f"each other, held to a {percent(RATE)} false-alarm rate over all of them) holds the "
-        f"smallest p, {p_text(smallest)}, to {threshold:.4f}"
-    )
-    if level == "leaks":
-        sentence = (
-            f"This model leaks its contributors' data: {test}, and finds {hits} of "
-            f"{count} contributors' data."
-        )
-    elif level == "borderline":
-        sentence = (
-            f"No leak is called for the model, but not every contributor's audit was quiet: "
-            f"{test}. More repeats by those contributors would settle it."
-        )
-    else:
-        sentence = f"No leak detected for any of the {count} contributors: {test}."
+    sentence = verdict_sentence(level, count, hits, smallest, threshold)
     return ModelVerdict(
         level=level, headline=LEVEL_WORDS[level], leaks=bool(hits), found=hits,
         contributors=count, smallest_p=smallest, threshold=threshold, false_alarm_rate=RATE,
         sentence=sentence,
     )  # fmt: skip
+
+
+def verdict_sentence(
+    level: str, count: int, hits: int, smallest: float | None, threshold: float | None
+) -> str:
+    """The model-level verdict in words; with ``smallest`` and ``threshold`` (the owner's
+    view) the test's figures, without them (a contributor's) the counts alone."""
+    test = (
+        f"Holm's test over the {count} contributors (valid however their audits depend on "
+        f"each other, held to a {percent(RATE)} false-alarm rate over all of them)"
+    )
+    if smallest is not None and threshold is not None:
+        test += f" holds the smallest p, {p_text(smallest)}, to {threshold:.4f}"
+    if level == "leaks":
+        return (
+            f"This model leaks its contributors' data: {test}, and finds {hits} of "
+            f"{count} contributors' data."
+        )
+    if level == "borderline":
+        return (
+            f"No leak is called for the model, but not every contributor's audit was quiet "
+            f"({test}). More repeats by those contributors would settle it."
+        )
+    return f"No leak detected for any of the {count} contributors ({test})."
 
 
 def _claim_check(claim: dict[str, Any] | None, readings: list[dict[str, Any]]) -> ClaimCheck:
@@ -374,7 +386,8 @@ def view_for(
 ) -> VersionLeakage:
     """``full`` as ``viewer`` may read it: the owner (and admins) every field; a contributor
     ``everyone`` fields, ``aggregate`` ones only where at least :data:`MIN_AGGREGATE`
-    contributors are counted, and ``self``: her own row (``own``: her unit's ``key`` in
+    contributors are counted (the verdict without its smallest p: counts only), and
+    ``self``: her own row (``own``: her unit's ``key`` in
     ``units``, None where she is not counted). Built field by field from the declarations:
     a field is copied only where its audience admits the viewer."""
     counted = full.contributors or 0
@@ -383,23 +396,31 @@ def view_for(
         (row for unit, row in zip(units, rows, strict=True) if own is not None and unit.key == own),
         None,
     )
+    open_to_her = viewer == "owner" or counted >= MIN_AGGREGATE
     shown: dict[str, Any] = {}
     for name in VersionLeakage.model_fields:
         audience = audience_of(name)
         if (
             audience == "everyone"
-            or (audience == "aggregate" and (viewer == "owner" or counted >= MIN_AGGREGATE))
+            or (audience == "aggregate" and open_to_her)
             or (audience == "owner" and viewer == "owner")
         ):
             shown[name] = getattr(full, name)
         elif audience == "self":
             shown[name] = mine
-    if viewer != "owner" and counted < MIN_AGGREGATE:
+    if viewer != "owner" and open_to_her and full.verdict is not None:
+        found = full.verdict  # her copy: the counts, never one contributor's p
+        shown["verdict"] = found.model_copy(update={
+            "smallest_p": None, "threshold": None,
+            "sentence": verdict_sentence(found.level, found.contributors, found.found,
+                                         None, None),
+        })  # fmt: skip
+    if viewer != "owner" and not open_to_her:
         if mine is not None:
             shown["yours"] = mine.model_copy(update={"found": None})
         shown["withheld"] = (
             f"Fewer than {MIN_AGGREGATE} contributors have audited this version: its "
-            f"model-level verdict and figures are shown once {MIN_AGGREGATE} have, so that "
-            "no one contributor's result can be read from them."
+            f"model-level verdict is shown once {MIN_AGGREGATE} have, so that no one "
+            "contributor's result can be read from it."
         )
     return VersionLeakage(**shown)

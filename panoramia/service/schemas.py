@@ -351,7 +351,9 @@ def _audit_rules(schema: dict) -> None:
     ]  # fmt: skip
     absent = {"type": "null"}
     shared = [
-        {"required": ["model", "target"], "properties": {"shared": absent}},
+        {"required": ["model", "target"],
+         "properties": {"shared": absent, "model": {"not": absent},
+                        "target": {"not": absent}}},
         {"required": ["shared"],
          "properties": {"model": absent, "target": absent, "control": absent,
                         "shared": {"not": absent}}},
@@ -396,7 +398,18 @@ class SharedPublication(CleanBody, AuditedModelRef):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"oneOf": [{"required": ["upload"]}, {"required": ["path"]}]},
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["upload"],
+                    "properties": {"upload": {"type": "string"}, "path": {"type": "null"}},
+                },
+                {
+                    "required": ["path"],
+                    "properties": {"path": {"type": "string"}, "upload": {"type": "null"}},
+                },
+            ]
+        },
     )
     upload: Name | None = Field(None, description="Your model upload, by name or id.")
     path: RelativePath | None = Field(
@@ -428,6 +441,11 @@ class SharedModelView(BaseModel):
     mine: bool = Field(description="Whether you published it.")
     audience: str | None = Field(None, description='"everyone" or "named" (its owner only).')
     names: list[str] | None = Field(None, description="Its named audience (its owner only).")
+    audience_size: int | None = Field(
+        None,
+        description="How many contributors it is published for (None: every contributor), so "
+        "that a contributor knows whether its owner could tell her row apart.",
+    )
 
 
 class ParticipationView(BaseModel):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from panoramia.service.schemas import (
     MAX_NAME_CHARS,
+    NAME_PATTERN,
     AuditedModelRef,
     AuditRequest,
     SharedKey,
@@ -23,7 +24,11 @@ from panoramia.service.schemas import (
     TargetRef,
 )
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.submission.command import RequestProblem, UploadResolver
+from panoramia.service.submission.command import (
+    RequestProblem,
+    UploadResolver,
+    claim_overrides,
+)
 from panoramia.service.uploads.files import UploadFolder
 from panoramia.service.uploads.naming import _placed
 from panoramia.store.repository import Principal, ReportStore
@@ -39,11 +44,20 @@ def shared_label(key: SharedKey | SharedEntry) -> str:
     return f"{key.owner}/{key.name}:{key.version}"
 
 
-def local_name(owner: str, name: str) -> str:
-    """The name her own entry of a shared model's audits is kept under, ``<owner>.<name>``
-    (a model name's characters only, at most :data:`MAX_NAME_CHARS`)."""
-    owner_part = UNSAFE.sub("-", owner).strip("-.") or "owner"
-    return f"{owner_part[: MAX_NAME_CHARS - len(name) - 1]}.{name}"
+def local_name(entry: SharedEntry) -> str:
+    """The name her own entry of a shared model's audits is kept under: ``<owner>.<name>``
+    where that is a model name (letters, digits, ``.``, ``_``, ``-``, a letter or digit first,
+    at most :data:`MAX_NAME_CHARS`), else ``shared-<id>.<name>`` (cut to fit); never two
+    shared models under one name."""
+    owner = UNSAFE.sub("-", entry.owner)
+    chosen = f"{owner}.{entry.name}"
+    if (
+        owner == entry.owner
+        and len(chosen) <= MAX_NAME_CHARS
+        and re.fullmatch(NAME_PATTERN, chosen)
+    ):
+        return chosen
+    return f"shared-{entry.id}.{entry.name}"[:MAX_NAME_CHARS]
 
 
 def publication_from(
@@ -72,8 +86,12 @@ def publication_from(
         if not _placed(settings.models_dir, body.path):
             raise RequestProblem(("path",), f"no model folder {body.path!r} under models/", 404)
         placed = body.path
+    try:  # the claim as every audit of it will take it (one DP-SGD phase)
+        claim_overrides(body.claim)
+    except RequestProblem as problem:
+        raise RequestProblem(("claim", *problem.field[2:]), problem.message) from None
     everyone = body.audience == "all"
-    names = () if everyone else tuple(body.audience)
+    names = () if everyone else tuple(name.strip() for name in body.audience if name.strip())
     return Publication(
         name=body.name, version=body.version, upload_id=upload_id, placed=placed,
         modality=modality, declared=body.declared, claim=body.claim, everyone=everyone,
@@ -97,7 +115,7 @@ class SharedTarget:
         """``base``, with the target's role answered by the shared model's file."""
 
         def resolve(role: str, id_or_name: str) -> Path | None:
-            if role == "target" and self.path is not None:
+            if role == "target":  # never one of hers: the owner's file, or a placed folder
                 return self.path
             return base(role, id_or_name)
 
@@ -129,7 +147,7 @@ def resolve_shared(
     elif placed is None:
         raise RequestProblem(("shared",), f"the file of {shared_label(key)} is gone", 409)
     model = AuditedModelRef(
-        name=local_name(entry.owner, entry.name), version=entry.version,
+        name=local_name(entry), version=entry.version,
         declared=entry.declared, claim=entry.claim,
     )  # fmt: skip
     target = TargetRef(config=None, path=placed if placed is not None else "shared")

@@ -13,12 +13,20 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, exists, or_, select
+from sqlalchemy import Select, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from panoramia.report.shared_leakage import ContributorUnit, Published, RunRecord
-from panoramia.store.common import FINISHED, Principal, StoreBase, as_utc, retried, utcnow
+from panoramia.store.common import (
+    ACTIVE,
+    FINISHED,
+    Principal,
+    StoreBase,
+    as_utc,
+    retried,
+    utcnow,
+)
 from panoramia.store.tables import (
     Audit,
     Contributor,
@@ -35,6 +43,10 @@ MAX_AUDIENCE = 1000
 
 class SharedModelExists(Exception):
     """The owner already published this name and version (a new version is a new name)."""
+
+
+class SharedFileGone(Exception):
+    """The model upload a publication names is being deleted (or not ready) now."""
 
 
 class SharedModelWithdrawn(Exception):
@@ -76,6 +88,11 @@ class SharedEntry:
     names: tuple[str, ...]
     mine: bool
     """Whether the caller owns it."""
+    sees_audience: bool
+    """Whether the caller may see its audience's names (its owner, an admin)."""
+    audience_size: int | None
+    """How many contributors it is published for (None: everyone): what a contributor of
+    the audience is told, so that she knows whether its owner could tell her row apart."""
 
 
 def visible(principal: Principal) -> Select:
@@ -103,6 +120,13 @@ class SharedRows(StoreBase):
         already published that name and version."""
         try:
             with self.writes.begin() as session:
+                if publication.upload_id is not None:  # its deletion waits, or refuses us
+                    state = session.scalar(
+                        select(Upload.state).where(Upload.id == publication.upload_id)
+                        .with_for_update()
+                    )  # fmt: skip
+                    if state != "ready":
+                        raise SharedFileGone("the upload is being deleted or is not ready")
                 row = SharedModel(
                     owner_id=principal.contributor_id, name=publication.name,
                     version=publication.version, upload_id=publication.upload_id,
@@ -175,10 +199,10 @@ class SharedRows(StoreBase):
     def _entry(
         self, session: Session, principal: Principal, row: SharedModel, owner: str
     ) -> SharedEntry:
-        mine = row.owner_id == principal.contributor_id or principal.is_admin
-        names: tuple[str, ...] = ()
-        if mine and not row.audience_all:
-            names = tuple(session.scalars(
+        sees = row.owner_id == principal.contributor_id or principal.is_admin
+        listed: tuple[str, ...] = ()
+        if not row.audience_all:
+            listed = tuple(session.scalars(
                 select(SharedAudience.contributor_name)
                 .where(SharedAudience.shared_model_id == row.id)
                 .order_by(SharedAudience.contributor_name)
@@ -187,8 +211,9 @@ class SharedRows(StoreBase):
             id=row.id, owner=owner, name=row.name, version=row.version, modality=row.modality,
             claim=row.claim, declared=row.declared or {},
             published_at=as_utc(row.published_at), withdrawn=row.withdrawn_at is not None,
-            audience="everyone" if row.audience_all else "named", names=names,
-            mine=row.owner_id == principal.contributor_id,
+            audience="everyone" if row.audience_all else "named",
+            names=listed if sees else (), mine=row.owner_id == principal.contributor_id,
+            sees_audience=sees, audience_size=None if row.audience_all else len(listed),
         )  # fmt: skip
 
     @retried
@@ -231,6 +256,17 @@ class SharedRows(StoreBase):
                 row.upload_id = None
                 row.withdrawn_at = row.withdrawn_at or utcnow()
 
+    def active_shared_audits(self, upload_id: str) -> int:
+        """How many queued or running audits, of any contributor, audit a shared model
+        ``upload_id`` backs (its deletion waits for them)."""
+        query = (
+            select(func.count(Audit.id))
+            .join(SharedModel, SharedModel.id == Audit.shared_model_id)
+            .where(SharedModel.upload_id == upload_id, Audit.status.in_(ACTIVE))
+        )
+        with self.sessions() as session:
+            return int(session.scalar(query) or 0)
+
     def running_shared_audit_reads(self, upload_id: str) -> bool:
         """Whether a running audit of any contributor audits a shared model ``upload_id``
         backs (a remote worker may then fetch it)."""
@@ -246,7 +282,9 @@ class SharedRows(StoreBase):
     def join_shared(self, session: Session, shared_id: int, contributor_id: int) -> None:
         """Inside a submission's transaction: lock the version (refusing a withdrawn one with
         :class:`SharedModelWithdrawn`) and record her as a participant at her first audit,
-        with the pseudonym she has under the owner's other versions of that name."""
+        under a pseudonym of this version alone (never the one she has under another
+        version: an owner who publishes a version for one named contributor would otherwise
+        learn her rows in every version)."""
         row = session.scalar(
             select(SharedModel).where(SharedModel.id == shared_id).with_for_update()
         )
@@ -259,16 +297,12 @@ class SharedRows(StoreBase):
             )
         ):
             return
-        siblings = select(SharedModel.id).where(
-            SharedModel.owner_id == row.owner_id, SharedModel.name == row.name
-        )
-        taken = dict(session.execute(
-            select(SharedParticipant.contributor_id, SharedParticipant.pseudonym)
-            .where(SharedParticipant.shared_model_id.in_(siblings))
-        ).all())  # fmt: skip
-        pseudonym = taken.pop(contributor_id, None)  # hers under another version, if any
-        others = set(taken.values())
-        while pseudonym is None or pseudonym in others:
+        taken = set(session.scalars(
+            select(SharedParticipant.pseudonym)
+            .where(SharedParticipant.shared_model_id == shared_id)
+        ))  # fmt: skip
+        pseudonym = None
+        while pseudonym is None or pseudonym in taken:  # a new one each version: unlinkable
             pseudonym = f"contributor-{secrets.token_hex(3)}"
         session.add(SharedParticipant(
             shared_model_id=shared_id, contributor_id=contributor_id, pseudonym=pseudonym,
@@ -320,19 +354,20 @@ class SharedRows(StoreBase):
                          entry.withdrawn, entry.claim)  # fmt: skip
 
     def leakage_units(self, shared_id: int) -> list[ContributorUnit]:
-        """Each counted contributor's latest ended unit of the version (docs/SPEC.md §3.3):
-        service-run audits naming it, control runs left out, a withdrawn participant's and
-        a unit whose data uploads she deleted not counted; by participant order."""
+        """Each counted contributor's ended runs of the version, all of them as one unit
+        (docs/SPEC.md §3.3): service-run audits naming it, control runs left out, its owner's
+        own audits left out, a withdrawn participant not counted, and a contributor who
+        deleted data any of her runs read not counted; by participant order."""
         with self.sessions() as session:
-            participants = {
-                p.contributor_id: (p, name)
-                for p, name in session.execute(
-                    select(SharedParticipant, Contributor.name)
-                    .join(Contributor, Contributor.id == SharedParticipant.contributor_id)
-                    .where(SharedParticipant.shared_model_id == shared_id)
-                    .order_by(SharedParticipant.id)
-                )
-            }
+            owner_id = session.scalar(
+                select(SharedModel.owner_id).where(SharedModel.id == shared_id)
+            )
+            participants = list(session.execute(
+                select(SharedParticipant, Contributor.name)
+                .join(Contributor, Contributor.id == SharedParticipant.contributor_id)
+                .where(SharedParticipant.shared_model_id == shared_id)
+                .order_by(SharedParticipant.id)
+            ))  # fmt: skip
             audits = list(session.scalars(
                 select(Audit).where(Audit.shared_model_id == shared_id)
                 .order_by(Audit.created_at, Audit.id)
@@ -347,32 +382,32 @@ class SharedRows(StoreBase):
                 for upload_id in ((audit.request or {}).get("uploads") or {}).values()
             }
             kept = set(session.scalars(select(Upload.id).where(Upload.id.in_(named_uploads))))
-        latest: dict[int, list[Audit]] = {}
-        units: dict[tuple[int, str], list[Audit]] = {}
+        runs: dict[int, list[Audit]] = {}
+        erased: set[int] = set()
         for audit in audits:
             if ((audit.request or {}).get("repeat") or {}).get("role") == "control":
                 continue
-            units.setdefault((audit.contributor_id, audit.repeat_group or audit.id), []).append(
-                audit
-            )
-        for (contributor, _), runs in units.items():
-            ended = all(run.status in FINISHED for run in runs)
-            uploads = {
-                u for run in runs for u in ((run.request or {}).get("uploads") or {}).values()
-            }
-            if not ended or not uploads <= kept or all(r.status == "cancelled" for r in runs):
-                continue
-            latest[contributor] = runs  # audits are in order: the last unit seen is the latest
+            read = set(((audit.request or {}).get("uploads") or {}).values())
+            if not read <= kept:
+                erased.add(audit.contributor_id)
+            if audit.status in FINISHED:
+                runs.setdefault(audit.contributor_id, []).append(audit)
         counted = []
-        for contributor, (participant, name) in participants.items():
-            if contributor not in latest or participant.withdrawn_at is not None:
+        for participant, name in participants:
+            who = participant.contributor_id
+            if (
+                who == owner_id
+                or who in erased
+                or participant.withdrawn_at is not None
+                or not runs.get(who)
+                or all(run.status == "cancelled" for run in runs[who])
+            ):
                 continue
-            runs = latest[contributor]
             counted.append(ContributorUnit(
-                key=contributor,
+                key=who,
                 label=name if participant.named else participant.pseudonym,
                 named=participant.named,
                 runs=[RunRecord(run.status, digests.get(run.id), as_utc(run.finished_at))
-                      for run in runs],
+                      for run in runs[who]],
             ))  # fmt: skip
         return counted

@@ -109,9 +109,11 @@ def test_three_contributors_audit_one_shared_model_and_each_reads_what_she_may(
     listed = alice.get("/v1/shared-models").json()
     assert [(m["owner"], m["name"], m["version"]) for m in listed] == [(OWNER, "census", "1")]
     assert set(listed[0]) == {"owner", "name", "version", "modality", "claim", "declared",
-                              "published_at", "withdrawn", "mine", "audience", "names"}  # fmt: skip
+                              "published_at", "withdrawn", "mine", "audience", "names",
+                              "audience_size"}  # fmt: skip
     assert listed[0]["names"] is None
     assert listed[0]["audience"] is None
+    assert listed[0]["audience_size"] == 3  # she knows how many it is open to
     assert "forest" not in json.dumps(listed)
     assert owner.get("/v1/shared-models").json()[0]["names"] == ["alice", "bob", "carol"]
 
@@ -182,6 +184,11 @@ def test_three_contributors_audit_one_shared_model_and_each_reads_what_she_may(
     assert seen["verdict"]["level"] == "leaks"
     assert seen["rows"] is None
     assert seen["yours"]["found"] is True
+    for owners_only in ("eps_tilde", "o1_eps_lb", "first_audit_at", "last_audit_at"):
+        assert seen[owners_only] is None, owners_only  # each end, each time is one person's
+    assert seen["verdict"]["smallest_p"] is None
+    assert "p = " not in seen["verdict"]["sentence"]
+    assert seen["verdict"]["found"] == 2
     others = [row["who"] for row in full["rows"] if row["who"] != seen["yours"]["who"]]
     assert len(others) == 2
     assert not any(p in json.dumps(seen) for p in others)
@@ -259,6 +266,8 @@ def test_every_field_of_the_leakage_report_declares_who_sees_it() -> None:
             value = getattr(seen, name)
             if audience == "owner" or (audience == "aggregate" and count < MIN_AGGREGATE):
                 assert value is None, name
+        if seen.verdict is not None:
+            assert seen.verdict.smallest_p is None  # one contributor's p
         assert seen.yours is not None
         assert seen.yours.who == "contributor-1"
         text = seen.model_dump_json()
@@ -339,13 +348,21 @@ def test_a_shared_model_is_audited_by_the_worker_through_the_cli(tmp_path: Path)
         assert found["yours"]["o1_eps_lb"] is not None  # she gave held-out rows
         with service.client(alice_token) as alice:
             view = alice.get(f"/v1/audits/{audit_id}").json()
-        assert "forest" not in json.dumps(view)
-        assert sent["id"] not in json.dumps(view)
+            report = alice.get(f"/v1/reports/{view['report_id']}").json()
+            page = alice.get(f"/v1/reports/{view['report_id']}/html").text
+        for text in (json.dumps(view), json.dumps(report), page):
+            assert "forest" not in text
+            assert sent["id"] not in text  # her report names the shared model, not its file
+        assert "shared model olivia/census:1" in json.dumps(report["document"]["config"])
 
 
-def test_a_contributor_keeps_her_pseudonym_across_an_owners_versions(database_url: str) -> None:
-    """The owner sees one pseudonym per contributor for every version of one name (so that
-    she can see whether retraining changed a contributor's figure), distinct between them."""
+def test_pseudonyms_are_per_version_and_runs_pool_without_cherry_picking(
+    database_url: str,
+) -> None:
+    """A contributor's pseudonym is new under each version (an owner who publishes a version
+    for one named contributor learns nothing of her rows under the others); her every ended
+    run counts, pooled (a lucky rerun does not replace a quiet one); the owner's own audits
+    of her model never count."""
     from panoramia.store import ReportStore, make_engine, upgrade
     from panoramia.store.repository import ModelRef
     from panoramia.store.shared_rows import Publication
@@ -356,15 +373,76 @@ def test_a_contributor_keeps_her_pseudonym_across_an_owners_versions(database_ur
     store = ReportStore(engine)
     owner = store.authenticate(store.create_contributor(OWNER))
     people = [store.authenticate(store.create_contributor(n)) for n in ("alice", "bob")]
+    entries = []
     for version in ("1", "2"):
-        entry = store.publish(owner, Publication("census", version, None, "m", None, {}, None,
-                                                 everyone=True))  # fmt: skip
-        for person in people:
-            store.create_audits(person, ModelRef("olivia.census", version),
-                                [{"overrides_resolved": []}], shared_model_id=entry.id)  # fmt: skip
+        entries.append(store.publish(owner, Publication(
+            "census", version, None, "m", None, {}, None, everyone=True)))  # fmt: skip
+        for person in [*people, owner]:
+            (audit,) = store.create_audits(person, ModelRef("olivia.census", version),
+                                           [{"overrides_resolved": []}],
+                                           shared_model_id=entries[-1].id)  # fmt: skip
+            assert store.claim(audit.id, "w") is not None
+            content = ReportContent(document=judged_document(1, leaks=person is owner))
+            store.finish(audit.id, "w", content, timings={})
     with store.sessions() as session:
         rows = session.query(SharedParticipant).all()
-    names = {(row.contributor_id, row.pseudonym) for row in rows}
-    assert len(rows) == 4
-    assert len(names) == 2  # one each, the same under both versions
-    assert len({pseudonym for _, pseudonym in names}) == 2
+    assert len({row.pseudonym for row in rows}) == len(rows) == 6
+    # alice reruns version 1 until one run calls a leak: both runs count, pooled
+    (lucky,) = store.create_audits(people[0], ModelRef("olivia.census", "1"),
+                                   [{"overrides_resolved": []}],
+                                   shared_model_id=entries[0].id)  # fmt: skip
+    store.claim(lucky.id, "w")
+    store.finish(lucky.id, "w", ReportContent(document=judged_document(2, leaks=True)), {})
+    units = store.leakage_units(entries[0].id)
+    assert len(units) == 2  # alice and bob; the owner's own audit is not counted
+    alice = next(u for u in units if u.key == people[0].contributor_id)
+    assert len(alice.runs) == 2
+    from panoramia.report.shared_leakage import version_leakage
+
+    report = version_leakage(store.published(entries[0]), units)
+    row = next(r for r in report.rows or [] if r.runs == 2)
+    assert row.p_value > 0.5  # 2 · mean(0.001, 0.6): not the lucky run's 0.001
+    assert row.found is False
+
+
+def test_odd_owner_names_and_placed_models_keep_to_the_rule(
+    service: LiveService, tmp_path: Path
+) -> None:
+    """A name outside Latin-1 (the Location header), a shared name of 100 characters (her
+    entry's name), and a model the operator placed: her own upload of the same name is never
+    audited in its stead."""
+    import shutil
+
+    from panoramia.modalities.tabular.adult import load_adult
+
+    train, _ = load_adult()
+    with service.client(service.token("李雷")) as owner:
+        _send(owner, "forest", "model", "forest.tar.gz",
+              _model_archive(train.iloc[:300], tmp_path / "li-forest"))  # fmt: skip
+        body = {"name": "a" * 100, "version": "1", "upload": "forest", "audience": "all"}
+        made = owner.post("/v1/shared-models", json=body)
+        assert made.status_code == 201, made.text
+        assert made.headers["Location"].startswith("/v1/shared-models/%E6%9D%8E")
+    with service.client(service.tokens["alice"]) as alice:
+        body = _audit_body() | {"shared": {"owner": "李雷", "name": "a" * 100, "version": "1"}}
+        answer = alice.post("/v1/audits", json=body)
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["model"]["name"].startswith("shared-")
+    placed = service.settings.models_dir / "placed-forest"
+    placed.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(tmp_path / "li-forest", placed)
+    with service.client(service.token("root", admin=True)) as admin:
+        body = {"name": "placed", "path": "placed-forest", "audience": "all"}
+        assert admin.post("/v1/shared-models", json=body).status_code == 201
+    with service.client(service.tokens["bob"]) as bob:
+        refused = bob.post("/v1/shared-models", json=body | {"name": "mine"})
+        assert refused.status_code == 403  # a placed folder is an admin's to publish
+        _send(bob, "placed-forest", "model", "placed-forest.tar.gz",
+              _model_archive(train.iloc[300:600], tmp_path / "bobs"))  # fmt: skip
+        body = _audit_body() | {"shared": {"owner": "root", "name": "placed", "version": "1"}}
+        answer = bob.post("/v1/audits", json=body)
+        assert answer.status_code == 202, answer.text
+    audit = service.store.get_audit(None, answer.json()["id"])
+    assert "target" not in audit.request["uploads"]  # not his upload of the same name
+    target = [o for o in audit.request["overrides_resolved"] if o.startswith("target.path=")]
+    assert str(placed.resolve()) in target[0]

@@ -4,6 +4,7 @@ you take part in one. A version you may not see answers 404 on every route, as o
 not exist; what its report shows you is :func:`panoramia.report.shared_leakage.view_for`'s."""
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
@@ -26,7 +27,7 @@ from panoramia.service.schemas import (
 )
 from panoramia.service.shared_models import publication_from
 from panoramia.store.repository import Principal, ReportStore
-from panoramia.store.shared_rows import SharedEntry, SharedModelExists
+from panoramia.store.shared_rows import SharedEntry, SharedFileGone, SharedModelExists
 
 NOT_FOUND = "not found"
 Owner = Annotated[OwnerNameType, FastApiPath(description="The owner's contributor name.")]
@@ -40,8 +41,9 @@ def shared_view(entry: SharedEntry) -> SharedModelView:
         owner=entry.owner, name=entry.name, version=entry.version, modality=entry.modality,
         claim=entry.claim, declared=entry.declared, published_at=entry.published_at,
         withdrawn=entry.withdrawn, mine=entry.mine,
-        audience=entry.audience if entry.mine else None,
-        names=list(entry.names) if entry.mine and entry.audience == "named" else None,
+        audience=entry.audience if entry.sees_audience else None,
+        names=list(entry.names) if entry.sees_audience and entry.audience == "named" else None,
+        audience_size=entry.audience_size,
     )  # fmt: skip
 
 
@@ -99,10 +101,11 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         publication = publication_from(settings, store, principal, body)
         try:
             entry = store.publish(principal, publication)
-        except SharedModelExists as error:
+        except (SharedModelExists, SharedFileGone) as error:
             raise HTTPException(409, str(error)) from None
+        owner = quote(entry.owner, safe="")  # a header is Latin-1: the name percent-encoded
         response.headers["Location"] = (
-            f"/v1/shared-models/{entry.owner}/{entry.name}/{entry.version}/leakage"
+            f"/v1/shared-models/{owner}/{entry.name}/{entry.version}/leakage"
         )
         return shared_view(entry)
 
@@ -113,7 +116,10 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         return [shared_view(entry) for entry in store.list_shared(principal)]
 
     @router.get("/v1/shared-models/{owner}/{name}/leakage")
-    def get_model_leakage(owner: Owner, name: ModelName, principal: Caller) -> ModelLeakage:
+    @rate_limit
+    def get_model_leakage(
+        request: Request, owner: Owner, name: ModelName, principal: Caller
+    ) -> ModelLeakage:
         """Every version you may see of a shared model, its leakage reports side by side."""
         found = model_leakage(store, principal, owner, name)
         if found is None:
@@ -121,8 +127,9 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         return found
 
     @router.get("/v1/shared-models/{owner}/{name}/{version}/leakage")
+    @rate_limit
     def get_leakage(
-        owner: Owner, name: ModelName, version: Version, principal: Caller
+        request: Request, owner: Owner, name: ModelName, version: Version, principal: Caller
     ) -> VersionLeakage:
         """A version's per-model leakage report, as you may read it (docs/SPEC.md §3.3,
         SECURITY.md "Shared models")."""

@@ -109,6 +109,12 @@ def erase_upload(
         if busy:
             rows.move(upload.id, (DELETING,), was)  # back where it was, not where it was read
             raise UploadInUse(f"audit {busy[0]} uses it and has not ended: cancel it first")
+        others = store.active_shared_audits(upload.id)
+        if others:
+            rows.move(upload.id, (DELETING,), was)
+            raise UploadInUse(
+                f"{others} audit(s) of a shared model it backs have not ended: wait for them"
+            )
         published = store.published_upload(upload.id)
         if published:
             rows.move(upload.id, (DELETING,), was)

@@ -57,6 +57,14 @@ POLL_S = 0.2
 """How often the worker looks at its child, the shutdown flag and the clock."""
 
 
+def _shared_label(audit: Audit) -> str | None:
+    """``owner/name:version`` where the audit's target is a shared model (docs/SPEC.md §3.3)."""
+    key = (audit.request or {}).get("shared")
+    if not isinstance(key, dict):
+        return None
+    return f"{key.get('owner')}/{key.get('name')}:{key.get('version')}"
+
+
 class ClaimLost(Exception):
     """The worker's claim on the audit was taken over (it was presumed dead)."""
 
@@ -159,7 +167,7 @@ def _staged(
         with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
             overrides, staged_names = stage_data_files(
                 list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
-                upload_source(store, settings),
+                upload_source(store, settings), shared_label=_shared_label(audit),
             )  # fmt: skip
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})

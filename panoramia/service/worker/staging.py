@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from panoramia.errors import InputError
 from panoramia.service.contributor_files import (
     DATA_PATH_KEYS,
     INPUTS,
@@ -40,13 +41,16 @@ def stage_data_files(
     data_dir: Path,
     run_dir: Path,
     uploads: UploadSource | None = None,
+    shared_label: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """``overrides`` with each data path replaced by a copy under ``run_dir/inputs`` (see the
     module docstring), and each copy's path mapped to the name the contributor knows (its
     path inside her folder, or the upload's), for messages. A data path is ``upload:<id>``,
     copied from ``uploads`` (a model upload's ``target.path`` too; a shared model's is left
     as it is), or lies in one contributor's folder of ``data_dir``; StagingError naming the
-    path inside that folder otherwise. Earlier copies of a previous attempt are replaced."""
+    path inside that folder otherwise. Earlier copies of a previous attempt are replaced.
+    ``shared_label``: the audit's target is a shared model (``owner/name:version``): its copy
+    and any refusal to copy it are named so, never by the owner's upload."""
     parser = OverridesParser.create()
     inputs = run_dir / INPUTS
     if inputs.is_symlink() or inputs.is_file():  # planted by an earlier attempt's child
@@ -67,8 +71,18 @@ def stage_data_files(
             if uploads is None:
                 raise StagingError(f"{key}: uploads cannot be read by this worker")
             upload_id = value.removeprefix(UPLOAD_PREFIX)
-            copy = uploads.copy(upload_id, inputs / UPLOADED_KEYS[key])
-            names[copy] = f"upload {upload_id}"
+            if key == "target.path" and shared_label is not None:
+                try:
+                    copy = uploads.copy(upload_id, inputs / UPLOADED_KEYS[key])
+                except InputError:
+                    raise StagingError(
+                        f"the shared model {shared_label}: its file cannot be read now "
+                        "(withdrawn and deleted by its owner, or unreachable)"
+                    ) from None
+                names[copy] = f"shared model {shared_label}"
+            else:
+                copy = uploads.copy(upload_id, inputs / UPLOADED_KEYS[key])
+                names[copy] = f"upload {upload_id}"
         elif key not in DATA_PATH_KEYS:  # a shared model, read where the operator put it
             staged.append(line)
             continue
