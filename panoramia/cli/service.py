@@ -561,12 +561,16 @@ def repeat_lines(found: dict) -> list[str]:
     control = f", beside {beside} runs of your control" if beside else ""
     lines = [f"{model['name']} version {model['version']}: {len(targets)} repeats{control}"]
     if pooled:
+        if pooled.get("plain"):
+            lines.append(f"In short: {pooled['plain']}")
         lines += [pooled["headline"], pooled["sentence"]]
     paired = found.get("paired")
     if paired:
         from panoramia.report.pooled import paired_sentence
 
         lines.append(paired_sentence(paired))
+    if pooled.get("next_steps"):
+        lines += ["What to do next:", *(f"  - {step}" for step in pooled["next_steps"])]
     for run in found["runs"]:
         level = WORDS.get(run.get("level") or "", "no report")
         role = " (control)" if run.get("role") == "control" else ""

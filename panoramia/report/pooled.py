@@ -38,6 +38,34 @@ POOLED_WORDS = {
     "inconclusive": "Inconclusive (pooled): no run could be read",
 }
 """Each pooled level as a person reads it."""
+POOLED_PLAIN = {
+    "leak_detected": "Yes: over these runs together, this model gives away something about "
+    "which records it was trained on.",
+    "borderline": "Maybe: some runs point to a leak that the runs together do not call; run "
+    "more repeats before acting on it.",
+    "no_leak_detected": "No leak found by these runs together, which is not proof that there "
+    "is none.",
+    "inconclusive": "Cannot tell: none of these runs could be read.",
+}
+"""The pooled answer in plain words, one per level: the line a reader sees first."""
+POOLED_STEPS = {
+    "leak_detected": [
+        "For the model's owner: retrain it so that it gives away less (fewer passes over the "
+        "data, stronger regularisation, or a differentially private method), then audit "
+        "again; each run's page says what fits this kind of model.",
+        "For you: if your rows should not be in this model, ask its owner to retrain without them.",
+    ],
+    "borderline": [
+        "Run more repeats (5 or more) of the same audit, or give held-out rows (rows the model "
+        "never saw) so that the O(1) test runs too, and read the pooled verdict again.",
+    ],
+    "no_leak_detected": [
+        "Nothing here calls for action, but it does not show the model is private: audit again "
+        "after each retraining.",
+    ],
+    "inconclusive": ["Look at the runs' own pages for why none could be read, then run again."],
+}
+"""What to do next after a pooled verdict, per level (plain words, any surface)."""
 
 
 def run_reading(found: JSONDict | None) -> dict[str, Any]:
@@ -73,7 +101,8 @@ def pooled_verdict(readings: list[dict[str, Any]]) -> dict[str, Any]:
     own verdict says the model leaks), ``borderline`` (runs read as borderline), ``p_value``
     = min(1, 2 · mean p_i) with unread runs at 1, ``false_alarm_rate`` α (the runs' own, the
     smallest where they differ; 5 % where none states one), ``detected`` (p ≤ α), ``level``
-    (a key of :data:`POOLED_WORDS`), ``headline``, ``quote`` ({game, mean, interval, n} over
+    (a key of :data:`POOLED_WORDS`), ``headline``, ``plain`` (the answer in plain words),
+    ``next_steps``, ``quote`` ({game, mean, interval, n} over
     the runs quoting the commonest game; interval None for one run) and ``sentence``."""
     runs = len(readings)
     if runs == 0:
@@ -105,6 +134,8 @@ def pooled_verdict(readings: list[dict[str, Any]]) -> dict[str, Any]:
         "detected": detected,
         "level": level,
         "headline": POOLED_WORDS[level],
+        "plain": POOLED_PLAIN[level],
+        "next_steps": list(POOLED_STEPS[level]),
         "quote": quote,
         "sentence": _sentence(level, runs, read, called, p_value, rate, quote),
     }

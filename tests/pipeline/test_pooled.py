@@ -114,3 +114,13 @@ def test_the_paired_difference_says_whether_its_interval_holds_zero():
     above = paired_sentence({"mean": 1.9, "interval": [1.2, 2.6], "n": 3})
     assert "above zero" in above
     assert "(one pair: no interval)" in paired_sentence({"mean": 0.3, "interval": None, "n": 1})
+
+
+def test_the_pooled_verdict_answers_in_plain_words_and_says_what_to_do_next():
+    """Issue 72: the pooled page had no "In short" and no next steps."""
+    called = pooled_verdict([run_reading(_run("leak_detected", 0.01)) for _ in range(3)])
+    assert called["plain"].startswith("Yes:")
+    assert any("retrain" in step for step in called["next_steps"])
+    quiet = pooled_verdict([run_reading(_run("no_leak_detected", 0.6)) for _ in range(3)])
+    assert quiet["plain"].startswith("No leak found")
+    assert not any("`" in step for level in (called, quiet) for step in level["next_steps"])
