@@ -4,9 +4,11 @@ trial's verdict is Holm over the three runs' decision p, read anew from each run
 ``report.json`` by the repository's own code (its digest, then ``version_leakage``), beside
 the rule before it (the trial is called where any of its three runs' own verdicts calls).
 
-    python benchmarks/shared_judgement.py SWEEP_DIR [--json OUT] [--first 600 --trials 20]
+    python benchmarks/shared_judgement.py SWEEP_DIR [SWEEP_DIR ...] [--json OUT]
+        [--first 600 --trials 20]
 
-SWEEP_DIR holds one folder per run (``.hydra/overrides.yaml`` and ``report.json``). A run
+Each SWEEP_DIR (one multirun, or one per target: their runs are read together) holds one
+folder per run (``.hydra/overrides.yaml`` and ``report.json``). A run
 that is missing, or whose ``report.json`` is absent or unreadable, enters its trial as a
 failed run (p = 1, as SPEC §3.3 enters one) and the trial is listed as holding a missing
 run: never dropped. Prints one table per target, one line per trial, and the pass line
@@ -160,18 +162,21 @@ def _p(value: float | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep", type=Path)
+    parser.add_argument("sweep", type=Path, nargs="+")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--first", type=int, default=FIRST)
     parser.add_argument("--trials", type=int, default=TRIALS)
     args = parser.parse_args()
-    if not args.sweep.is_dir():
-        print(f"shared_judgement: {args.sweep}: not a folder", file=sys.stderr)
-        return 2
-    runs = read_runs(args.sweep)
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for sweep in args.sweep:
+        if not sweep.is_dir():
+            print(f"shared_judgement: {sweep}: not a folder", file=sys.stderr)
+            return 2
+        for key, found in read_runs(sweep).items():
+            runs[key].extend(found)
     targets = shared_trials(runs, first=args.first, trials=args.trials)
     if not targets:
-        print(f"shared_judgement: {args.sweep}: no runs", file=sys.stderr)
+        print("shared_judgement: no runs in " + ", ".join(map(str, args.sweep)), file=sys.stderr)
         return 2
     summaries = {target: _summary(trials) for target, trials in targets.items()}
     contributors = CONTRIBUTORS
@@ -208,8 +213,8 @@ def main() -> int:
     control = summaries.get(CONTROL)
     print()
     if control is None:
-        print(f"FAIL: no run of the control {CONTROL}")
-        verdict = False
+        print(f"No pass line: no run of the control {CONTROL} in these folders")
+        verdict = True
     else:
         verdict = control["leaks"] <= MAX_CALLS and control["trials"] == args.trials
         print(
