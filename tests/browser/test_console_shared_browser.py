@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser.test_console_browser import CHROMIUM, _chromium_page, shot
-from tests.conftest import TINY_AUDIT, fresh_database
-from tests.service.test_shared_models import OWNER, _table, finish
+from tests.conftest import fresh_database
+from tests.service.test_shared_models import OWNER, _audit_body, _table, finish
 from tests.service.test_upload_deletion import _model_archive, _send
 from tests.service_support import LiveService, queued_only_service, redis_database
 
@@ -103,10 +103,7 @@ def test_an_owner_publishes_a_model_and_reads_its_contributors_audits(  # type: 
     started = [audit_id]
     for name in ("bob", "carol"):
         with service.client(service.token(name)) as client:
-            body = {"shared": {"owner": OWNER, "name": "census", "version": "1"},
-                    "data": {"source": "csv", "members": "mine", "label": "income"},
-                    "overrides": [o for o in TINY_AUDIT if not o.startswith("target.")]}  # fmt: skip
-            answer = client.post("/v1/audits", json=body)
+            answer = client.post("/v1/audits", json=_audit_body())
             assert answer.status_code == 202, answer.text
             started.append(answer.json()["id"])
     for index, (started_id, leaks) in enumerate(zip(started, (True, True, False), strict=True)):
