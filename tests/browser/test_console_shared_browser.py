@@ -132,9 +132,23 @@ def test_an_owner_publishes_a_model_and_reads_its_contributors_audits(  # type: 
     expect(rows.filter(has_text="alice")).to_contain_text("(named)")
     expect(rows.filter(has_text="yes")).not_to_have_count(0)
     shot(page, "s5-leakage-owner", database_url)
-    page.get_by_label("I understand").check()
+
+    # a second version, to every contributor: the two side by side
+    page.get_by_role("link", name="All shared models").click()
+    expect(page.get_by_role("region", name="shared models you published")).to_contain_text(
+        "alice, bob, carol"
+    )
+    page.get_by_label("Name", exact=True).fill("census")
+    page.get_by_label("Version").fill("2")
+    page.get_by_role("button", name="Publish").click()
+    expect(page.get_by_role("status")).to_contain_text("Published version 2")
+    cards = page.locator(".versions .verdict")
+    expect(cards).to_have_count(2)
+    expect(cards.nth(1)).to_contain_text("Not audited yet")
+    expect(page.locator("table.side thead")).to_contain_text("Version 2")
+    page.get_by_label("no new audit may name version 1").check()
     page.get_by_role("button", name="Withdraw version 1").click()
     expect(page.get_by_role("status")).to_contain_text("Withdrew version 1")
-    expect(page.locator(".versions .verdict h3")).to_contain_text("(withdrawn)")
-    shot(page, "s6-withdrawn", database_url)
+    expect(cards.nth(0).locator("h3")).to_contain_text("(withdrawn)")
+    shot(page, "s6-two-versions-one-withdrawn", database_url)
     assert not [problem for problem in page.problems if "Content Security Policy" in problem]

@@ -82,6 +82,7 @@ def test_shared_models_in_the_console_for_owner_audience_and_outsider(
     for fields, status, line in (
         ({"audience": "named", "names": " , "}, 422, "Audience: name at least one"),
         ({"audience": "named", "names": "alice, a/b"}, 422, "Audience: &#39;a/b&#39; is not"),
+        ({"names": "alice"}, 422, "Audience: you named contributors but chose every"),
         ({"upload": "nope"}, 404, "Model upload: no model upload of yours named"),
         ({"name": "census data"}, 422, "Name: String should match pattern"),
     ):
@@ -219,3 +220,17 @@ def test_shared_models_in_the_console_for_owner_audience_and_outsider(
     assert "Leaks: at least one" in alice.get(LEAKAGE).text
     for client in (owner, alice, bob, carol, dave):
         client.close()
+
+
+def test_a_declared_guarantee_reads_in_words() -> None:
+    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim
+    from panoramia.service.console.shared_pages import claim_words
+
+    assert claim_words(EpsDeltaClaim(3.0, 1e-5).to_dict()) == "(ε = 3, δ = 1e-05)-DP"
+    dpsgd = DpSgdClaim.single_phase(1.1, sample_rate=0.01, steps=1000, dataset_size=60_000)
+    assert claim_words(dpsgd.to_dict()) == (
+        "DP-SGD (σ = 1.1, sampling rate 0.01, 1,000 steps, N = 60,000), for data differing "
+        "by adding or removing one record"
+    )
+    assert claim_words(None) == claim_words({"kind": "none"}) == "none declared"
+    assert claim_words({"kind": "dpsgd"}) == "a guarantee this page cannot read"

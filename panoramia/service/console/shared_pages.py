@@ -75,7 +75,7 @@ def claim_words(claim: Any) -> str:
             for p in read.phases
         )
         size = f", N = {read.dataset_size:,}" if read.dataset_size else ""
-        words = f"DP-SGD ({phases}{size}), neighbours by {NEIGHBOURS[read.neighbouring]}"
+        words = f"DP-SGD ({phases}{size}), for data differing by {NEIGHBOURS[read.neighbouring]}"
     else:
         return "none declared"
     if read.tuning is not None:
@@ -138,6 +138,10 @@ def add_shared_pages(router: APIRouter, needs: FormNeeds) -> None:
 
         everyone = sent.get("audience", "all") == "all"
         names = [n.strip() for n in sent.get("names", "").split(",") if n.strip()]
+        if everyone and names:  # never a wider audience than the names she typed
+            return refused(422, "Audience: you named contributors but chose every "
+                           "contributor: choose “only the contributors named below”, or "
+                           "clear the names")  # fmt: skip
         if not everyone and not names:
             return refused(422, "Audience: name at least one contributor, or choose every "
                            "contributor")  # fmt: skip
