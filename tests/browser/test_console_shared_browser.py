@@ -99,6 +99,7 @@ def test_an_owner_publishes_a_model_and_reads_its_contributors_audits(  # type: 
     expect(page.locator("h1")).to_contain_text("Audit of olivia.census")
     audit_id = page.url.split("/audits/")[1].split("?")[0]
     expect(page.locator("main")).not_to_contain_text("forest")  # never the owner's upload
+    expect(page.get_by_role("link", name="olivia/census")).to_have_attribute("href", LEAKAGE)
 
     started = [audit_id]
     for name in ("bob", "carol"):
