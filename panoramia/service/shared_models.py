@@ -14,6 +14,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from panoramia.report.shared_leakage import (
+    ModelLeakage,
+    VersionLeakage,
+    Viewer,
+    version_leakage,
+    view_for,
+)
 from panoramia.service.schemas import (
     MAX_NAME_CHARS,
     NAME_PATTERN,
@@ -156,3 +163,31 @@ def resolve_shared(
     if upload is not None:  # the door's checks read its summary, named as the shared model
         stand_in = Upload(name=shared_label(entry), kind="model", summary=upload.summary)
     return SharedTarget(entry, request, stand_in, path)
+
+
+def leakage_for(store: ReportStore, principal: Principal, entry: SharedEntry) -> VersionLeakage:
+    """One version's leakage report as ``principal`` may read it, recomputed from the stored
+    digests of its contributors' service-run audits (never a client's figures): the owner
+    (and admins) read every field, any other viewer what :func:`view_for` lets her."""
+    units = store.leakage_units(entry.id)
+    full = version_leakage(store.published(entry), units)
+    viewer: Viewer = "owner" if entry.mine or principal.is_admin else "contributor"
+    return view_for(full, viewer, principal.contributor_id, units)
+
+
+def model_leakage(
+    store: ReportStore,
+    principal: Principal,
+    owner: str,
+    name: str,
+    entries: list[SharedEntry] | None = None,
+) -> ModelLeakage | None:
+    """Every version of ``owner``'s ``name`` she may see, side by side, oldest first (None:
+    none she may see); ``entries``: those versions, where the caller has just listed them
+    (:meth:`~panoramia.store.shared_rows.SharedRows.shared_versions`)."""
+    if entries is None:
+        entries = store.shared_versions(principal, owner, name)
+    if not entries:
+        return None
+    versions = [leakage_for(store, principal, entry) for entry in entries]
+    return ModelLeakage(owner=entries[0].owner, name=entries[0].name, versions=versions)

@@ -1,5 +1,6 @@
-"""The console's audit form: start an audit of one of her model uploads on her data uploads,
-with no script and no command line, and follow it (or its repeats) to the verdict.
+"""The console's audit form: start an audit of one of her model uploads, or of a model shared
+with her (docs/SPEC.md §3.3), on her data uploads, with no script and no command line, and
+follow it (or its repeats) to the verdict.
 
 Two steps, because a page without script cannot change its own fields: first the data
 (members) upload, then the fields that upload's kind needs — a table's label column and
@@ -37,6 +38,9 @@ from panoramia.store.repository import Principal, StorageFull, TooManyAudits
 from panoramia.store.tables import Upload
 from panoramia.store.uploads import READY, UploadRows
 
+SHARED_OPTION = "shared:"
+"""How the form's "Model" names a shared model: ``shared:<owner>/<name>/<version>`` (no part
+holds a ``/``), beside her own model uploads' names (which hold no ``:``)."""
 MAX_FORM_BYTES = 16_384
 """The most an audit form's body may hold (its fields are names, columns and numbers)."""
 FOLDER_SOURCES = {"images": "images in one folder per class", "text_files": "text documents"}
@@ -89,8 +93,9 @@ def read_form(body: bytes) -> dict[str, list[str]]:
 
 
 def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest:
-    """The API request the form's ``fields`` ask for (pydantic's ValidationError for what it
-    refuses, as the API would)."""
+    """The API request the form's ``fields`` ask for: her model upload as ``target``, or the
+    shared model its "Model" names (pydantic's ValidationError for what it refuses, as the
+    API would; RequestProblem for a shared model's option the form never offers)."""
 
     def one(name: str) -> str | None:
         values = fields.get(name) or [""]
@@ -107,9 +112,18 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         data["slices"] = [value for value in fields.get("slices", []) if value]
     repeats = one("repeats") or "1"
     control = {"control": {"path": one("control")}} if one("control") else {}
-    return AuditRequest.model_validate({
+    chosen = one("model") or ""
+    audited: dict[str, Any] = {
         "model": {"name": one("model_name") or "", "version": one("version") or "1"},
-        "target": {"path": one("model") or ""},
+        "target": {"path": chosen},
+    }
+    if chosen.startswith(SHARED_OPTION):  # its name and version are the shared model's
+        parts = chosen.removeprefix(SHARED_OPTION).split("/")
+        if len(parts) != 3:
+            raise RequestProblem(("shared",), "choose one of the shared models the form offers")
+        audited = {"shared": dict(zip(("owner", "name", "version"), parts, strict=True))}
+    return AuditRequest.model_validate({
+        **audited,
         **control,
         "data": data,
         # not str.isdigit ("²" is a digit to it): anything else is pydantic's to refuse
@@ -133,11 +147,13 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
         ready = [u for u in rows.owned(principal.contributor_id) if u.state == READY]
         data = [u for u in ready if u.kind == "data"]
         models = [u for u in ready if u.kind == "model"]
+        shared = [e for e in store.list_shared(principal) if not e.withdrawn]
         members = next((u for u in data if u.name == chosen), None)
         sent = sent or {}
         return page(
             request, "audit_form.html", status, principal=principal, csrf=csrf,
-            data=data, models=models, members=members,
+            data=data, models=models, members=members, shared=shared,
+            shared_option=SHARED_OPTION,
             kind=upload_kind(members) if members else None,
             columns=columns_of(members) if members else [],
             proposed=proposals(data, models, members),
@@ -222,6 +238,7 @@ FIELD_WORDS = {
     "data.slices": "Slices",
     "repeats": "Repeats",
     "control": "Control model",
+    "shared": "Model",
 }
 """The API's field names as the form labels them."""
 

@@ -34,6 +34,7 @@ from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.audit_form import add_audit_pages
 from panoramia.service.console.progress_words import progress_words
+from panoramia.service.console.shared_pages import add_shared_pages, shared_address
 from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.routing import FormNeeds, Queue, SignedIn
@@ -79,6 +80,7 @@ def _templates() -> Environment:
     environment.filters["figure"] = _figure
     environment.filters["share"] = _share
     environment.globals["plain_line"] = plain_line
+    environment.globals["shared_address"] = shared_address
     return environment
 
 
@@ -453,6 +455,7 @@ def console_router(
     forms = FormNeeds(settings, store, page, signed_in, _form_is_genuine, limit_by(signed_in_key))
     add_upload_pages(router, forms, checks)
     add_audit_pages(router, forms, queue, REFRESH_S)
+    add_shared_pages(router, forms)
     add_sign_in_pages(router, store, key, page=page, rate_limit=rate_limit)
     add_sign_out(router, store, page=page, signed_in=signed_in)
     add_model_pages(router, store, page=page, signed_in=signed_in)
