@@ -51,3 +51,22 @@ def table_console():  # -> rich.console.Console
     from rich.console import Console
 
     return Console() if Console().is_terminal else Console(width=4000)
+
+
+def parse_shared(
+    text: str, *, setting: str, version_needed: bool = True
+) -> tuple[str, str, str | None]:
+    """``OWNER/NAME:VERSION`` → (owner, name, version); InputError naming ``setting``
+    otherwise (the version may be absent where ``version_needed`` is False)."""
+    owner, slash, rest = text.partition("/")
+    name, _colon, version = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    if not slash or not owner or not name or (version_needed and not version):
+        form = "OWNER/NAME:VERSION" if version_needed else "OWNER/NAME[:VERSION]"
+        raise InputError(f"{setting}: {text!r} is not {form} (e.g. olivia/census:2)")
+    return owner, name, version or None
+
+
+def shared_key(text: str, *, setting: str) -> dict[str, str]:
+    """The request's ``shared`` from ``OWNER/NAME:VERSION``."""
+    owner, name, version = parse_shared(text, setting=setting)
+    return {"owner": owner, "name": name, "version": version or ""}

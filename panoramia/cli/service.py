@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from panoramia.cli.common import exits_on_input_error, print_json, table_console
+from panoramia.cli.common import exits_on_input_error, print_json, shared_key, table_console
 from panoramia.cli.gate import JunitOption
 from panoramia.errors import InputError
 from panoramia.plugins import MODALITIES
@@ -438,8 +438,6 @@ def _audited(
     """The request's model and target, or its ``shared`` model: InputError naming the option
     where they are mixed or missing."""
     if shared is not None:
-        from panoramia.cli.shared import shared_key
-
         mixed = [name for name, given in (("--model", model), ("--target-config", target_config),
                                           ("--target-path", target_path),
                                           ("--control-path", control_path)) if given]  # fmt: skip

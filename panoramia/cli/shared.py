@@ -9,7 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from panoramia.cli.common import exits_on_input_error, print_json, table_console
+from panoramia.cli.common import (
+    exits_on_input_error,
+    parse_shared,
+    print_json,
+    table_console,
+)
 from panoramia.cli.service import DEFAULT_URL, AsJson, Token, Url, _client
 from panoramia.errors import InputError
 
@@ -17,25 +22,6 @@ SharedName = Annotated[
     str,
     typer.Argument(help="The shared model: OWNER/NAME:VERSION (reports model: :VERSION optional)."),
 ]
-
-
-def parse_shared(
-    text: str, *, setting: str, version_needed: bool = True
-) -> tuple[str, str, str | None]:
-    """``OWNER/NAME:VERSION`` → (owner, name, version); InputError naming ``setting``
-    otherwise (the version may be absent where ``version_needed`` is False)."""
-    owner, slash, rest = text.partition("/")
-    name, _colon, version = rest.rpartition(":") if ":" in rest else (rest, "", "")
-    if not slash or not owner or not name or (version_needed and not version):
-        form = "OWNER/NAME:VERSION" if version_needed else "OWNER/NAME[:VERSION]"
-        raise InputError(f"{setting}: {text!r} is not {form} (e.g. olivia/census:2)")
-    return owner, name, version or None
-
-
-def shared_key(text: str, *, setting: str) -> dict[str, str]:
-    """The request's ``shared`` from ``OWNER/NAME:VERSION``."""
-    owner, name, version = parse_shared(text, setting=setting)
-    return {"owner": owner, "name": name, "version": version or ""}
 
 
 def publish(

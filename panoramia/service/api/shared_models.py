@@ -9,13 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastApiPath
 
-from panoramia.report.shared_leakage import (
-    ModelLeakage,
-    VersionLeakage,
-    Viewer,
-    version_leakage,
-    view_for,
-)
+from panoramia.report.shared_leakage import ModelLeakage, VersionLeakage
 from panoramia.service.route_answers import headers, refusals
 from panoramia.service.routing import RouteNeeds
 from panoramia.service.schemas import Name as NameType
@@ -25,8 +19,8 @@ from panoramia.service.schemas import (
     SharedModelView,
     SharedPublication,
 )
-from panoramia.service.shared_models import publication_from
-from panoramia.store.repository import Principal, ReportStore
+from panoramia.service.shared_models import leakage_for, model_leakage, publication_from
+from panoramia.store.repository import Principal
 from panoramia.store.shared_rows import SharedEntry, SharedFileGone, SharedModelExists
 
 NOT_FOUND = "not found"
@@ -45,26 +39,6 @@ def shared_view(entry: SharedEntry) -> SharedModelView:
         names=list(entry.names) if entry.sees_audience and entry.audience == "named" else None,
         audience_size=entry.audience_size,
     )  # fmt: skip
-
-
-def leakage_for(store: ReportStore, principal: Principal, entry: SharedEntry) -> VersionLeakage:
-    """One version's leakage report as ``principal`` may read it, recomputed from the stored
-    digests of its contributors' service-run audits (never a client's figures)."""
-    units = store.leakage_units(entry.id)
-    full = version_leakage(store.published(entry), units)
-    viewer: Viewer = "owner" if entry.mine or principal.is_admin else "contributor"
-    return view_for(full, viewer, principal.contributor_id, units)
-
-
-def model_leakage(
-    store: ReportStore, principal: Principal, owner: str, name: str
-) -> ModelLeakage | None:
-    """Every version of ``owner``'s ``name`` she may see, side by side (None: none)."""
-    entries = store.shared_versions(principal, owner, name)
-    if not entries:
-        return None
-    versions = [leakage_for(store, principal, entry) for entry in entries]
-    return ModelLeakage(owner=entries[0].owner, name=entries[0].name, versions=versions)
 
 
 def shared_models_router(needs: RouteNeeds) -> APIRouter:
