@@ -126,7 +126,7 @@ class ServiceClient:
         """One version's leakage report, or (no version) every version's side by side."""
         base = f"/v1/shared-models/{quote(owner, safe='')}/{name}"
         if version is None:
-            return self.request("GET", f"{base}/leakage").json()
+            return self.request("GET", base).json()
         return self.request("GET", f"{base}/{version}/leakage").json()
 
     def uploads(self) -> list[dict]:

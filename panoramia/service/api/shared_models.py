@@ -89,7 +89,7 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         version, claim, when published (never a file, a path or an upload)."""
         return [shared_view(entry) for entry in store.list_shared(principal)]
 
-    @router.get("/v1/shared-models/{owner}/{name}/leakage")
+    @router.get("/v1/shared-models/{owner}/{name}")
     @rate_limit
     def get_model_leakage(
         request: Request, owner: Owner, name: ModelName, principal: Caller
