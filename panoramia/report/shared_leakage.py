@@ -298,10 +298,10 @@ def verdict_sentence(
         )
     if level == "borderline":
         return (
-            f"No leak is called for the model, but not every contributor's audit was quiet "
-            f"({test}). More repeats by those contributors would settle it."
+            f"No leak is called for the model, but not every contributor's audit was quiet: "
+            f"{test}. More repeats by those contributors would settle it."
         )
-    return f"No leak detected for any of the {count} contributors ({test})."
+    return f"No leak detected for any of the {count} contributors: {test}."
 
 
 def _claim_check(claim: dict[str, Any] | None, readings: list[dict[str, Any]]) -> ClaimCheck:
