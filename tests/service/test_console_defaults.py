@@ -104,3 +104,23 @@ def test_the_form_proposes_from_her_uploads_and_keeps_her_choices_after_a_refusa
         audit_id = started.headers["location"].split("?")[0].rsplit("/", 1)[-1]
         stored = service.store.get_audit(None, audit_id)
         assert "audit.slices=['colour','age']" in stored.request["overrides_resolved"]
+
+
+def test_a_control_s_runs_are_their_own_series_on_the_history() -> None:
+    """Issue 72: her control's runs plotted among the target's read as if the target had
+    quiet versions; they are drawn (and said) as the control's."""
+    from datetime import UTC, datetime
+
+    from panoramia.service.console.pages import history_plot, history_text
+
+    def line(audit_id: str, version: str, value: float) -> dict:
+        return {"audit_id": audit_id, "version": version, "claimed_epsilon": None,
+                "created_at": datetime(2026, 12, 3, tzinfo=UTC),
+                "verdict": {"quote": {"value": value, "game": "two_sided",
+                                      "interval": [value * 0.8, value * 1.2]}}}  # fmt: skip
+
+    lines = [line("a1", "3", 1.6), line("c1", "3-control", 0.1)]
+    text = history_text(lines, controls=frozenset({"c1"}))
+    assert "version 3-control (your control)" in text
+    assert "version 3 2026" in text
+    assert history_plot(lines, frozenset({"c1"})).startswith("data:image/png;base64,")

@@ -204,15 +204,17 @@ MAX_HISTORY = 100
 """Reports a model page lists and plots (the newest)."""
 
 
-def history_plot(lines: list[dict[str, Any]]) -> str | None:
+def history_plot(lines: list[dict[str, Any]], controls: frozenset[str] = frozenset()) -> str | None:
     """A PNG (data URI) of each report's quoted ε̃, oldest first, one marker per report (never
     joined: versions are not a trend), with this run's interval where the report has one,
-    each game its own marker, and the claimed ε (δ = 1e-5) as a dashed line where one was
+    each game its own marker, her control's runs (``controls``: their audit ids) as a series
+    of their own in hollow grey, and the claimed ε (δ = 1e-5) as a dashed line where one was
     declared; None without reports."""
     if not lines:
         return None
     points = []
     for line in lines:
+        role = "control" if (line.get("audit_id") or "") in controls else "target"
         found = line.get("verdict") or {}
         quote = found.get("quote") or {}
         interval = quote.get("interval")
@@ -224,6 +226,7 @@ def history_plot(lines: list[dict[str, Any]]) -> str | None:
             tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None,
             stamp.strftime("%Y-%m-%d\n%H:%M:%S") if stamp is not None else "",
             number(found.get("null_threshold")),
+            role,
         ))  # fmt: skip
     claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
     return _plot(tuple(points), claimed[-1] if claimed else None)
@@ -236,11 +239,11 @@ GAME_MARKERS = {"one_sided": ("o", "#1f4e79", "paper's one-sided game"),
 
 @functools.lru_cache(maxsize=256)
 def _plot(
-    points: tuple[tuple[str, float | None, str, tuple | None, str, float | None], ...],
+    points: tuple[tuple[str, float | None, str, tuple | None, str, float | None, str], ...],
     claimed: float | None,
 ) -> str:
     """The plot of :func:`history_plot` for these (version, quoted ε̃, game, interval, time
-    stored, null threshold) points, one position per report in the order stored, labelled
+    stored, null threshold, role) points, one position per report in the order stored, labelled
     with its version, date and time (cached: a page that reloads while an audit runs draws it
     once). Each report's grey bar is what reads like no leak in that run (up to its null's
     threshold); points are never joined."""
@@ -255,22 +258,28 @@ def _plot(
         if bands:
             axes.bar([x for x, _ in bands], [max(0.0, t) for _, t in bands], width=0.5,
                      color="#dddddd", label="reads like no leak in that run (null)")  # fmt: skip
-        for game, (marker, colour, label) in GAME_MARKERS.items():
-            drawn = [
-                (x, p)
-                for x, p in zip(order, points, strict=True)
-                if p[2] == game and p[1] is not None
-            ]
-            if not drawn:
-                continue
-            xs = [x for x, _ in drawn]
-            ys = [cast(float, p[1]) for _, p in drawn]  # not None (drawn)
-            # a bootstrap interval need not hold its own figure: bars never go below 0
-            low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
-            high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
-            axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, color=colour, capsize=4,
-                          markersize=7, linestyle="none",
-                          label=f"ε̃ quoted, {label}, with its interval")  # fmt: skip
+        for role in ("target", "control"):
+            for game, (marker, colour, label) in GAME_MARKERS.items():
+                drawn = [
+                    (x, p)
+                    for x, p in zip(order, points, strict=True)
+                    if p[2] == game and p[1] is not None and p[6] == role
+                ]
+                if not drawn:
+                    continue
+                xs = [x for x, _ in drawn]
+                ys = [cast(float, p[1]) for _, p in drawn]  # not None (drawn)
+                # a bootstrap interval need not hold its own figure: bars never go below 0
+                low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
+                high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
+                style: dict[str, Any] = (
+                    {"color": colour, "label": f"ε̃ quoted, {label}, with its interval"}
+                    if role == "target"
+                    else {"color": "#6b6b6b", "markerfacecolor": "white",
+                          "label": f"your control's ε̃ (never saw these members), {label}"}
+                )  # fmt: skip
+                axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, capsize=4, markersize=7,
+                              linestyle="none", **style)  # fmt: skip
         if claimed is not None:
             axes.axhline(claimed, color="#b42318", ls="--", label=f"claimed ε = {claimed:.3g}")
         shown = [v for p in points for v in (p[1], p[5], *(p[3] or ())) if v is not None]
@@ -317,9 +326,12 @@ def control_audit_ids(pooled: dict[str, dict[str, Any] | None]) -> set[str]:
     return {a for summary in pooled.values() if summary for a in summary["control_audits"]}
 
 
-def history_text(lines: list[dict[str, Any]], most: int = 20) -> str:
+def history_text(
+    lines: list[dict[str, Any]], most: int = 20, controls: frozenset[str] = frozenset()
+) -> str:
     """The history plot in words (its alt text): each report's version, date and quoted ε̃
-    with its game and interval, the newest ``most``, and the claimed ε."""
+    with its game and interval (her control's runs, ``controls``, said as such), the newest
+    ``most``, and the claimed ε."""
     shown = []
     for line in lines[-most:]:
         quote = (line.get("verdict") or {}).get("quote") or {}
@@ -335,7 +347,8 @@ def history_text(lines: list[dict[str, Any]], most: int = 20) -> str:
         stamp = line.get("created_at")
         when = stamp.strftime("%Y-%m-%d") if stamp is not None else ""
         game = str(quote.get("game") or "").replace("_", "-")
-        shown.append(f"version {line.get('version')} {when}: {value:.2f} ({game}{spread})")
+        role = " (your control)" if (line.get("audit_id") or "") in controls else ""
+        shown.append(f"version {line.get('version')}{role} {when}: {value:.2f} ({game}{spread})")
     claimed = [line["claimed_epsilon"] for line in lines if line.get("claimed_epsilon") is not None]
     text = "Quoted ε̃ of each report, oldest first: " + "; ".join(shown or ["none"]) + "."
     if claimed:
@@ -601,13 +614,14 @@ def add_model_pages(
         groups = {a.id: a.repeat_group for a in audits if a.repeat_group}
         pooled = {group: repeat_summary(store, principal, group) for group in set(groups.values())}
         controls = control_audit_ids(pooled)
-        own = [line for line in lines if (line.get("audit_id") or "") not in controls]
+        plotted = frozenset(controls)
         return page(
             request, "model.html", principal=principal, csrf=csrf, name=name, lines=lines,
             rows=history_rows(lines, groups, pooled), latest=latest, newer_upload=newer_upload,
             newest=lines[-1] if lines else None,
             latest_group=pooled.get(groups.get(latest["audit_id"] or "", "")) if latest else None,
-            audits=audits, plot=history_plot(own), plot_text=history_text(own),
+            audits=audits, plot=history_plot(lines, plotted),
+            plot_text=history_text(lines, controls=plotted),
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
             failed=any(a.status == "failed" for a in audits), active=active,
