@@ -290,7 +290,7 @@ def _plot(
         ticks = order if len(order) <= 8 else order[:: max(1, len(order) // 8)]
         axes.set_xticks(ticks, [f"{points[x - 1][0]}\n{points[x - 1][4]}" for x in ticks])
         axes.set_xlim(0.5, len(order) + 0.5)
-        axes.legend(loc="upper left", fontsize="small")
+        axes.legend(loc="lower left", bbox_to_anchor=(0, 1.01), fontsize="small", frameon=False)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png")
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
