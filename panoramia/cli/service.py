@@ -29,6 +29,22 @@ Token = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 AuditId = Annotated[str, typer.Argument(help="The audit's id.")]
 DEFAULT_URL = "http://127.0.0.1:8000"
+SharedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--shared",
+        help="A shared model you may audit, OWNER/NAME:VERSION (panoramia models shared), "
+        "instead of --model and --target-*: your report also enters its leakage report.",
+    ),
+]
+ControlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--control-path",
+        help="A model upload of yours that never saw these members, audited at the same "
+        "seeds (needs --repeats): the paired difference target − control.",
+    ),
+]
 
 db = typer.Typer(help="The report store's database.", no_args_is_help=True)
 tokens = typer.Typer(help="Contributors' access tokens.", no_args_is_help=True)
@@ -328,7 +344,10 @@ def audits_submit(
     ] = None,
     target_path: Annotated[
         str | None,
-        typer.Option(help="Your model upload's name (panoramia models upload), or a shared model."),
+        typer.Option(
+            help="Your model upload's name (panoramia models upload), or a model folder the "
+            "operator placed."
+        ),
     ] = None,
     source: Annotated[
         str | None,
@@ -356,20 +375,8 @@ def audits_submit(
     override: Annotated[
         list[str] | None, typer.Option("--override", "-o", help="A Hydra override; repeat.")
     ] = None,
-    shared: Annotated[
-        str | None,
-        typer.Option(
-            help="A shared model you may audit, OWNER/NAME:VERSION (panoramia models shared), "
-            "instead of --model and --target-*: your report also enters its leakage report."
-        ),
-    ] = None,
-    control_path: Annotated[
-        str | None,
-        typer.Option(
-            help="A model upload of yours that never saw these members, audited at the same "
-            "seeds (needs --repeats): the paired difference target − control."
-        ),
-    ] = None,
+    shared: SharedOption = None,
+    control_path: ControlOption = None,
     repeats: Annotated[
         int,
         typer.Option(

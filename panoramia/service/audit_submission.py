@@ -66,12 +66,7 @@ def submit_audits(
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
     if shared is not None:
         uploads["target"] = shared.upload
-    check_columns(body.data, uploads)
-    check_model_fits(body, uploads.get("target"))
-    check_data_kinds(body.data, uploads)
-    for role in ("members", "nonmembers"):
-        check_model_columns(body, uploads.get(role), uploads.get("target"), role)
-        check_label_classes(body, uploads.get(role), uploads.get("target"))
+    check_at_door(body, uploads)
     runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
     control_runs: list[list[str]] = []
     if body.control is not None:  # the same request on her control model, at the same seeds
@@ -84,16 +79,7 @@ def submit_audits(
             check_label_classes(aside, uploads.get(role), control_upload)
         control_runs = seeded_overrides(control_overrides, body.repeats)
         check_composes(control_runs[0], settings.limits)
-    composed = check_composes(runs[0], settings.limits)
-    if len(runs) > 1:
-        check_composes(runs[-1], settings.limits)  # the last seed is the largest
-    estimate = estimate_cost(composed)
-    if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
-        raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
-    total = CostEstimate(estimate.stages * (len(runs) + len(control_runs)))  # each in full
-    kept = usage(store, settings, principal.contributor_id)
-    if kept.total >= kept.quota_bytes:  # its report and files could not be kept
-        raise StorageFull(kept.quota_bytes, kept.total, 0)
+    estimate, total = _priced(settings, store, principal, runs, len(control_runs))
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
     if shared is not None:  # her request keeps the shared model's key, never its file
         common["target"] = None
@@ -105,7 +91,6 @@ def submit_audits(
         }
         for index, run in enumerate(runs)
     ]  # fmt: skip
-    assert body.model is not None  # the schema asks for it where shared is not given
     target = ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim)
     models = [target] * len(requests)
     if control_runs and control_model is not None:  # her model's name, "<version>-control"
@@ -132,6 +117,39 @@ def submit_audits(
     for audit in audits:
         queue.submit(audit.id)
     return audits
+
+
+def check_at_door(body: AuditRequest, uploads: dict[str, Upload | None]) -> None:
+    """What the uploads' arrival checks read, held against the request (columns, kinds, the
+    model's label, features and classes): RequestProblem naming the field otherwise."""
+    check_columns(body.data, uploads)
+    check_model_fits(body, uploads.get("target"))
+    check_data_kinds(body.data, uploads)
+    for role in ("members", "nonmembers"):
+        check_model_columns(body, uploads.get(role), uploads.get("target"), role)
+        check_label_classes(body, uploads.get(role), uploads.get("target"))
+
+
+def _priced(
+    settings: ServiceSettings,
+    store: ReportStore,
+    principal: Principal,
+    runs: list[list[str]],
+    controls: int,
+) -> tuple[CostEstimate, CostEstimate]:
+    """One run's estimate and the request's total (``runs`` and ``controls`` runs, each in
+    full), the composed configs within the service's limits (the last seed the largest); and
+    StorageFull where what she keeps is already at her quota (its report could not be kept)."""
+    composed = check_composes(runs[0], settings.limits)
+    if len(runs) > 1:
+        check_composes(runs[-1], settings.limits)
+    estimate = estimate_cost(composed)
+    if not math.isfinite(estimate.total):  # every number was checked finite: a safeguard
+        raise RequestProblem(("overrides",), "the audit's cost cannot be estimated")
+    kept = usage(store, settings, principal.contributor_id)
+    if kept.total >= kept.quota_bytes:
+        raise StorageFull(kept.quota_bytes, kept.total, 0)
+    return estimate, CostEstimate(estimate.stages * (len(runs) + controls))
 
 
 def control_version(version: str) -> str:

@@ -117,6 +117,7 @@ def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path
         negative = sum(n for (_, mode), n in counts.items() if mode == "negative")
         print(f"fuzzer, {backend}: {total} requests ({negative} malformed) over "
               f"{len(counts)} operation/modes")  # fmt: skip
-        assert len({label for label, _ in counts}) == 20  # 12, and uploads (6) and workers (2)
+        # 12, uploads (6), workers (2) and shared models (6)
+        assert len({label for label, _ in counts}) == 26
         assert negative >= 5 * EXAMPLES
     assert not server_errors, server_errors[:5]

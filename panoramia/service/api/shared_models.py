@@ -48,10 +48,7 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
     Caller = Annotated[Principal, needs.contributor()]
 
     def visible(principal: Principal, owner: str, name: str, version: str) -> SharedEntry:
-        entry = store.find_shared(principal, owner, name, version)
-        if entry is None:
-            raise HTTPException(404, NOT_FOUND)
-        return entry
+        return visible_version(needs, principal, owner, name, version)
 
     @router.post(
         "/v1/shared-models",
@@ -125,6 +122,25 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         store.withdraw_shared(principal, name, version)
         return shared_view(visible(principal, owner, name, version))
 
+    _add_participation(router, needs)
+    return router
+
+
+def visible_version(
+    needs: RouteNeeds, principal: Principal, owner: str, name: str, version: str
+) -> SharedEntry:
+    """The version, where ``principal`` may see it; 404 otherwise (as for none)."""
+    entry = needs.store.find_shared(principal, owner, name, version)
+    if entry is None:
+        raise HTTPException(404, NOT_FOUND)
+    return entry
+
+
+def _add_participation(router: APIRouter, needs: RouteNeeds) -> None:
+    """Add ``PUT /v1/shared-models/{owner}/{name}/{version}/participation`` to ``router``."""
+    store, rate_limit = needs.store, needs.rate_limit
+    Caller = Annotated[Principal, needs.contributor()]
+
     @router.put(
         "/v1/shared-models/{owner}/{name}/{version}/participation",
         responses=refusals({409: "You have not audited this version."}),
@@ -146,7 +162,7 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
     ) -> ParticipationView:
         """Choose whether its owner sees your name (else a pseudonym), and whether your
         audits enter its leakage report (neither given: read your choices)."""
-        entry = visible(principal, owner, name, version)
+        entry = visible_version(needs, principal, owner, name, version)
         if not store.set_participation(principal, entry.id, named=named, withdrawn=withdrawn):
             raise HTTPException(409, "you have not audited this version")
         row = store.participation(principal, entry.id)
@@ -154,5 +170,3 @@ def shared_models_router(needs: RouteNeeds) -> APIRouter:
         return ParticipationView(
             pseudonym=row.pseudonym, named=row.named, withdrawn=row.withdrawn_at is not None
         )
-
-    return router

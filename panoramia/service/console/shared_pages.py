@@ -95,15 +95,28 @@ def add_shared_pages(router: APIRouter, needs: FormNeeds) -> None:
     ``/console/shared/{owner}/{name}`` (the leakage page) and its version's forms
     ``…/{version}/participation`` and ``…/{version}/withdraw`` (POST) to ``router``, each form
     CSRF-checked and held to ``needs.rate_limit``."""
+    _add_listing(router, needs)
+    _add_leakage_page(router, needs)
+    _add_version_forms(router, needs)
+
+
+def _not_found(needs: FormNeeds, request: Request, session: tuple[Principal, str]) -> Response:
+    """The Not found page of a shared model (the same for one she may not see)."""
+    principal, csrf = session
+    return needs.page(request, "not_found.html", 404, principal=principal, csrf=csrf,
+                      what="shared model")  # fmt: skip
+
+
+def _add_listing(router: APIRouter, needs: FormNeeds) -> None:
+    """``/console/shared``: the list and the publish form (GET), publishing (POST)."""
     settings, store, page = needs.settings, needs.store, needs.page
     form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
     Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
-    rows = UploadRows(store)
 
     def not_found(request: Request, session: tuple[Principal, str]) -> Response:
-        principal, csrf = session
-        return page(request, "not_found.html", 404, principal=principal, csrf=csrf,
-                    what="shared model")  # fmt: skip
+        return _not_found(needs, request, session)
+
+    rows = UploadRows(store)
 
     def listing(
         request: Request, principal: Principal, csrf: str, status: int = 200,
@@ -171,6 +184,15 @@ def add_shared_pages(router: APIRouter, needs: FormNeeds) -> None:
         said = f"?said=published&version={quote(entry.version)}"
         return RedirectResponse(shared_address(entry.owner, entry.name) + said, 303)
 
+
+def _add_leakage_page(router: APIRouter, needs: FormNeeds) -> None:
+    """``/console/shared/{owner}/{name}``: every version's leakage, side by side."""
+    store, page = needs.store, needs.page
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
+
+    def not_found(request: Request, session: tuple[Principal, str]) -> Response:
+        return _not_found(needs, request, session)
+
     @router.get("/shared/{owner}/{name}")
     def leakage_page(
         request: Request,
@@ -202,6 +224,16 @@ def add_shared_pages(router: APIRouter, needs: FormNeeds) -> None:
             claim_words=claim_words, audience_words=audience_words, level_words=LEVEL_WORDS,
             words=WORDS, p_text=p_text, min_aggregate=MIN_AGGREGATE,
         )  # fmt: skip
+
+
+def _add_version_forms(router: APIRouter, needs: FormNeeds) -> None:
+    """A version's two forms: her participation, the owner's withdrawal (POST)."""
+    store, page = needs.store, needs.page
+    form_is_genuine, rate_limit = needs.form_is_genuine, needs.rate_limit
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
+
+    def not_found(request: Request, session: tuple[Principal, str]) -> Response:
+        return _not_found(needs, request, session)
 
     async def version_form(
         request: Request, session: tuple[Principal, str], owner: str, name: str, version: str
