@@ -161,15 +161,13 @@ class SharedRows(StoreBase):
     ) -> SharedEntry | None:
         """One visible version (the latest published where ``version`` is None); None for an
         unknown one and one she may not see alike."""
-        found = self._find(principal, owner, name, version)
-        if found is None:
-            return None
+        query = visible(principal).where(Contributor.name == owner, SharedModel.name == name)
+        if version is not None:
+            query = query.where(SharedModel.version == version)
+        query = query.order_by(SharedModel.published_at.desc(), SharedModel.id.desc()).limit(1)
         with self.sessions() as session:
-            row = session.get(SharedModel, found)
-            assert row is not None  # found just now; versions are never deleted
-            holder = session.get(Contributor, row.owner_id)
-            assert holder is not None
-            return self._entry(session, principal, row, holder.name)
+            found = session.execute(query).first()
+            return self._entry(session, principal, *found) if found is not None else None
 
     def shared_versions(self, principal: Principal, owner: str, name: str) -> list[SharedEntry]:
         """Every visible version of ``owner``'s ``name``, oldest first ([] where none)."""
@@ -186,15 +184,6 @@ class SharedRows(StoreBase):
         with self.sessions() as session:
             row = session.get(SharedModel, shared_id)
             return (row.upload_id, row.placed) if row is not None else (None, None)
-
-    def _find(self, principal: Principal, owner: str, name: str, version: str | None) -> int | None:
-        query = visible(principal).where(Contributor.name == owner, SharedModel.name == name)
-        if version is not None:
-            query = query.where(SharedModel.version == version)
-        query = query.order_by(SharedModel.published_at.desc(), SharedModel.id.desc()).limit(1)
-        with self.sessions() as session:
-            found = session.execute(query).first()
-            return found[0].id if found is not None else None
 
     def _entry(
         self, session: Session, principal: Principal, row: SharedModel, owner: str
