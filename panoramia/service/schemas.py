@@ -364,9 +364,25 @@ def _audit_rules(schema: dict) -> None:
 OWNER_PATTERN = r"^(?![\s\S]*\$\{)[^/\\\x00-\x1f\x7f]+$"
 
 
+def is_name(value: str) -> bool:
+    """Whether ``value`` is a model name or version (:data:`Name`'s rule)."""
+    return len(value) <= MAX_NAME_CHARS and re.fullmatch(NAME_PATTERN, value) is not None
+
+
+def is_owner_name(value: str) -> bool:
+    """Whether ``value`` is a contributor's name as another names her (:data:`OwnerName`'s
+    rule, :data:`OWNER_PATTERN`: 1 to 120 characters, no ``/``, ``\\``, control character or
+    ``${``; pydantic's engine has no look-ahead, so the rule is this function)."""
+    return (
+        1 <= len(value) <= 120
+        and re.fullmatch(r"[^/\\\x00-\x1f\x7f]+", value) is not None
+        and INTERPOLATION not in value
+    )
+
+
 def _plain_owner(name: str) -> str:
-    """What :data:`OWNER_PATTERN` states (pydantic's engine has no look-ahead)."""
-    if not re.fullmatch(r"[^/\\\x00-\x1f\x7f]+", name) or INTERPOLATION in name:
+    """:func:`is_owner_name`, as a validator."""
+    if not is_owner_name(name):
         raise ValueError("a contributor's name: no '/', '\\', control character or '${'")
     return name
 

@@ -23,12 +23,12 @@ from panoramia.report.shared_leakage import (
 )
 from panoramia.service.schemas import (
     MAX_NAME_CHARS,
-    NAME_PATTERN,
     AuditedModelRef,
     AuditRequest,
     SharedKey,
     SharedPublication,
     TargetRef,
+    is_name,
 )
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import (
@@ -58,11 +58,7 @@ def local_name(entry: SharedEntry) -> str:
     shared models under one name."""
     owner = UNSAFE.sub("-", entry.owner)
     chosen = f"{owner}.{entry.name}"
-    if (
-        owner == entry.owner
-        and len(chosen) <= MAX_NAME_CHARS
-        and re.fullmatch(NAME_PATTERN, chosen)
-    ):
+    if owner == entry.owner and is_name(chosen):
         return chosen
     return f"shared-{entry.id}.{entry.name}"[:MAX_NAME_CHARS]
 

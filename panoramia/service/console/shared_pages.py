@@ -9,7 +9,6 @@ a version's report is :func:`panoramia.service.shared_models.leakage_for`'s (the
 field; a contributor: the aggregates only with three or more counted, and her own row).
 """
 
-import re
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -24,16 +23,13 @@ from panoramia.report.shared_leakage import LEVEL_WORDS, MIN_AGGREGATE
 from panoramia.report.verdict import WORDS, p_text
 from panoramia.service.console.audit_form import read_form, validation_line
 from panoramia.service.routing import FormNeeds
-from panoramia.service.schemas import NAME_PATTERN, SharedPublication
+from panoramia.service.schemas import SharedPublication, is_name, is_owner_name
 from panoramia.service.shared_models import model_leakage, publication_from
 from panoramia.service.submission.command import RequestProblem
 from panoramia.store.repository import Principal
 from panoramia.store.shared_rows import MAX_AUDIENCE, SharedEntry, SharedModelExists
 from panoramia.store.uploads import READY, UploadRows
 
-OWNER_CHARS = re.compile(r"[^/\\\x00-\x1f\x7f]{1,120}")
-"""A contributor's name as an address names her (no ``/``: :data:`~panoramia.service.schemas.
-OWNER_PATTERN`); anything else is the 404 page before the store is asked."""
 SAID = {
     "published": "Published version {version}: the contributors of its audience now find it "
     "under “Start an audit”.",
@@ -158,7 +154,7 @@ def _add_listing(router: APIRouter, needs: FormNeeds) -> None:
         if not everyone and not names:
             return refused(422, "Audience: name at least one contributor, or choose every "
                            "contributor")  # fmt: skip
-        odd = next((n for n in names if not _valid_owner(n)), None)
+        odd = next((n for n in names if not is_owner_name(n)), None)
         if odd is not None:  # the schema's own error names a union's branch: this names her
             return refused(422, f"Audience: {odd!r} is not a contributor's name (no '/', "
                            "'\\', control character or '${')")  # fmt: skip
@@ -247,7 +243,7 @@ def _add_version_forms(router: APIRouter, needs: FormNeeds) -> None:
                            what="form")  # fmt: skip
             return fields, None, expired
         entry = None
-        if _valid_key(owner, name) and _valid_name(version):
+        if _valid_key(owner, name) and is_name(version):
             entry = await run_in_threadpool(store.find_shared, principal, owner, name, version)
         if entry is None:
             return fields, None, not_found(request, session)
@@ -315,14 +311,6 @@ def _publish_words(line: str) -> str:
     return line
 
 
-def _valid_name(value: str) -> bool:
-    return len(value) <= 100 and re.fullmatch(NAME_PATTERN, value) is not None
-
-
-def _valid_owner(value: str) -> bool:
-    return OWNER_CHARS.fullmatch(value) is not None and "${" not in value
-
-
 def _valid_key(owner: str, name: str) -> bool:
     """Whether an address's owner and name could name a shared model (else: not found)."""
-    return _valid_owner(owner) and _valid_name(name)
+    return is_owner_name(owner) and is_name(name)
