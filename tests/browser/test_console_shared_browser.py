@@ -15,9 +15,8 @@ import pytest
 
 from tests.browser.test_console_browser import CHROMIUM, _chromium_page, shot
 from tests.conftest import fresh_database
-from tests.service.test_shared_models import OWNER, _audit_body, _table, finish
-from tests.service.test_upload_deletion import _model_archive, _send
-from tests.service_support import LiveService, queued_only_service, redis_database
+from tests.service.test_shared_models import OWNER, _audit_body, finish, shared_service
+from tests.service_support import LiveService
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 pytestmark = pytest.mark.skipif(
@@ -36,18 +35,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignor
 def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
     """Olivia's model upload ``forest``; alice, bob and carol each hold data ``mine``; audits
     stay queued (no worker)."""
-    from panoramia.modalities.tabular.adult import load_adult
-
-    train, _test = load_adult()
-    with queued_only_service(tmp_path / "home", database_url, redis_database(2),
-                             rate_limit="1000/minute") as running:  # fmt: skip
-        with running.client(running.token(OWNER)) as owner:
-            _send(owner, "forest", "model", "forest.tar.gz",
-                  _model_archive(train.iloc[:600], tmp_path / "forest"))  # fmt: skip
-        for index, name in enumerate(("alice", "bob", "carol")):
-            with running.client(running.token(name)) as client:
-                rows = train.iloc[600 + 300 * index : 900 + 300 * index]
-                _send(client, "mine", "data", "mine.csv", _table(rows))
+    with shared_service(tmp_path, database_url, 2, ("alice", "bob", "carol")) as running:
         yield running
 
 

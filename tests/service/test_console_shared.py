@@ -18,9 +18,8 @@ import httpx
 import pytest
 
 from tests.service.test_console import FORM, browser, page_csrf, sign_in
-from tests.service.test_shared_models import OWNER, _table, finish
-from tests.service.test_upload_deletion import _model_archive, _send
-from tests.service_support import LiveService, queued_only_service, redis_database
+from tests.service.test_shared_models import OWNER, finish, shared_service
+from tests.service_support import LiveService
 
 LEAKAGE = "/console/shared/olivia/census"
 SHARED = "shared:olivia/census/1"
@@ -29,18 +28,7 @@ SHARED = "shared:olivia/census/1"
 @pytest.fixture
 def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
     """Olivia's model upload ``forest``; alice, bob, carol and dave each hold data ``mine``."""
-    from panoramia.modalities.tabular.adult import load_adult
-
-    train, _test = load_adult()
-    with queued_only_service(tmp_path / "home", database_url, redis_database(1),
-                             rate_limit="1000/minute") as running:  # fmt: skip
-        with running.client(running.token(OWNER)) as owner:
-            _send(owner, "forest", "model", "forest.tar.gz",
-                  _model_archive(train.iloc[:600], tmp_path / "forest"))  # fmt: skip
-        for index, name in enumerate(("alice", "bob", "carol", "dave")):
-            with running.client(running.token(name)) as client:
-                rows = train.iloc[600 + 300 * index : 900 + 300 * index]
-                _send(client, "mine", "data", "mine.csv", _table(rows))
+    with shared_service(tmp_path, database_url, 1) as running:
         yield running
 
 

@@ -9,6 +9,8 @@ of a shared model's audit is ``test_a_shared_model_is_audited_by_the_worker``.""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -70,22 +72,35 @@ def _audit_body(version: str = "1", repeats: int = 1) -> dict:
     }
 
 
-@pytest.fixture
-def service(tmp_path: Path, database_url: str):  # type: ignore[no-untyped-def]
+@contextmanager
+def shared_service(
+    tmp_path: Path,
+    database_url: str,
+    slot: int,
+    contributors: tuple[str, ...] = ("alice", "bob", "carol", "dave"),
+) -> Iterator[LiveService]:
+    """A live service whose audits stay queued: olivia's model upload ``forest`` (an xgboost
+    of 600 Adult rows) and each contributor's data ``mine`` (300 other rows each)."""
     from panoramia.modalities.tabular.adult import load_adult
 
     train, _test = load_adult()
     home = tmp_path / "home"
-    home.mkdir()
-    with queued_only_service(home, database_url, redis_database(1),
+    home.mkdir(exist_ok=True)
+    with queued_only_service(home, database_url, redis_database(slot),
                              rate_limit="1000/minute") as running:  # fmt: skip
         with running.client(running.token(OWNER)) as owner:
             _send(owner, "forest", "model", "forest.tar.gz",
                   _model_archive(train.iloc[:600], tmp_path / "forest"))  # fmt: skip
-        for index, name in enumerate(("alice", "bob", "carol", "dave")):
+        for index, name in enumerate(contributors):
             with running.client(running.token(name)) as client:
                 rows = train.iloc[600 + 300 * index : 900 + 300 * index]
                 _send(client, "mine", "data", "mine.csv", _table(rows))
+        yield running
+
+
+@pytest.fixture
+def service(tmp_path: Path, database_url: str) -> Iterator[LiveService]:
+    with shared_service(tmp_path, database_url, 1) as running:
         yield running
 
 
