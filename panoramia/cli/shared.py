@@ -79,9 +79,11 @@ def shared_list(as_json: AsJson = False, url: Url = DEFAULT_URL, token: Token = 
                   title="Shared models")  # fmt: skip
     for row in rows:
         state = "withdrawn" if row["withdrawn"] else "open"
+        size = row.get("audience_size")
         audience = (
-            ("yours: " + (", ".join(row["names"] or []) or "everyone")) if row["mine"] else "—"
-        )
+            "yours: " + (", ".join(row["names"] or []) or "everyone") if row["mine"]
+            else "every contributor" if size is None else f"{size} named contributor(s)"
+        )  # fmt: skip
         table.add_row(f"{row['owner']}/{row['name']}:{row['version']}", row["modality"] or "—",
                       _claim_words(row["claim"]), row["published_at"][:19], state,
                       audience)  # fmt: skip

@@ -334,6 +334,7 @@ def test_a_shared_model_is_audited_by_the_worker_through_the_cli(tmp_path: Path)
         assert "olivia/census:1" in published.output
         listed = run(alice_token, "models", "shared")
         assert "olivia/census:1" in listed.output
+        assert "2 named contributor(s)" in listed.output  # she knows how many it is open to
         assert "forest" not in listed.output
         mixed = run(alice_token, "audits", "submit", "--shared", "olivia/census:1",
                     "--model", "x", "--members", "mine")  # fmt: skip
