@@ -842,7 +842,7 @@ def audited_size(document: JSONDict) -> str | None:
     held = got if isinstance(got := split.get("nonmembers"), dict) else {}
     held_audit, held_given = _count(held.get("audit")), _count(data.get("nonmembers"))
     held_words = (
-        f"; of the {held_given:,} held-out rows, {held_audit:,} were the reference audits. "
+        f"; of the {held_given:,} held-out rows, {held_audit:,} were the reference audits' "
         "non-members"
         if held_audit and held_given
         else ""

@@ -473,7 +473,7 @@ def test_the_caveats_say_how_much_of_her_data_was_audited_and_how_to_audit_more(
     }  # fmt: skip
     (size,) = [c for c in verdict(document)["caveats"] if c.startswith("How much was audited")]
     assert "304 of the 2,400 members" in size
-    assert "of the 1,000 held-out rows, 160" in size
+    assert "of the 1,000 held-out rows, 160 were the reference audits' non-members" in size
     assert "data.split.audit" in size
     del document["data"]["game"]
     assert not any(c.startswith("How much") for c in verdict(document)["caveats"])
