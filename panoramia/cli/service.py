@@ -261,7 +261,7 @@ def report_lines(report: dict) -> list[str]:
     """A stored report as ``reports show`` prints it: the model, the verdict and its sentence,
     what an attacker gains, the groups, what to do next, then the paper's figures."""
     from panoramia.report.html import detectable_words, quote_text
-    from panoramia.report.verdict import plain_line
+    from panoramia.report.plain import plain_paragraph
 
     found = (report.get("document") or {}).get("verdict")
     lines = [
@@ -269,11 +269,11 @@ def report_lines(report: dict) -> list[str]:
         f"{report['created_at']}"
     ]
     document = report.get("document") or {}
+    attacker = got if isinstance(got := document.get("attacker"), dict) else {}
     if isinstance(found, dict):
-        plain = plain_line(found)
+        plain = plain_paragraph(found, attacker)
         lines += [f"In short: {plain}" if plain else "",
                   f"{found['headline']} — {quote_text(found)}", found["sentence"]]  # fmt: skip
-    attacker = got if isinstance(got := document.get("attacker"), dict) else {}
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))
     exposure = got if isinstance(got := document.get("exposure"), dict) else {}

@@ -606,22 +606,28 @@ def _verdict_html(document: JSONDict) -> str:
     def items(lines: list[str]) -> str:
         return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
 
-    caveats = (
-        f"<p><b>Caveats of this run</b></p><ul>{items(found['caveats'])}</ul>"
-        if found["caveats"]
-        else ""
-    )
-    from panoramia.report.verdict import plain_line
+    from panoramia.report.verdict import AUDITED
 
-    plain = plain_line(found)
+    technical = [line for line in found["caveats"] if not line.startswith(AUDITED)]
+    audited = "".join(
+        f"<p class=audited>{html.escape(line)}</p>"
+        for line in found["caveats"]
+        if line.startswith(AUDITED)
+    )
+    caveats = f"<p><b>Caveats of this run</b></p><ul>{items(technical)}</ul>" if technical else ""
+    from panoramia.report.plain import plain_paragraph
+
+    attacker = got if isinstance(got := document.get("attacker"), dict) else None
+    plain = plain_paragraph(found, attacker)
     answer = f'<p class="plain"><b>In short:</b> {html.escape(plain)}</p>' if plain else ""
     return (
         f"{answer}"
         f'<div class="verdict {html.escape(found["level"])}">'
         f"<h2>{html.escape(found['headline'])}</h2>"
+        "<details><summary>How the audit decided: the test, its figures and caveats</summary>"
         f"<p class=sentence>{html.escape(found['sentence'])}</p>"
         f"<p>Figure to quote: <b>{html.escape(quote_text(found))}</b>.</p>"
-        f"<p class=hint>{READING}</p>{caveats}"
+        f"<p class=hint>{READING}</p>{caveats}</details>{audited}"
         f"{_next_steps_html(found)}"
         f"<p>Declared guarantee: {html.escape(' '.join(found['claim']))}</p>"
         "<details><summary>What the figure means, and what it does not</summary>"

@@ -822,6 +822,11 @@ def _caveats(
     return caveats
 
 
+AUDITED = "How much was audited:"
+"""How :func:`audited_size`'s caveat begins: pages show it beside the answer, not among the
+technical caveats."""
+
+
 def audited_size(document: JSONDict) -> str | None:
     """How much of her data the game scored, and how to score more (issue 72: 304 of her 2,400
     members were audited and she was not told): the members in the game against those given,
@@ -848,7 +853,7 @@ def audited_size(document: JSONDict) -> str | None:
         else ""
     )
     text = (
-        f"How much was audited: the game scored {scored:,} of the {given:,} members given "
+        f"{AUDITED} the game scored {scored:,} of the {given:,} members given "
         f"(its audit part holds {audit_part:,}, about half of them drawn into the game); "
         f"{others['generator']:,} trained the generator and {trained:,} the distinguishers"
         f"{held_words}."

@@ -5,15 +5,26 @@ audit form both submit here."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 from panoramia.audit_cost import CostEstimate
 from panoramia.plugins import MODALITIES
 from panoramia.service.routing import Queue
 from panoramia.service.schemas import CONTROL_SUFFIX, MAX_NAME_CHARS, AuditRequest
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.shared_models import resolve_shared
+from panoramia.service.shared_models import SharedTarget, resolve_shared
+from panoramia.service.submission.audit_size import (
+    SIZE_WORDS,
+    SIZES,
+    SizeOption,
+    members_scored,
+    size_overrides,
+    size_refusal,
+    size_split,
+)
 from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
-from panoramia.service.submission.cost import check_budget, estimate_cost
+from panoramia.service.submission.cost import check_budget, data_rows, estimate_cost
 from panoramia.service.submission.repeats import seeded_overrides
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.naming import (
@@ -27,16 +38,27 @@ from panoramia.store.tables import Audit, Upload
 from panoramia.store.uploads import UploadRows
 
 
-def submit_audits(
-    settings: ServiceSettings,
-    store: ReportStore,
-    queue: Queue,
-    principal: Principal,
-    body: AuditRequest,
-) -> list[Audit]:
-    """Check, price and queue the request's audits (one per repeat); raises what the
-    API answers 4xx. A request naming a shared model (docs/SPEC.md §3.3) is checked as the
-    request :func:`~panoramia.service.shared_models.resolve_shared` makes of it."""
+@dataclass(frozen=True)
+class Checked:
+    """A request checked at the door, nothing queued: the request as audited (a shared
+    model's resolved), its runs' and its control's runs' overrides (one list per seed),
+    which uploads each reads (role → upload id), and the shared model it names."""
+
+    body: AuditRequest
+    shared: SharedTarget | None
+    runs: list[list[str]]
+    control_runs: list[list[str]]
+    named: dict[str, str]
+    control_named: dict[str, str]
+
+
+def check_request(
+    settings: ServiceSettings, store: ReportStore, principal: Principal, body: AuditRequest
+) -> Checked:
+    """Check the request against her uploads as the API does (columns, kinds, the model's
+    label, features and classes, her control's too) and compose its runs' overrides; raises
+    what the API answers 4xx. A request naming a shared model (docs/SPEC.md §3.3) is checked
+    as the request :func:`~panoramia.service.shared_models.resolve_shared` makes of it."""
     shared = resolve_shared(settings, store, principal, body) if body.shared else None
     if shared is not None:
         body = shared.request
@@ -56,9 +78,6 @@ def submit_audits(
             uploads=shared.resolver(resolver) if shared is not None else resolver,
         )
 
-    assert body.model is not None
-    assert body.target is not None
-    control_model = control_version(body.model.version) if body.control is not None else None
     named: dict[str, str] = {}
     overrides = command(body, named)
     found = UploadRows(store)
@@ -79,6 +98,26 @@ def submit_audits(
             check_label_classes(aside, uploads.get(role), control_upload)
         control_runs = seeded_overrides(control_overrides, body.repeats)
         check_composes(control_runs[0], settings.limits)
+    return Checked(body, shared, runs, control_runs, named, control_named)
+
+
+def submit_audits(
+    settings: ServiceSettings,
+    store: ReportStore,
+    queue: Queue,
+    principal: Principal,
+    body: AuditRequest,
+) -> list[Audit]:
+    """Check (:func:`check_request`), price and queue the request's audits (one per repeat,
+    and one per repeat of her control); raises what the API answers 4xx."""
+    checked = check_request(settings, store, principal, body)
+    body, shared, runs, control_runs = (
+        checked.body, checked.shared, checked.runs, checked.control_runs
+    )  # fmt: skip
+    named, control_named = checked.named, checked.control_named
+    assert body.model is not None
+    assert body.target is not None
+    control_model = control_version(body.model.version) if body.control is not None else None
     estimate, total = _priced(settings, store, principal, runs, len(control_runs))
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
     if shared is not None:  # her request keeps the shared model's key, never its file
@@ -235,3 +274,58 @@ def check_model_columns(
                 f"model upload {model.name!r} reads {len(missing)} column(s) that upload "
                 f"{data.name!r} lacks: {shown}",
             )
+
+
+def quote_audits(
+    settings: ServiceSettings, store: ReportStore, principal: Principal, body: AuditRequest
+) -> dict[str, Any]:
+    """Check the request as :func:`submit_audits` does and price it, queueing nothing: the
+    runs it would queue, its estimate in multiply-adds (``cost``, every run; ``per_run``),
+    her ``budget`` and what her queued and running audits already use (``active``), the
+    members her data holds (``members``, as the price counts them), and each audit size of
+    :mod:`~panoramia.service.submission.audit_size` with the members the game would score
+    and its price. Raises what the API answers 4xx, as a submission would."""
+    checked = check_request(settings, store, principal, body)
+    runs, controls = checked.runs, len(checked.control_runs)
+    estimate, total = _priced(settings, store, principal, runs, controls)
+    composed = check_composes(runs[0], settings.limits)
+    split = {str(k): float(v) for k, v in (composed.get("data") or {}).get("split", {}).items()}
+    rows = _member_rows(store, checked, composed)
+    budget, active = settings.limits.max_audit_cost, store.active_cost(principal.contributor_id)
+    base = [line for line in runs[0] if not line.startswith("data.split.")]
+    options = []
+    for size in SIZES:
+        shifted = size_split(split, size)
+        refused, cost = size_refusal(shifted, rows), None
+        if refused is None:
+            try:
+                lines = runs[0] if not SIZES[size] else base + size_overrides(split, size)
+                config = check_composes(lines, settings.limits)
+                cost = estimate_cost(config).total * (len(runs) + controls)
+            except RequestProblem as error:
+                refused = error.message
+        if cost is not None and cost + active > budget:
+            queued = " with your queued and running audits" if cost <= budget else ""
+            refused = f"its price is over your budget{queued}"
+        option = SizeOption(
+            size, SIZE_WORDS[size], size_overrides(split, size), shifted["audit"],
+            shifted["generator"], members_scored(shifted, rows), cost, refused,
+        )  # fmt: skip
+        options.append(option.as_dict())
+    return {
+        "runs": len(runs) + controls, "per_run": estimate.total, "cost": total.total,
+        "budget": budget, "active": active, "members": round(rows), "split": split,
+        "sizes": options,
+    }  # fmt: skip
+
+
+def _member_rows(store: ReportStore, checked: Checked, composed: dict[str, Any]) -> float:
+    """Her members' rows: a table upload's count read on arrival, else as the price counts
+    them (:func:`~panoramia.service.submission.cost.data_rows`); ``data.max_members`` caps
+    both."""
+    upload = UploadRows(store).get(checked.named.get("members", ""))
+    counted = (upload.summary or {}).get("rows") if upload is not None else None
+    if not isinstance(counted, int) or counted < 1:
+        return data_rows(composed)
+    cap = (composed.get("data") or {}).get("max_members")
+    return float(min(counted, cap) if isinstance(cap, int) and cap > 0 else counted)

@@ -581,6 +581,42 @@ class RepeatView(BaseModel):
     )
 
 
+class SizeQuote(BaseModel):
+    """One audit size a quote offers (panoramia/service/submission/audit_size.py)."""
+
+    size: Literal["standard", "larger", "largest"]
+    words: str
+    overrides: list[str] = Field(
+        description="Add these to the request's overrides to audit at this size (none for "
+        "the standard size: the split the request already gives)."
+    )
+    audit_share: float = Field(description="The share of her members in the audit part.")
+    generator_share: float = Field(description="The share the generator learns from.")
+    members_scored: int | None = Field(
+        description="About how many of her members the game scores (half the audit part)."
+    )
+    cost: float | None = Field(
+        description="The whole request's estimate at this size, in multiply-adds."
+    )
+    refused: str | None = Field(
+        description="Why this size is not offered for her data or limits; null where it is."
+    )
+
+
+class AuditQuote(BaseModel):
+    """``POST /v1/quotes``: the request checked as a submission would be and priced,
+    nothing queued."""
+
+    runs: int = Field(description="Audits it would queue (repeats, and her control's).")
+    per_run: float = Field(description="One run's estimate, in multiply-adds.")
+    cost: float = Field(description="Every run's estimate together, in multiply-adds.")
+    budget: float = Field(description="The most her queued and running audits may cost.")
+    active: float = Field(description="What her queued and running audits already cost.")
+    members: int = Field(description="Members in her data, as the price counts them.")
+    split: dict[str, float] = Field(description="The request's data.split fractions.")
+    sizes: list[SizeQuote]
+
+
 class ModelDeleted(BaseModel):
     """What ``DELETE /v1/models/{name}`` removed."""
 

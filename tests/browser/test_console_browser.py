@@ -283,25 +283,43 @@ def test_a_contributor_uploads_and_deletes_her_data_in_the_console(  # type: ign
     assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]
 
 
-@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+def _wide_table(rows, extra: int = 46):  # type: ignore[no-untyped-def]
+    """Adult's rows widened to ``15 + extra`` columns, the label ``income`` last (issue 72: a
+    new user's table had 86 columns, the label the 86th)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = rows.drop(columns=["income"]).reset_index(drop=True)
+    for index in range(extra):
+        features[f"x{index:02d}"] = rng.integers(0, 100, len(features))
+    features["income"] = rows["income"].to_numpy()
+    return features
+
+
 def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no-untyped-def]
     service: LiveService, page, database_url: str, tmp_path: Path
 ) -> None:
-    """Issue 54's walk, with no command line: upload a CSV of members, a held-out CSV and an
-    xgboost model folder (.tar.gz); start an audit from the form by its labels; follow it to
-    its verdict; start 3 repeats and read their pooled verdict; delete the model entry and
-    the uploads. Every page passes axe and fits 1280 and 390 px (``shot``)."""
+    """Issue 54's and 72's walk, with no command line, on a wide table (61 columns, the label
+    last): upload members, held-out rows, an xgboost model and a control (.tar.gz, their kind
+    read from the files); the form proposes members, held-out rows, model and label; a wrong
+    label is caught at the door; sizes are priced before anything starts; one audit followed
+    to its verdict; 2 repeats beside 2 runs of her control, pooled; the model entry and the
+    uploads deleted, leaving nothing of hers. Every page passes axe and fits 1280 and 390 px
+    (``shot``)."""
     from panoramia.modalities.tabular.adult import load_adult
     from tests.service.test_upload_deletion import _model_archive
 
     expect = sync_api.expect
     train, test = load_adult()
-    members = train.iloc[:600]
+    members, others = _wide_table(train.iloc[:600]), _wide_table(train.iloc[600:1200])
+    assert len(members.columns) == 61
+    assert members.columns[-1] == "income"
     files = {"members.csv": members.to_csv(index=False),
-             "held-out.csv": test.iloc[:300].to_csv(index=False)}  # fmt: skip
+             "held-out.csv": _wide_table(test.iloc[:300]).to_csv(index=False)}  # fmt: skip
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "forest.tar.gz").write_bytes(_model_archive(members, tmp_path / "forest"))
+    (tmp_path / "control.tar.gz").write_bytes(_model_archive(others, tmp_path / "control"))
 
     page.goto(f"{service.url}/console/login")
     page.fill("#token", service.token("alice"))
@@ -309,28 +327,36 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     page.get_by_role("navigation").get_by_role("link", name="Start an audit").click()
     expect(page.locator(".empty")).to_contain_text("no ready data upload")
     page.get_by_role("link", name="Your data and models").first.click()
-    for filename, kind in (("members.csv", "data"), ("held-out.csv", "data"),
-                           ("forest.tar.gz", "model")):  # fmt: skip
-        page.set_input_files("#file", str(tmp_path / filename))
-        page.check(f"input[name=kind][value={kind}]")
+    for filename in ("held-out.csv", "members.csv", "control.tar.gz", "forest.tar.gz"):
+        page.set_input_files("#file", str(tmp_path / filename))  # its kind: from the file
         page.get_by_role("button", name="Upload").click()
         expect(page.get_by_role("status")).to_contain_text("Uploaded and checked")
     expect(page.locator("table")).to_contain_text("a xgboost-json model")
     shot(page, "9-uploads-ready", database_url)
 
     page.get_by_role("navigation").get_by_role("link", name="Start an audit").click()
-    page.get_by_label("Data (members)").select_option("members")
+    expect(page.get_by_label("Data (members)")).to_have_value("members")  # not held-out
     shot(page, "9a-form-step-1", database_url)
     page.get_by_role("button", name="Next").click()
-    page.get_by_label("Held-out rows").select_option("held-out")
-    page.get_by_label("Model", exact=True).select_option("forest")
+    expect(page.get_by_label("Held-out rows")).to_have_value("held-out")
+    expect(page.get_by_label("Model", exact=True)).to_have_value("forest")  # not the control
+    expect(page.get_by_label("Label column")).to_have_value("income")  # the 61st column
+    page.get_by_label("Label column").select_option("x01")  # a wrong label: caught at the door
+    page.get_by_role("button", name="Start the audit").click()
+    expect(page.get_by_role("alert")).to_contain_text("Label column: label 'x01'")
+    expect(page.get_by_role("alert")).to_contain_text("does not predict")
+    shot(page, "9b-form-wrong-label", database_url)
     page.get_by_label("Label column").select_option("income")
     page.get_by_text("Choose up to 8 of its").click()  # the slices' collapsed checkboxes
     page.get_by_label("sex", exact=True).check()
     page.get_by_label("Model name").fill("census-xgb")
     page.get_by_label("Version").fill("1")
     page.get_by_label("Repeats").fill("1")
-    shot(page, "9b-form-step-2", database_url)
+    page.get_by_label("larger: more of your members scored", exact=False).check()
+    page.get_by_role("button", name="Check size and price").click()
+    expect(page.get_by_role("status")).to_contain_text("Checked, nothing started")
+    expect(page.locator("fieldset.sizes")).to_contain_text("of your 600 members scored")
+    shot(page, "9b-form-step-2-priced", database_url)
     page.get_by_label("Model name").fill("census xgb")  # a space: refused in one line
     page.locator("#model_name").evaluate("input => input.removeAttribute('pattern')")
     page.get_by_role("button", name="Start the audit").click()
@@ -341,37 +367,42 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     expect(page.locator("h1")).to_contain_text("Audit of census-xgb")
     expect(page.locator(".status-box h2")).to_have_text("Succeeded", timeout=300_000)
     expect(page.locator(".verdict h2")).to_be_visible()  # it ends on its verdict
+    expect(page.locator("p.plain")).to_contain_text("How sure")
+    expect(page.locator("p.audited")).to_contain_text("of the 600 members given")
     shot(page, "9c-audit-verdict", database_url)
+    page.get_by_role("link", name="See its report").click()
+    shot(page, "9c-report", database_url)
 
     page.get_by_role("navigation").get_by_role("link", name="Start an audit").click()
-    page.get_by_label("Data (members)").select_option("members")
     page.get_by_role("button", name="Next").click()
-    page.get_by_label("Held-out rows").select_option("held-out")
-    page.get_by_label("Label column").select_option("income")
     page.get_by_label("Model name").fill("census-xgb")
     page.get_by_label("Version").fill("1")
-    page.get_by_label("Repeats").fill("3")
+    page.get_by_label("Control model").select_option("control")
+    page.get_by_label("Repeats").fill("2")
     page.get_by_role("button", name="Start the audit").click()
-    expect(page.locator("h1")).to_contain_text("3 repeats of census-xgb")
+    expect(page.locator("h1")).to_contain_text("2 repeats of census-xgb")
     expect(page.locator(".verdict h2")).to_contain_text("(pooled)", timeout=600_000)
-    expect(page.locator(".verdict .sentence")).to_contain_text("Pooled over 3 runs")
+    expect(page.locator(".verdict .sentence")).to_contain_text("Pooled over 2 runs")
+    expect(page.locator("p.plain")).to_contain_text("How sure")
+    expect(page.locator("main")).to_contain_text("beside 2 runs of your control")
     expect(page.locator("table")).to_contain_text("succeeded")
     shot(page, "9d-repeats-pooled", database_url)
 
     page.get_by_role("link", name="census-xgb").first.click()
     rows = page.locator("table").nth(0).locator("tbody tr")
-    expect(rows).to_have_count(2)  # the single audit's report, and the 3 repeats as one entry
-    expect(page.locator("table").nth(0)).to_contain_text("pooled over 3 repeats")
+    expect(rows).to_have_count(2)  # the single audit's report, and the 2 repeats as one entry
+    expect(page.locator("table").nth(0)).to_contain_text("pooled over 2 repeats")
+    expect(page.locator("table").nth(0)).not_to_contain_text("control")  # never a version
     assert "Quoted ε̃ of each report" in (page.locator("img.plot").get_attribute("alt") or "")
     shot(page, "9e-model-page", database_url)
     page.get_by_label("I understand").check()
     page.get_by_role("button", name="Delete model entry census-xgb").click()
     expect(page.get_by_role("status")).to_contain_text(
-        "Deleted model entry 'census-xgb' (version 1): 4 reports and 4 audits"
+        "Deleted model entry 'census-xgb' (version 1): 5 reports and 5 audits"
     )
     shot(page, "9f-model-deleted", database_url)
     page.get_by_role("link", name="Your data and models").first.click()
-    for name in ("members", "held-out", "forest"):
+    for name in ("members", "held-out", "forest", "control"):
         page.get_by_role("link", name=f"Delete {name}…").click()
         expect(page.locator("h1")).to_have_text(f"Delete {name}?")
         if name == "members":

@@ -6,10 +6,17 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import Path as FastApiPath
 
-from panoramia.service.audit_submission import submit_audits
+from panoramia.service.audit_submission import quote_audits, submit_audits
 from panoramia.service.route_answers import headers, links, refusals
 from panoramia.service.routing import RouteNeeds
-from panoramia.service.schemas import AuditRequest, AuditView, ModelRef, RepeatRun, RepeatView
+from panoramia.service.schemas import (
+    AuditQuote,
+    AuditRequest,
+    AuditView,
+    ModelRef,
+    RepeatRun,
+    RepeatView,
+)
 from panoramia.service.schemas import Identifier as IdentifierType
 from panoramia.service.submission.repeats import repeat_summary
 from panoramia.store.repository import Principal, as_utc
@@ -114,6 +121,27 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
             f"/v1/repeats/{group}" if group else f"/v1/audits/{audits[0].id}"
         )
         return _audit_view(audits[0], None)
+
+    @router.post(
+        "/v1/quotes",
+        tags=["audits"],
+        responses=refusals(
+            {
+                404: "A model or data the request names is none of your uploads, nor a file "
+                "the operator placed for you.",
+                409: "An upload the request names has not fully arrived or is being checked, "
+                "or a file name it gives is that of several of your uploads.",
+                507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB): its report could not "
+                "be kept.",
+            }
+        ),
+    )
+    @rate_limit
+    def quote_audit(request: Request, body: AuditRequest, principal: Caller) -> AuditQuote:
+        """Check and price a request as ``POST /v1/audits`` would, queueing nothing: its
+        estimate beside her budget, and the audit sizes her data and the limits allow, each
+        with the members the game would score, its price and the overrides that ask for it."""
+        return AuditQuote.model_validate(quote_audits(settings, store, principal, body))
 
     @router.get("/v1/audits/{audit_id}", tags=["audits"])
     def get_audit(audit_id: AuditId, principal: Caller) -> AuditView:

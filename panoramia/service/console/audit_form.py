@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from panoramia.report.pooled import MAX_REPEATS
 from panoramia.report.verdict import WORDS
-from panoramia.service.audit_submission import submit_audits
+from panoramia.service.audit_submission import quote_audits, submit_audits
 from panoramia.service.console.form_defaults import (
     proposed_label,
     proposed_members,
@@ -30,6 +30,7 @@ from panoramia.service.console.form_defaults import (
 )
 from panoramia.service.routing import FormNeeds, Queue
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN, AuditRequest
+from panoramia.service.submission.audit_size import SIZE_WORDS, SIZES, default_split, size_overrides
 from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.cost import OverBudget
 from panoramia.service.submission.repeats import repeat_summary
@@ -111,6 +112,9 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         data["label"] = one("label")
         data["slices"] = [value for value in fields.get("slices", []) if value]
     repeats = one("repeats") or "1"
+    size = one("size") or "standard"
+    if size not in SIZES:
+        raise RequestProblem(("size",), "choose one of the audit sizes the form offers")
     control = {"control": {"path": one("control")}} if one("control") else {}
     chosen = one("model") or ""
     audited: dict[str, Any] = {
@@ -126,6 +130,7 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         **audited,
         **control,
         "data": data,
+        "overrides": size_overrides(default_split(source), size),
         # not str.isdigit ("²" is a digit to it): anything else is pydantic's to refuse
         "repeats": int(repeats) if re.fullmatch(r"[0-9]{1,3}", repeats) else repeats,
     })  # fmt: skip
@@ -143,6 +148,7 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
     def form(
         request: Request, principal: Any, csrf: str, chosen: str | None, status: int = 200,
         problem: str | None = None, sent: dict[str, list[str]] | None = None,
+        quote: dict[str, Any] | None = None,
     ) -> Response:  # fmt: skip
         ready = [u for u in rows.owned(principal.contributor_id) if u.state == READY]
         data = [u for u in ready if u.kind == "data"]
@@ -159,7 +165,8 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
             proposed=proposals(data, models, members),
             folder_sources=FOLDER_SOURCES, problem=problem,
             sent={key: values for key, values in sent.items() if key != "csrf"},
-            max_repeats=MAX_REPEATS,
+            max_repeats=MAX_REPEATS, size_words=SIZE_WORDS, quote=quote,
+            quoted={option["size"]: option for option in (quote or {}).get("sizes", [])},
         )  # fmt: skip
 
     @router.get("/audits/new")
@@ -187,8 +194,12 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
         def refused(status: int, line: str) -> Response:
             return form(request, principal, csrf, members.name, status, line, fields)
 
+        pricing = (fields.get("action") or [""])[0] == "quote"
         try:
             body = audit_request(fields, members)
+            if pricing:  # checked and priced at every size, nothing queued
+                quote = await run_in_threadpool(quote_audits, settings, store, principal, body)
+                return form(request, principal, csrf, members.name, 200, None, fields, quote)
             audits = await run_in_threadpool(submit_audits, settings, store, queue, principal, body)
         except ValidationError as error:
             return refused(422, _form_words(validation_line(error)))
@@ -239,6 +250,7 @@ FIELD_WORDS = {
     "repeats": "Repeats",
     "control": "Control model",
     "shared": "Model",
+    "size": "Audit size",
 }
 """The API's field names as the form labels them."""
 

@@ -28,7 +28,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from panoramia.plugins import MODALITIES
 from panoramia.report.digest import report_digest
-from panoramia.report.verdict import WORDS, plain_line
+from panoramia.report.plain import plain_paragraph
+from panoramia.report.verdict import AUDITED, WORDS
 from panoramia.report.verdict import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
@@ -79,7 +80,10 @@ def _templates() -> Environment:
     environment.filters["when"] = _when
     environment.filters["figure"] = _figure
     environment.filters["share"] = _share
-    environment.globals["plain_line"] = plain_line
+    environment.filters["price"] = _price
+    environment.globals["plain_paragraph"] = plain_paragraph
+    environment.globals["AUDITED"] = AUDITED
+    environment.tests["startingwith"] = lambda text, start: str(text).startswith(start)
     environment.globals["shared_address"] = shared_address
     return environment
 
@@ -93,6 +97,24 @@ def _share(value: Any) -> str:
     """A share as a percentage; "too few records" where the counts do not resolve it."""
     found = number(value)
     return "too few records" if found is None else f"{found:.1%}"
+
+
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+"""Digits as exponents (10⁹)."""
+
+
+def _price(cost: Any, budget: Any = None) -> str:
+    """An audit's price as a person reads it: "3.1 × 10⁹ multiply-adds (2 % of your budget)"
+    (the share left out where the budget is not a positive finite number)."""
+    found, limit = number(cost), number(budget)
+    if found is None:
+        return "a price that cannot be estimated"
+    mantissa, _, exponent = f"{found:.1e}".partition("e")
+    said = f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPTS)} multiply-adds"
+    if limit is not None and limit > 0:
+        share = found / limit
+        said += f" ({share:.0%} of your budget)" if share >= 0.01 else " (under 1 % of your budget)"
+    return said
 
 
 def _figure(value: Any, digits: int = 2) -> str:

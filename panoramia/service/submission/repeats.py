@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from panoramia.report.plain import pooled_paragraph
 from panoramia.report.pooled import paired_difference, pooled_verdict, run_reading
 from panoramia.service.submission.command import RequestProblem
 from panoramia.store.repository import Principal, ReportStore
@@ -43,7 +44,9 @@ def seeded_overrides(overrides: list[str], repeats: int) -> list[list[str]]:
 
 def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict[str, Any] | None:
     """The group's audits (in seed order), how many have ended, each one's report id and
-    digest verdict, and the ``pooled`` verdict once every audit has ended (None before), with
+    digest verdict and attacker section, and the ``pooled`` verdict (its ``plain`` the
+    paragraph of :func:`~panoramia.report.plain.pooled_paragraph`) once every audit has
+    ended (None before), with
     how many runs are the target's (``targets``, what she asked for) and her control's
     (``controls``; ``control_audits``, their ids: the pooled verdict is the target's); None
     where ``principal`` may see no audit of ``group``."""
@@ -61,6 +64,7 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
             "audit": audit,
             "report_id": report.id if report is not None else None,
             "verdict": got if isinstance(got := digest.get("verdict"), dict) else None,
+            "attacker": got if isinstance(got := digest.get("attacker"), dict) else None,
         })  # fmt: skip
     ended = sum(1 for audit in audits if audit.status in ENDED)
     pooled = paired = None
@@ -69,6 +73,7 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
     if ended == len(audits):  # an audit of the group no longer kept enters as unread (p = 1)
         missing = [run_reading(None)] * max(0, size - len(targets))
         pooled = pooled_verdict([run_reading(run["verdict"]) for run in targets] + missing)
+        pooled["plain"] = pooled_paragraph(pooled, [run["attacker"] for run in targets])
         if controls:
             paired = paired_difference(_by_seed(targets), _by_seed(controls))
     return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled,

@@ -1,0 +1,156 @@
+"""The plain paragraph a reader sees first on every verdict page: does the model leak, can her
+own records be picked out, and how sure the audit is — in words, no symbol and no p-value
+(the figures stay behind a disclosure, :mod:`panoramia.report.html` and the console).
+
+It is read off what a page already holds: a ``verdict`` section or a digest's verdict, and an
+``attacker`` section (its ``attack`` and ``baseline`` sides, each with ``tpr_at_fpr`` and
+``tpr_at_fpr_interval`` keyed ``"0.01"``: the share of audited *members* flagged while 1 in
+100 generated non-members is flagged, a fraction in [0, 1]). Nothing here decides anything:
+the level, the p-value and the rates are the verdict's and the attacker section's own.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any, cast
+
+from panoramia.report.pooled import run_reading
+from panoramia.report.verdict import DETECTED, plain_line
+
+JSONDict = dict[str, Any]
+FPR_KEY = "0.01"
+"""The false-positive rate the paragraph reads the attacker at (1 false alarm in 100)."""
+
+
+def _rates(attacker: JSONDict | None) -> tuple[float, float, bool] | None:
+    """The attack's and the baseline's member rates at :data:`FPR_KEY` and whether the
+    model's gain is shown (its interval's low end above the baseline's high end, or above
+    the baseline's rate where no interval is kept); None where either rate is missing."""
+    if not isinstance(attacker, dict):
+        return None
+    sides: list[JSONDict] = [
+        side if isinstance(side := attacker.get(name), dict) else {}
+        for name in ("attack", "baseline")
+    ]
+    rates = [(side.get("tpr_at_fpr") or {}).get(FPR_KEY) for side in sides]
+    if not all(isinstance(rate, (int, float)) for rate in rates):
+        return None
+    attack, baseline = float(cast(float, rates[0])), float(cast(float, rates[1]))
+    low = ((sides[0].get("tpr_at_fpr_interval") or {}).get(FPR_KEY) or [None])[0]
+    high = ((sides[1].get("tpr_at_fpr_interval") or {}).get(FPR_KEY) or [None, None])[-1]
+    above = high if isinstance(high, (int, float)) else baseline
+    shown = attack > baseline and (not isinstance(low, (int, float)) or low > above)
+    return attack, baseline, shown
+
+
+def in_hundred(share: float) -> str:
+    """A share as "N in 100" (whole numbers; "under 1 in 100" for a share above 0 below 0.5 %)."""
+    if 0 < share < 0.005:
+        return "under 1 in 100"
+    return f"{round(share * 100):.0f} in 100"
+
+
+def own_records_words(attacker: JSONDict | None) -> str:
+    """Whether her own audited records can be picked out, from the attacker section (empty
+    where it holds no member rates)."""
+    found = _rates(attacker)
+    if found is None:
+        return ""
+    attack, baseline, shown = found
+    rates = (
+        f"an attacker with the model flags about {in_hundred(attack)} of your audited records "
+        f"while wrongly flagging 1 in 100 records that were not used; without the model, "
+        f"{in_hundred(baseline)}"
+    )
+    if shown:
+        return f"Your own records can be picked out more often with the model: {rates}."
+    return (
+        "Your own records are not picked out more often with the model than without it, as "
+        f"far as this audit can tell: {rates}."
+    )
+
+
+def once_in(p: float) -> str:
+    """A p-value as "once in N audits" (N rounded to two figures)."""
+    if p <= 0:
+        return "almost never"
+    times = 1.0 / p
+    rounded = float(f"{times:.2g}") if times >= 10 else round(times)
+    return f"about once in {rounded:,.0f} audits"
+
+
+def sureness_words(level: str, p: float | None, rate: float | None) -> str:
+    """How sure the audit is, in words, from the decision's p-value ``p`` and its
+    false-alarm rate ``rate`` (both probabilities; empty where ``p`` is unknown)."""
+    if p is None or level == "inconclusive":
+        return ""
+    chance = "a model that never saw your records would give a result this strong"
+    if level in DETECTED:
+        if p < 0.001:
+            return f"How sure: very; {chance} less than once in 1,000 audits."
+        if p < 0.01:
+            return f"How sure: quite; {chance} less than once in 100 audits."
+        return f"How sure: fairly; {chance} {once_in(p)}."
+    allowed = f"once in {round(1 / rate):.0f} audits" if rate and 0 < rate < 1 else "once in 20"
+    if level == "borderline":
+        return (
+            f"How sure: not enough to call it; {chance} {once_in(p)}, more often than the "
+            f"{allowed} the audit allows itself."
+        )
+    return (
+        "How sure: this audit calls a leak only on evidence that a model which never saw your "
+        f"records would give less than {allowed}; what it saw here is common for such a "
+        "model. A small leak can still go unseen."
+    )
+
+
+def plain_paragraph(found: JSONDict | None, attacker: JSONDict | None = None) -> str | None:
+    """One run's answer in plain words (:func:`panoramia.report.verdict.plain_line`), then
+    whether her own records can be picked out (``attacker``) and how sure (``found``'s
+    decision p); None where the verdict's level cannot be read."""
+    answer = plain_line(found)
+    if answer is None or not isinstance(found, dict):
+        return None
+    reading = run_reading(found)
+    parts = [answer, own_records_words(attacker), sureness_words(found["level"],
+             reading["p"], reading["rate"])]  # fmt: skip
+    return " ".join(part for part in parts if part)
+
+
+def pooled_own_records(attackers: list[JSONDict | None]) -> str:
+    """Whether her own records can be picked out over a group's runs: the median member
+    rates with and without the model, and in how many runs the model's gain is shown
+    (empty where no run holds them)."""
+    found = [rates for attacker in attackers if (rates := _rates(attacker)) is not None]
+    if not found:
+        return ""
+    attack = median(rates[0] for rates in found)
+    baseline = median(rates[1] for rates in found)
+    shown = sum(1 for rates in found if rates[2])
+    runs = f"{len(found)} run{'s' if len(found) != 1 else ''}"
+    said = (
+        f"over {runs}, an attacker with the model flags a median {in_hundred(attack)} of your "
+        f"audited records while wrongly flagging 1 in 100 records that were not used; "
+        f"without the model, {in_hundred(baseline)}"
+    )
+    if shown:
+        return f"Your own records: {said}; the model's gain is clear in {shown} of the {runs}."
+    return f"Your own records are not picked out more often with the model: {said}."
+
+
+def pooled_paragraph(pooled: JSONDict | None, attackers: list[JSONDict | None]) -> str | None:
+    """A group of repeats' answer in plain words: the pooled ``plain`` line, her own records
+    over the runs (``attackers``, one attacker section per target run), and how sure (the
+    pooled p-value against its false-alarm rate); None before the pooled verdict."""
+    if not isinstance(pooled, dict) or not pooled.get("plain"):
+        return None
+    level = str(pooled.get("level"))
+    p = pooled.get("p_value")
+    rate = pooled.get("false_alarm_rate")
+    sure = sureness_words(
+        level,
+        float(p) if isinstance(p, (int, float)) else None,
+        float(rate) if isinstance(rate, (int, float)) else None,
+    )
+    parts = [str(pooled["plain"]), pooled_own_records(attackers), sure]
+    return " ".join(part for part in parts if part)

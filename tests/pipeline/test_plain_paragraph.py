@@ -1,0 +1,90 @@
+"""The plain paragraph a reader sees first (issue 72 item 3): the answer, whether her own
+records can be picked out, and how sure — in words, with no symbol or p-value."""
+
+from __future__ import annotations
+
+import re
+
+from panoramia.report.plain import (
+    in_hundred,
+    once_in,
+    plain_paragraph,
+    pooled_own_records,
+    pooled_paragraph,
+)
+from panoramia.report.pooled import pooled_verdict, run_reading
+
+
+def _verdict(level: str, p: float) -> dict:
+    return {"level": level, "false_alarm_rate": 0.05, "decision": {"p_value": p},
+            "quote": {"calls": {"member": 30, "nonmember": 0}}}  # fmt: skip
+
+
+def _attacker(attack: float, low: float, baseline: float, high: float) -> dict:
+    return {
+        "attack": {"tpr_at_fpr": {"0.01": attack}, "tpr_at_fpr_interval": {"0.01": [low, 0.9]}},
+        "baseline": {"tpr_at_fpr": {"0.01": baseline},
+                     "tpr_at_fpr_interval": {"0.01": [0.0, high]}},
+    }  # fmt: skip
+
+
+NO_SYMBOLS = re.compile(r"ε|p =|p-value|c_lb|α|TPR|FPR|AUC|e\^")
+
+
+def test_a_leak_page_says_her_records_are_picked_out_and_how_sure() -> None:
+    said = plain_paragraph(_verdict("clear_leak", 0.0004), _attacker(0.31, 0.22, 0.02, 0.05))
+    assert said is not None
+    assert said.startswith("Yes, clearly:")
+    assert "Your own records can be picked out more often with the model" in said
+    assert "about 31 in 100 of your audited records" in said
+    assert "without the model, 2 in 100" in said
+    assert "How sure: very" in said
+    assert "less than once in 1,000 audits" in said
+    assert not NO_SYMBOLS.search(said), said
+
+
+def test_a_no_leak_page_says_the_attack_does_no_better_than_the_data_alone() -> None:
+    """The issue's page: 24.0 % with the model beside 24.3 % without it, read as a gain."""
+    said = plain_paragraph(_verdict("no_leak_detected", 0.62), _attacker(0.240, 0.17, 0.243, 0.31))
+    assert said is not None
+    assert said.startswith("No leak found")
+    assert "not picked out more often with the model than without it" in said
+    assert "24 in 100" in said
+    assert "A small leak can still go unseen" in said
+    assert "very" not in said
+    assert not NO_SYMBOLS.search(said)
+
+
+def test_a_gain_inside_the_baselines_interval_is_not_called_a_gain() -> None:
+    said = plain_paragraph(_verdict("leak_detected", 0.004), _attacker(0.10, 0.04, 0.03, 0.06))
+    assert said is not None
+    assert "not picked out more often" in said
+    assert "How sure: quite" in said
+
+
+def test_borderline_and_missing_pieces() -> None:
+    said = plain_paragraph(_verdict("borderline", 0.07), None)
+    assert said is not None
+    assert said.startswith("Maybe:")
+    assert "about once in 14 audits, more often than the once in 20 audits" in said
+    assert "Your own records" not in said  # no attacker section: nothing said of them
+    assert plain_paragraph(None) is None
+    assert plain_paragraph({"level": "unknown"}) is None
+    assert once_in(0.0) == "almost never"
+    assert once_in(0.003) == "about once in 330 audits"
+    assert in_hundred(0.004) == "under 1 in 100"
+    assert in_hundred(0.0) == "0 in 100"
+
+
+def test_the_pooled_paragraph_reads_her_records_over_the_runs() -> None:
+    readings = [run_reading(_verdict("leak_detected", 0.002)) for _ in range(3)]
+    pooled = pooled_verdict(readings)
+    attackers = [_attacker(0.30, 0.2, 0.02, 0.05), _attacker(0.08, 0.03, 0.02, 0.05), None]
+    said = pooled_paragraph(pooled, attackers)
+    assert said is not None
+    assert said.startswith("Yes: over these runs together")
+    assert "over 2 runs" in said
+    assert "the model's gain is clear in 1 of the 2 runs" in said
+    assert "How sure: quite" in said  # pooled p = 2 · 0.002
+    assert pooled_own_records([None, {}]) == ""
+    assert pooled_paragraph(None, []) is None

@@ -1,0 +1,112 @@
+"""How much of her data is audited, and a way to audit more (issue 72 item 4): the API prices
+a request at each audit size without queueing it (``POST /v1/quotes``), the console's form
+shows the sizes with the members each scores and its price, and the size she picks reaches
+the audit's split."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from panoramia.service.submission.audit_size import (
+    members_scored,
+    size_overrides,
+    size_refusal,
+    size_split,
+)
+from tests.service.test_console import FORM, browser, page_csrf, service, sign_in
+from tests.service.test_console_defaults import _ready
+from tests.service.test_uploads import _file, _tar
+from tests.service_support import LiveService
+
+__all__ = ["service"]  # the fixture, imported for the tests below
+
+SPLIT = {"generator": 0.4, "attack_train": 0.25, "attack_val": 0.1, "audit": 0.25}
+
+
+def test_a_larger_size_moves_members_from_the_generator_to_the_audit_part() -> None:
+    larger = size_split(SPLIT, "larger")
+    assert larger == {"generator": 0.3, "attack_train": 0.25, "attack_val": 0.1, "audit": 0.35}
+    assert size_overrides(SPLIT, "standard") == []
+    assert size_overrides(SPLIT, "largest") == ["data.split.generator=0.2", "data.split.audit=0.45"]
+    assert members_scored(larger, 2400) == 420  # half of the 840 in the audit part
+    assert members_scored(larger, None) is None
+    assert size_refusal(larger, 2400) is None
+    assert "under 10 rows" in str(size_refusal(larger, 40))  # 0.1 · 40 = 4 rows
+    text = {"generator": 0.3, "attack_train": 0.2, "attack_val": 0.1, "audit": 0.4}
+    assert "under 15%" in str(size_refusal(size_split(text, "largest"), 5000))
+    with pytest.raises(KeyError):
+        size_split(SPLIT, "huge")
+
+
+def _uploads(service: LiveService) -> None:
+    rows = "age,colour,outcome\n" + "".join(
+        f"{20 + i % 50},{'red' if i % 3 else 'blue'},{'yes' if i % 2 else 'no'}\n"
+        for i in range(400)
+    )
+    manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["no", "yes"]}
+    folder = _tar([_file("m/target.json", json.dumps(manifest).encode()),
+                   _file("m/model.json", b"{}")])  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        _ready(alice, rows.encode(), name="members", filename="members.csv")
+        _ready(alice, folder, name="overfit", kind="model", filename="o.tar")
+
+
+def test_the_api_prices_each_size_and_queues_nothing(service: LiveService) -> None:
+    _uploads(service)
+    request = {"model": {"name": "m", "version": "1"}, "target": {"path": "overfit"},
+               "data": {"source": "csv", "members": "members", "label": "outcome"}}  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        quoted = alice.post("/v1/quotes", json=request | {"repeats": 3})
+        assert quoted.status_code == 200, quoted.text
+        quote = quoted.json()
+        assert quote["runs"] == 3
+        assert quote["cost"] == pytest.approx(3 * quote["per_run"])
+        sizes = {option["size"]: option for option in quote["sizes"]}
+        assert sizes["standard"]["overrides"] == []
+        assert sizes["standard"]["refused"] is None
+        assert sizes["standard"]["cost"] == pytest.approx(quote["cost"])
+        scored = [sizes[name]["members_scored"] for name in ("standard", "larger", "largest")]
+        assert scored[0] < scored[1] < scored[2]
+        assert sizes["larger"]["overrides"] == ["data.split.generator=0.3", "data.split.audit=0.35"]
+        wrong = alice.post(
+            "/v1/quotes", json=request | {"data": request["data"] | {"label": "age"}}
+        )
+        assert wrong.status_code == 422
+        assert "does not predict" in wrong.text
+        assert wrong.json()["detail"][0]["loc"] == ["body", "data", "label"]
+        assert alice.post("/v1/quotes", json={}).status_code == 422
+    contributor = service.store.authenticate(service.tokens["alice"])
+    assert contributor is not None
+    assert service.store.audit_ids(contributor.contributor_id) == []
+
+
+def test_the_form_shows_each_size_with_its_price_and_the_chosen_one_reaches_the_split(
+    service: LiveService,
+) -> None:
+    _uploads(service)
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        csrf = page_csrf(client)
+        body = (f"csrf={csrf}&members=members&nonmembers=&label=outcome&model=overfit"
+                "&model_name=m&version=1&repeats=1&size=larger")  # fmt: skip
+        checked = client.post("/console/audits/new", content=body + "&action=quote", headers=FORM)
+        assert checked.status_code == 200, checked.text
+        page = checked.text
+        assert "Checked, nothing started: this would run 1 audit for" in page
+        assert "of your 400 members scored, for" in page
+        assert "multiply-adds" in page
+        assert 'name="size" value="larger" checked' in page  # her choice kept
+        contributor = service.store.authenticate(service.tokens["alice"]).contributor_id
+        assert service.store.audit_ids(contributor) == []
+        started = client.post("/console/audits/new", content=body, headers=FORM)
+        assert started.status_code == 303, started.text
+        audit_id = started.headers["location"].split("?")[0].rsplit("/", 1)[-1]
+        resolved = service.store.get_audit(None, audit_id).request["overrides_resolved"]
+        assert "data.split.audit=0.35" in resolved
+        assert "data.split.generator=0.3" in resolved
+        odd = client.post("/console/audits/new", content=body.replace("larger", "huge"),
+                          headers=FORM)  # fmt: skip
+        assert odd.status_code == 422
+        assert "Audit size: choose one of the audit sizes" in odd.text
