@@ -1,10 +1,15 @@
 """The console's "Your data and models" page: her uploads, a form to upload a file (up to
 ``PANORAMIA_MAX_UPLOAD_MB``; larger ones with ``panoramia data upload``, which resumes), and
-a button to delete each one with everything derived from it."""
+a button to delete each one with everything derived from it.
+
+The form's kind is ``auto`` (the default: the file says it), ``data`` or ``model``. With
+``auto`` the file is taken as data, and where the data check finds a model in its archive
+(:class:`ModelSentAsData`) the same file is taken again as a model; an explicit choice that
+does not fit the file is refused in one line, as the API refuses it."""
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -16,7 +21,7 @@ from panoramia.service.check_pool import CheckPool
 from panoramia.service.routing import FormNeeds
 from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
-from panoramia.service.uploads.checks import UploadRejected
+from panoramia.service.uploads.checks import ModelSentAsData, UploadRejected, is_archive
 from panoramia.service.uploads.erase import (
     DeletionDeferred,
     Erased,
@@ -25,8 +30,16 @@ from panoramia.service.uploads.erase import (
     erase_upload,
 )
 from panoramia.service.uploads.intake import NotReceiving, take_whole_file
-from panoramia.store.repository import Principal, StorageFull
+from panoramia.store.repository import Principal, ReportStore, StorageFull
 from panoramia.store.uploads import NameTaken, UploadRows
+
+TAKEN_AS = {
+    "model": "a model: it holds a target.json",
+    "folder": "data: an archive without a target.json",
+    "file": "data: not an archive",
+}
+"""What the success notice says of an upload whose kind the file said (``?taken=``), by
+what :func:`take_as_chosen` returns."""
 
 
 def add_upload_pages(router: APIRouter, needs: FormNeeds, checks: CheckPool) -> None:
@@ -48,11 +61,13 @@ def add_upload_pages(router: APIRouter, needs: FormNeeds, checks: CheckPool) -> 
         runs: str | None = None,
         stages: str | None = None,
         reports: str | None = None,
+        taken: str | None = None,
     ) -> Response:
         principal, csrf = signed
         shown = done if done and re.fullmatch(NAME_PATTERN, done) and len(done) <= 100 else None
+        taken_as = TAKEN_AS.get(taken or "") if shown else None
         said = _deletion_said(deleted, kind, runs, stages, reports)
-        return listing(request, principal, csrf, done=shown, deleted=said)
+        return listing(request, principal, csrf, done=shown, taken=taken_as, deleted=said)
 
     _add_upload_form(router, needs, listing, checks)
     _add_delete_form(router, needs, rows, listing)
@@ -102,14 +117,14 @@ def _add_upload_form(
         if not _utf8_name(file):
             return listing(request, principal, csrf, 422,
                            problem="the file's name is not UTF-8 text: rename it")  # fmt: skip
-        kind = kind if kind in ("data", "model") else "data"
+        kind = kind if kind in ("data", "model") else "auto"  # the form's default
         name = name.strip() if isinstance(name, str) and name.strip() else file.filename
         name = name.rsplit(".", 2)[0] if name == file.filename else name
         if not (re.fullmatch(NAME_PATTERN, name) and len(name) <= 100):
             problem = "a name of letters, digits, '.', '_' and '-' (at most 100)"
             return listing(request, principal, csrf, 422, problem=problem)
         try:
-            await take_whole_file(
+            taken = await take_as_chosen(
                 settings, store, checks, principal.contributor_id, name=name, kind=kind,
                 filename=file.filename, source=file.file,
             )  # fmt: skip
@@ -127,7 +142,45 @@ def _add_upload_form(
             return listing(request, principal, csrf, 422, problem=problem)
         finally:
             await file.close()
-        return RedirectResponse(f"/console/uploads?done={name}", 303)
+        said = {"done": name} | ({"taken": taken} if taken else {})
+        return RedirectResponse(f"/console/uploads?{urlencode(said)}", 303)
+
+
+async def take_as_chosen(
+    settings: ServiceSettings,
+    store: ReportStore,
+    checks: CheckPool,
+    contributor_id: int,
+    *,
+    name: str,
+    kind: str,
+    filename: str,
+    source: BinaryIO,
+) -> str | None:
+    """Keep ``source`` as her upload ``name`` (:func:`take_whole_file`) of ``kind``: ``data``
+    or ``model`` as she chose (None is returned), or ``auto``: as data, and where the data
+    check refuses it as a model (:class:`ModelSentAsData`, after which nothing of that first
+    try is kept and ``name`` is free again) once more, the same bytes, as a model. Returns
+    the key of :data:`TAKEN_AS` saying what ``auto`` took it as. Raises what
+    :func:`take_whole_file` raises; a model check's refusal of the second try is its own."""
+    if kind != "auto":
+        await take_whole_file(
+            settings, store, checks, contributor_id, name=name, kind=kind, filename=filename,
+            source=source,
+        )  # fmt: skip
+        return None
+    try:
+        await take_whole_file(
+            settings, store, checks, contributor_id, name=name, kind="data", filename=filename,
+            source=source,
+        )  # fmt: skip
+    except ModelSentAsData:  # take_whole_file reads the source again from its start
+        await take_whole_file(
+            settings, store, checks, contributor_id, name=name, kind="model", filename=filename,
+            source=source,
+        )  # fmt: skip
+        return "model"
+    return "folder" if is_archive(filename) else "file"
 
 
 def _add_delete_form(

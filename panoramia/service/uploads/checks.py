@@ -31,7 +31,9 @@
   for a non-standard operator domain, weights outside its folder, or past the size and shape
   limits (:func:`panoramia.targets.onnx_graph.check_onnx_target`).
 
-Every refusal is an :class:`UploadRejected` with one line naming the upload's own file.
+Every refusal is an :class:`UploadRejected` with one line naming the upload's own file; a
+data archive holding a model (its ``target.json``) is refused as :class:`ModelSentAsData`,
+which the console's form, left to take the kind from the file, takes again as a model.
 """
 
 from __future__ import annotations
@@ -87,6 +89,12 @@ MAX_VALUE_CHARS = 100
 
 class UploadRejected(InputError):
     """An upload that is not what it says it is; the message is one line."""
+
+
+class ModelSentAsData(UploadRejected):
+    """A data upload's archive that holds a model (a ``target.json`` at its top or in its one
+    folder). Refused as any UploadRejected is; the console, where she let the file say its
+    kind, takes the same file again as a model."""
 
 
 @dataclass
@@ -160,9 +168,9 @@ def check_upload(
             checked.summary["modality"] = _modality_of(into)
             checked.summary.update(model_facts(into))
         elif (model_root(into) / "target.json").is_file():  # a model sent as data
-            raise UploadRejected(
+            raise ModelSentAsData(
                 f"{filename}: holds a model (its target.json): upload it as a model "
-                "(kind model; in the console, 'a model folder')"
+                "(kind model; in the console, 'a model folder' or 'from the file')"
             )
         return checked
     if suffix in CSV_SUFFIXES:

@@ -32,6 +32,7 @@ import anyio
 from panoramia.hashing import file_sha256
 from panoramia.service.uploads.checks import (
     ENTRY_BYTES,
+    ModelSentAsData,
     UploadRejected,
     check_upload,
     is_archive,
@@ -208,8 +209,8 @@ async def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, st
     """Check the fully received upload in a process of its own, with a memory and a
     processor ceiling and a lower priority (:func:`check_here` there), awaited without
     holding a thread; returns each kept file's SHA-256 by its path inside the upload, and
-    the check's findings. UploadRejected (one line) otherwise; the caller removes the
-    upload. Cancelled, the process is killed."""
+    the check's findings. UploadRejected (one line) otherwise, ModelSentAsData where a data
+    archive holds a model; the caller removes the upload. Cancelled, the process is killed."""
     filename = expected.filename
     request = {"root": str(folder.root)} | asdict(expected)
     process = await asyncio.create_subprocess_exec(
@@ -232,7 +233,8 @@ async def finish(folder: UploadFolder, expected: Expected) -> tuple[dict[str, st
         why = "more time or memory than a check may take" if killed else "an unreadable file"
         raise UploadRejected(f"{filename}: could not be checked ({why})") from None
     if "rejected" in answer:
-        raise UploadRejected(str(answer["rejected"]))
+        refused = ModelSentAsData if answer.get("holds_model") is True else UploadRejected
+        raise refused(str(answer["rejected"]))
     return answer["files"], answer["summary"]
 
 
