@@ -27,6 +27,7 @@ from panoramia.service.submission.command import RequestProblem, audit_overrides
 from panoramia.service.submission.cost import check_budget, data_rows, estimate_cost
 from panoramia.service.submission.repeats import seeded_overrides
 from panoramia.service.submission.usage import usage
+from panoramia.service.uploads.checks import MAX_VALUES
 from panoramia.service.uploads.naming import (
     check_columns,
     check_data_kinds,
@@ -228,13 +229,26 @@ def check_label_classes(body: AuditRequest, data: Upload | None, model: Upload |
     """A table audit's label values (read on arrival, text and number columns of at most 50
     values alike) are classes the model upload predicts (its manifest's or its encoder's,
     compared as text as the audit compares them: ``17`` is ``"17"``): RequestProblem naming
-    ``data.label`` otherwise. Uploads whose values or classes were not recorded (a column of
-    many values, a model that states no classes) are left to the audit."""
+    ``data.label`` otherwise, a CSV column of more than :data:`MAX_VALUES` values (a
+    feature, never a class label) included. Uploads whose values or classes were not recorded
+    (a Parquet file, a model that states no classes) are left to the audit."""
     if data is None or model is None or body.data.source != "csv" or not body.data.label:
         return
-    values = ((data.summary or {}).get("values") or {}).get(body.data.label)
+    recorded = (data.summary or {}).get("values")
+    values = (recorded or {}).get(body.data.label) if isinstance(recorded, dict) else None
     classes = (model.summary or {}).get("classes")
-    if not isinstance(values, list) or not isinstance(classes, list):
+    if not isinstance(classes, list):
+        return
+    columns = {str(column[0]) for column in (data.summary or {}).get("columns") or []}
+    many = isinstance(recorded, dict) and values is None and len(classes) <= MAX_VALUES
+    if many and body.data.label in columns:
+        raise RequestProblem(  # a CSV column left out of "values": more than MAX_VALUES of them
+            ("data", "label"),
+            f"label {body.data.label!r} of upload {data.name!r} holds more than {MAX_VALUES} "
+            f"different values, so model upload {model.name!r} does not predict it (its "
+            f"{len(classes)} classes: {', '.join(str(c) for c in classes[:10])})",
+        )
+    if not isinstance(values, list):
         return
     known = {str(c) for c in classes}
     unknown = [v for v in values if str(v) not in known]

@@ -41,8 +41,8 @@ def test_a_larger_size_moves_members_from_the_generator_to_the_audit_part() -> N
 
 
 def _uploads(service: LiveService) -> None:
-    rows = "age,colour,outcome\n" + "".join(
-        f"{20 + i % 50},{'red' if i % 3 else 'blue'},{'yes' if i % 2 else 'no'}\n"
+    rows = "age,code,colour,outcome\n" + "".join(
+        f"{20 + i % 50},{i},{'red' if i % 3 else 'blue'},{'yes' if i % 2 else 'no'}\n"
         for i in range(400)
     )
     manifest = {"format": "xgboost-json", "file": "model.json", "classes": ["no", "yes"]}
@@ -76,6 +76,11 @@ def test_the_api_prices_each_size_and_queues_nothing(service: LiveService) -> No
         assert wrong.status_code == 422
         assert "does not predict" in wrong.text
         assert wrong.json()["detail"][0]["loc"] == ["body", "data", "label"]
+        code = alice.post(
+            "/v1/quotes", json=request | {"data": request["data"] | {"label": "code"}}
+        )
+        assert code.status_code == 422  # 400 values: too many to record, a feature
+        assert "holds more than 50 different values" in code.text
         assert alice.post("/v1/quotes", json={}).status_code == 422
     contributor = service.store.authenticate(service.tokens["alice"])
     assert contributor is not None
