@@ -296,25 +296,25 @@ def quote_audits(
     """Check the request as :func:`submit_audits` does and price it, queueing nothing: the
     runs it would queue, its estimate in multiply-adds (``cost``, every run; ``per_run``),
     her ``budget`` and what her queued and running audits already use (``active``), the
-    members her data holds (``members``, as the price counts them), and each audit size of
-    :mod:`~panoramia.service.submission.audit_size` with the members the game would score
-    and its price. Raises what the API answers 4xx, as a submission would."""
+    members her data holds (``members``, as the price counts them), the data source's own
+    ``split``, and each audit size of :mod:`~panoramia.service.submission.audit_size`
+    (shifted from that split, whatever ``data.split`` the request gives) with the members the
+    game would score and its price. Raises what the API answers 4xx, as a submission would."""
     checked = check_request(settings, store, principal, body)
     runs, controls = checked.runs, len(checked.control_runs)
     estimate, total = _priced(settings, store, principal, runs, controls)
-    composed = check_composes(runs[0], settings.limits)
+    base = [line for line in runs[0] if not line.startswith("data.split.")]
+    composed = check_composes(base, settings.limits)  # the data source's own split
     split = {str(k): float(v) for k, v in (composed.get("data") or {}).get("split", {}).items()}
     rows = _member_rows(store, checked, composed)
     budget, active = settings.limits.max_audit_cost, store.active_cost(principal.contributor_id)
-    base = [line for line in runs[0] if not line.startswith("data.split.")]
     options = []
     for size in SIZES:
         shifted = size_split(split, size)
         refused, cost = size_refusal(shifted, rows), None
         if refused is None:
             try:
-                lines = runs[0] if not SIZES[size] else base + size_overrides(split, size)
-                config = check_composes(lines, settings.limits)
+                config = check_composes(base + size_overrides(split, size), settings.limits)
                 cost = estimate_cost(config).total * (len(runs) + controls)
             except RequestProblem as error:
                 refused = error.message

@@ -587,8 +587,8 @@ class SizeQuote(BaseModel):
     size: Literal["standard", "larger", "largest"]
     words: str
     overrides: list[str] = Field(
-        description="Add these to the request's overrides to audit at this size (none for "
-        "the standard size: the split the request already gives)."
+        description="Add these to the request's overrides, in place of any data.split.* of "
+        "its own, to audit at this size (none for the standard size: the source's own split)."
     )
     audit_share: float = Field(description="The share of her members in the audit part.")
     generator_share: float = Field(description="The share the generator learns from.")
@@ -613,7 +613,9 @@ class AuditQuote(BaseModel):
     budget: float = Field(description="The most her queued and running audits may cost.")
     active: float = Field(description="What her queued and running audits already cost.")
     members: int = Field(description="Members in her data, as the price counts them.")
-    split: dict[str, float] = Field(description="The request's data.split fractions.")
+    split: dict[str, float] = Field(
+        description="The data source's own data.split fractions, which the sizes shift."
+    )
     sizes: list[SizeQuote]
 
 

@@ -67,6 +67,12 @@ def test_the_api_prices_each_size_and_queues_nothing(service: LiveService) -> No
         assert sizes["standard"]["overrides"] == []
         assert sizes["standard"]["refused"] is None
         assert sizes["standard"]["cost"] == pytest.approx(quote["cost"])
+        asked = request | {"overrides": ["data.split.generator=0.3", "data.split.audit=0.35"]}
+        again = alice.post("/v1/quotes", json=asked).json()  # sizes from the source's split
+        assert [o["members_scored"] for o in again["sizes"]] == [
+            o["members_scored"] for o in quote["sizes"]
+        ]
+        assert again["split"]["generator"] == 0.4
         scored = [sizes[name]["members_scored"] for name in ("standard", "larger", "largest")]
         assert scored[0] < scored[1] < scored[2]
         assert sizes["larger"]["overrides"] == ["data.split.generator=0.3", "data.split.audit=0.35"]
