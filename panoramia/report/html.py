@@ -456,15 +456,15 @@ def _groups_table_html(section: JSONDict) -> str:
     head = "".join(f"<th scope=col>{html.escape(h)}</th>" for h in heads)
     body = "".join(
         f"<tr><th scope=row>{html.escape(g['column'])} = {html.escape(str(g['value']))}</th>"
-        f"<td>{int(g['members']):,}</td>"
+        f"<td>{html.escape(_stands_out_cell(g))}</td><td>{int(g['members']):,}</td>"
         + "".join(f"<td>{html.escape(c)}</td>" for c in cells(g))
-        + f"<td>{html.escape(_stands_out_cell(g))}</td></tr>"
+        + "</tr>"
         for g in section.get("groups") or []
     )
     return (
         f"{intro}{scroll('groups of your members')}<table><thead><tr><th scope=col>group</th>"
-        f"<th scope=col>audited members</th>{head}<th scope=col>stands out (p adjusted over "
-        "all groups)</th></tr></thead>"
+        "<th scope=col>stands out (p adjusted over all groups)</th>"
+        f"<th scope=col>audited members</th>{head}</tr></thead>"
         f"<tbody>{body}</tbody></table></div>"
     )
 
@@ -540,6 +540,8 @@ table{border-collapse:collapse;} tbody tr{border-bottom:1px solid #ddd;}
 figure{margin:12px 0;} img{max-width:100%;height:auto;}
 @media (max-width:600px){
   figure.chart{overflow-x:auto;} figure.chart img{max-width:none;width:640px;}
+  .scroll::before{content:"scroll sideways for more \\2192";display:block;text-align:right;
+    font-size:.85em;color:#4a4a4a;}
 }
 details{margin:1em 0;} summary{cursor:pointer;font-weight:bold;}
 dt{font-weight:bold;margin-top:.5em;}

@@ -258,7 +258,7 @@ UPLOADED = "uploaded by its owner, not run by the service"
 
 def _cell_with(page: str, text: str) -> str:
     """The one table cell of ``page`` that holds ``text``."""
-    cells = [cell for cell in re.findall(r"<td>(.*?)</td>", page, re.S) if text in cell]
+    cells = [cell for cell in re.findall(r"<td[^>]*>(.*?)</td>", page, re.S) if text in cell]
     assert len(cells) == 1, (text, cells)
     return cells[0]
 

@@ -226,12 +226,15 @@ MAX_HISTORY = 100
 """Reports a model page lists and plots (the newest)."""
 
 
-def history_plot(lines: list[dict[str, Any]], controls: frozenset[str] = frozenset()) -> str | None:
+def history_plot(
+    lines: list[dict[str, Any]], controls: frozenset[str] = frozenset(), *, narrow: bool = False
+) -> str | None:
     """A PNG (data URI) of each report's quoted ε̃, oldest first, one marker per report (never
     joined: versions are not a trend), with this run's interval where the report has one,
     each game its own marker, her control's runs (``controls``: their audit ids) as a series
     of their own in hollow grey, and the claimed ε (δ = 1e-5) as a dashed line where one was
-    declared; None without reports."""
+    declared; None without reports. ``narrow``: drawn for a phone (a squarer figure, fewer
+    labelled reports, its legend's words wrapped), which the page serves below 600 px."""
     if not lines:
         return None
     points = []
@@ -246,12 +249,12 @@ def history_plot(lines: list[dict[str, Any]], controls: frozenset[str] = frozens
             number(quote.get("value")),
             str(quote.get("game") or ""),
             tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None,
-            stamp.strftime("%Y-%m-%d\n%H:%M:%S") if stamp is not None else "",
+            stamp.strftime("%Y-%m-%d %H:%M") if stamp is not None else "",
             number(found.get("null_threshold")),
             role,
         ))  # fmt: skip
     claimed = [line["claimed_epsilon"] for line in lines if line["claimed_epsilon"] is not None]
-    return _plot(tuple(points), claimed[-1] if claimed else None)
+    return _plot(tuple(points), claimed[-1] if claimed else None, narrow)
 
 
 GAME_MARKERS = {"one_sided": ("o", "#1f4e79", "paper's one-sided game"),
@@ -259,27 +262,64 @@ GAME_MARKERS = {"one_sided": ("o", "#1f4e79", "paper's one-sided game"),
 """How each game's quoted figures are drawn on a model's history."""
 
 
+HISTORY_TICKS = {False: 6, True: 3}
+"""Reports labelled on the history plot's axis, at most (wide, narrow): each label is a
+version over its date, ~90 px at 11 pt, so six fit the 790 px figure and three the phone's."""
+
+
+def history_ticks(stamps: list[tuple[str, str]], most: int) -> list[tuple[int, str]]:
+    """Where the history plot labels its axis (positions 1…n, one per report, ``stamps``:
+    each report's version and "YYYY-MM-DD HH:MM" stored): at most ``most`` positions a whole
+    step apart (never two neighbours, whose labels would overlap), counted back from the
+    newest, the oldest too where it lies far enough from the last of them; each labelled with
+    its version (long ones cut to 12 characters) over its date, the time under it only where
+    two labelled reports share a date."""
+    count = len(stamps)
+    step = max(1, -(-(count - 1) // max(1, most - 1)))  # ceiling
+    chosen = list(range(count, 0, -step))[::-1]
+    if chosen[0] != 1 and chosen[0] - 1 >= 0.6 * step and len(chosen) < most:
+        chosen.insert(0, 1)
+    days = [stamps[x - 1][1].split(" ")[0] for x in chosen]
+    timed = len(set(days)) < len(days)
+    labels = []
+    for x, day in zip(chosen, days, strict=True):
+        version, stamp = stamps[x - 1]
+        short = version if len(version) <= 12 else version[:11] + "…"
+        clock = stamp.split(" ")[1] if timed and " " in stamp else ""
+        labels.append((x, "\n".join(part for part in (short, day, clock) if part)))
+    return labels
+
+
 @functools.lru_cache(maxsize=256)
 def _plot(
     points: tuple[tuple[str, float | None, str, tuple | None, str, float | None, str], ...],
     claimed: float | None,
+    narrow: bool = False,
 ) -> str:
     """The plot of :func:`history_plot` for these (version, quoted ε̃, game, interval, time
-    stored, null threshold, role) points, one position per report in the order stored, labelled
-    with its version, date and time (cached: a page that reloads while an audit runs draws it
-    once). Each report's grey bar is what reads like no leak in that run (up to its null's
-    threshold); points are never joined."""
+    stored, null threshold, role) points, one position per report in the order stored, a few
+    labelled with their version and date (:func:`history_ticks`; cached: a page that reloads
+    while an audit runs draws it once). Each report's grey bar is what reads like no leak in
+    that run (up to its null's threshold); points are never joined. ``narrow``: 4.4 × 4.4
+    inches (484 px, read at ~360 px on a phone) instead of 7.2 × 3.6."""
+    import textwrap
+
     import matplotlib
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    def words(text: str) -> str:
+        return textwrap.fill(text, 44) if narrow else text
 
     with matplotlib.rc_context({"font.size": 11, "legend.fontsize": 10}):
-        figure = Figure(figsize=(7.2, 3.6), dpi=110, layout="constrained")
+        figure = Figure(figsize=(4.4, 4.4) if narrow else (7.2, 3.6), dpi=110, layout="constrained")
         axes = figure.add_subplot()
         order = list(range(1, len(points) + 1))
         bands = [(x, p[5]) for x, p in zip(order, points, strict=True) if p[5] is not None]
         if bands:
+            null = words("reads like no leak in that run (null)")
             axes.bar([x for x, _ in bands], [max(0.0, t) for _, t in bands], width=0.5,
-                     color="#dddddd", label="reads like no leak in that run (null)")  # fmt: skip
+                     color="#dddddd", label=null)  # fmt: skip
         for role in ("target", "control"):
             for game, (marker, colour, label) in GAME_MARKERS.items():
                 drawn = [
@@ -295,10 +335,10 @@ def _plot(
                 low = [max(0.0, p[1] - p[3][0]) if p[3] else 0.0 for _, p in drawn]
                 high = [max(0.0, p[3][1] - p[1]) if p[3] else 0.0 for _, p in drawn]
                 style: dict[str, Any] = (
-                    {"color": colour, "label": f"ε̃ quoted, {label}, with its interval"}
+                    {"color": colour, "label": words(f"ε̃ quoted, {label}, with its interval")}
                     if role == "target"
                     else {"color": "#6b6b6b", "markerfacecolor": "white",
-                          "label": f"your control's ε̃ (never saw these members), {label}"}
+                          "label": words(f"your control's ε̃ (never saw these members), {label}")}
                 )  # fmt: skip
                 axes.errorbar(xs, ys, yerr=[low, high], fmt=marker, capsize=4, markersize=7,
                               linestyle="none", **style)  # fmt: skip
@@ -307,12 +347,18 @@ def _plot(
         shown = [v for p in points for v in (p[1], p[5], *(p[3] or ())) if v is not None]
         highest = min(max([0.2, *shown, *([claimed] if claimed is not None else [])]), 1e6)
         axes.set_ylim(0, highest * 1.3)
-        axes.set_xlabel("report, in the order stored: version, date and time (UTC)")
+        axes.set_xlabel(
+            "report: version, date (UTC)"
+            if narrow
+            else "report, in the order stored: version, date (UTC)"
+        )
         axes.set_ylabel("ε̃ quoted (nats)")
-        ticks = order if len(order) <= 8 else order[:: max(1, len(order) // 8)]
-        axes.set_xticks(ticks, [f"{points[x - 1][0]}\n{points[x - 1][4]}" for x in ticks])
+        axes.yaxis.set_major_locator(MaxNLocator(5 if narrow else 6))
+        ticks = history_ticks([(p[0], p[4]) for p in points], HISTORY_TICKS[narrow])
+        axes.set_xticks([x for x, _ in ticks], [label for _, label in ticks])
         axes.set_xlim(0.5, len(order) + 0.5)
-        axes.legend(loc="lower left", bbox_to_anchor=(0, 1.01), fontsize="small", frameon=False)
+        axes.legend(loc="lower left", bbox_to_anchor=(0, 1.01), frameon=False,
+                    fontsize=10 if narrow else "small")  # fmt: skip
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png")
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
@@ -643,6 +689,7 @@ def add_model_pages(
             newest=lines[-1] if lines else None,
             latest_group=pooled.get(groups.get(latest["audit_id"] or "", "")) if latest else None,
             audits=audits, plot=history_plot(lines, plotted),
+            plot_narrow=history_plot(lines, plotted, narrow=True),
             plot_text=history_text(lines, controls=plotted),
             words=WORDS, refresh=REFRESH_S if active and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
