@@ -387,6 +387,10 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     expect(page.locator("main")).to_contain_text("Beside 2 runs of your control")
     expect(page.locator("table")).to_contain_text("succeeded")
     shot(page, "9d-repeats-pooled", database_url)
+    page.get_by_role("link", name="its report").first.click()  # one run of the group
+    expect(page.locator("p.plain")).to_contain_text("How sure")
+    shot(page, "9d-run-report", database_url)
+    page.go_back()
 
     page.get_by_role("link", name="census-xgb").first.click()
     rows = page.locator("table").nth(0).locator("tbody tr")
@@ -397,7 +401,8 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     page.get_by_label("I understand").check()
     page.get_by_role("button", name="Delete model entry census-xgb").click()
     expect(page.get_by_role("status")).to_contain_text(
-        "Deleted model entry 'census-xgb' (version 1): 5 reports and 5 audits"
+        "Deleted model entry 'census-xgb' (version 1, with the runs of your control beside "
+        "version 1): 5 reports and 5 audits"
     )
     shot(page, "9f-model-deleted", database_url)
     page.get_by_role("link", name="Your data and models").first.click()
