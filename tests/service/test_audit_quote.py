@@ -6,6 +6,7 @@ the audit's split."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -16,7 +17,7 @@ from panoramia.service.submission.audit_size import (
     size_split,
 )
 from tests.service.test_console import FORM, browser, page_csrf, service, sign_in
-from tests.service.test_console_defaults import _ready
+from tests.service.test_console_defaults import _ready, _selected
 from tests.service.test_uploads import _file, _tar
 from tests.service_support import LiveService
 
@@ -121,3 +122,34 @@ def test_the_form_shows_each_size_with_its_price_and_the_chosen_one_reaches_the_
                           headers=FORM)  # fmt: skip
         assert odd.status_code == 422
         assert "Audit size: choose one of the audit sizes" in odd.text
+
+
+def test_a_failed_audit_offers_change_and_retry_with_her_fields(service: LiveService) -> None:
+    """Issue 72 item 2: a failed audit's page says what failed and offers "Change and retry",
+    the form again with her fields (members, model, label, slices, size) as she sent them."""
+    from panoramia.store.common import AuditStatus
+
+    _uploads(service)
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        csrf = page_csrf(client)
+        body = (f"csrf={csrf}&members=members&nonmembers=&label=outcome&model=overfit"
+                "&slices=colour&model_name=census&version=3&repeats=1&size=larger")  # fmt: skip
+        started = client.post("/console/audits/new", content=body, headers=FORM)
+        audit_id = started.headers["location"].split("?")[0].rsplit("/", 1)[-1]
+        queued = client.get(f"/console/audits/{audit_id}").text
+        assert "Change and retry" not in queued  # only once it failed
+        assert service.store.claim(audit_id, "w1") is not None
+        said = "label 'outcome': value 'maybe' unknown to the model"
+        assert service.store.release(audit_id, "w1", AuditStatus.FAILED, said, {})
+        failed = client.get(f"/console/audits/{audit_id}").text
+        assert said.replace("'", "&#39;") in failed
+        link = re.search(r'<a class="button" href="([^"]+)">Change and retry</a>', failed)
+        assert link is not None
+        form = client.get(link.group(1).replace("&amp;", "&")).text
+        assert _selected(form, "label") == ["outcome"]
+        assert _selected(form, "model") == ["overfit"]
+        assert 'name="size" value="larger" checked' in form
+        assert 'type="checkbox" name="slices" value="colour" checked' in form
+        assert re.search(r'<input id="version"[^>]*value="3"', form)
+        assert re.search(r'<input id="model_name"[^>]*value="census"', form)

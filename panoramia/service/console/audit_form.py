@@ -12,7 +12,7 @@ line.
 
 import re
 from typing import Annotated, Any, cast
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -80,6 +80,57 @@ def proposals(data: list[Upload], models: list[Upload], members: Upload | None) 
         "model": model,
         "label": label,
     }
+
+
+FORM_FIELDS = ("members", "nonmembers", "model", "label", "slices", "holds", "model_name",
+               "version", "control", "repeats", "size")  # fmt: skip
+"""The audit form's own fields: what a "change and retry" link may carry back to it."""
+
+
+def retry_fields(request: Any) -> dict[str, list[str]]:
+    """The form's fields as an audit's stored request (``Audit.request``, the API request's
+    dump) asked them: what "Change and retry" carries back to the form, so that she changes
+    only what failed. {} for a request the form did not make (a shared model's, an
+    operator's path, a request that is not a mapping)."""
+    if not isinstance(request, dict):
+        return {}
+    data = got if isinstance(got := request.get("data"), dict) else {}
+    model = got if isinstance(got := request.get("model"), dict) else {}
+    target = got if isinstance(got := request.get("target"), dict) else {}
+    control = got if isinstance(got := request.get("control"), dict) else {}
+    repeat = got if isinstance(got := request.get("repeat"), dict) else {}
+    fields: dict[str, Any] = {
+        "members": data.get("members"), "nonmembers": data.get("nonmembers"),
+        "model": target.get("path"), "label": data.get("label"),
+        "model_name": model.get("name"), "version": model.get("version"),
+        "control": control.get("path"),
+        "repeats": str(repeat.get("of") or request.get("repeats") or 1),
+        "holds": data.get("source") if data.get("source") in FOLDER_SOURCES else None,
+    }  # fmt: skip
+    split = [line for line in request.get("overrides") or [] if str(line).startswith("data.")]
+    try:
+        sizes = {size: size_overrides(default_split(str(data.get("source"))), size)
+                 for size in SIZES}  # fmt: skip
+        fields["size"] = next((size for size, lines in sizes.items() if lines == split), None)
+    except (KeyError, OSError):
+        fields["size"] = None
+    kept = {key: [value] for key, value in fields.items() if isinstance(value, str) and value}
+    slices = [value for value in data.get("slices") or [] if isinstance(value, str)]
+    return kept | ({"slices": slices} if slices else {})
+
+
+def retry_link(audit: Any) -> str | None:
+    """The form's address with a failed or cancelled audit's fields ("Change and retry"),
+    or None: an audit that did not fail, or whose request the form did not make."""
+    if getattr(audit, "status", None) not in ("failed", "cancelled"):
+        return None
+    request = getattr(audit, "request", None)
+    if not isinstance(request, dict) or request.get("shared"):
+        return None
+    fields = retry_fields(request)
+    if "members" not in fields or "model" not in fields:
+        return None
+    return "/console/audits/new?" + urlencode(fields | {"retry": ["1"]}, doseq=True)
 
 
 def read_form(body: bytes) -> dict[str, list[str]]:
@@ -171,9 +222,15 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
 
     @router.get("/audits/new")
     def new_audit(request: Request, signed: Session, members: str | None = None) -> Response:
+        """The form; a "Change and retry" link (``retry=1``) brings back the fields of the
+        audit it retries, shown as sent (nothing here is trusted: the POST checks all)."""
         principal, csrf = signed
         chosen = members if members and re.fullmatch(NAME_PATTERN, members) else None
-        return form(request, principal, csrf, chosen)
+        sent = None
+        if request.query_params.get("retry") == "1":
+            sent = {key: [value[:200] for value in request.query_params.getlist(key)][:8]
+                    for key in FORM_FIELDS if key in request.query_params}  # fmt: skip
+        return form(request, principal, csrf, chosen, sent=sent)
 
     @router.post("/audits/new")
     @rate_limit

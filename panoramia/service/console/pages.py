@@ -33,7 +33,7 @@ from panoramia.report.verdict import AUDITED, WORDS
 from panoramia.report.verdict import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
-from panoramia.service.console.audit_form import add_audit_pages
+from panoramia.service.console.audit_form import add_audit_pages, retry_link
 from panoramia.service.console.progress_words import progress_words
 from panoramia.service.console.shared_pages import add_shared_pages, shared_address
 from panoramia.service.console.uploads_page import add_upload_pages
@@ -815,6 +815,7 @@ def add_audit_page(
                 as_utc(found.started_at) if found.started_at else None, utcnow(),
             ),
             line=report_line(report) if report is not None else None,
+            retry=retry_link(found),
             refresh=REFRESH_S if found.status in ACTIVE and follow == "1" else None,
             following=follow == "1", refresh_s=REFRESH_S,
         )  # fmt: skip
