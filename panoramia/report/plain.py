@@ -50,57 +50,77 @@ def in_hundred(share: float) -> str:
     return f"{round(share * 100):.0f} in 100"
 
 
-def own_records_words(attacker: JSONDict | None) -> str:
-    """Whether her own audited records can be picked out, from the attacker section (empty
-    where it holds no member rates)."""
+STRICT = "while wrongly flagging 1 in 100 records that were not used"
+"""The strict setting the paragraph reads the attacker at, in words."""
+
+
+def own_records_words(attacker: JSONDict | None, detected: bool = False) -> str:
+    """Whether her own audited records can be picked out, from the attacker section: more
+    often with the model (its gain beyond chance), a little more but within chance, or no
+    more; where the run found a leak that this does not show, where it shows instead (empty
+    where the section holds no member rates)."""
     found = _rates(attacker)
     if found is None:
         return ""
     attack, baseline, shown = found
-    rates = (
+    with_model = (
         f"an attacker with the model flags about {in_hundred(attack)} of your audited records "
-        f"while wrongly flagging 1 in 100 records that were not used; without the model, "
-        f"{in_hundred(baseline)}"
+        f"{STRICT}"
     )
     if shown:
-        return f"Your own records can be picked out more often with the model: {rates}."
-    return (
-        "Your own records are not picked out more often with the model than without it, as "
-        f"far as this audit can tell: {rates}."
-    )
+        said = (
+            f"Your own records can be picked out more often with the model: {with_model}; "
+            f"without the model, {in_hundred(baseline)}."
+        )
+    elif attack > baseline:
+        said = (
+            f"Your own records: {with_model}, against {in_hundred(baseline)} without it, a "
+            "difference within what chance alone gives in an audit of this size."
+        )
+    else:
+        said = (
+            f"Your own records are picked out no more often with the model than without it: "
+            f"{with_model}; without the model, {in_hundred(baseline)}."
+        )
+    if detected and not shown:
+        said += (
+            " The leak the audit found shows in its other calls (records the model was not "
+            "trained on, or the guesses an attacker is surest of), not at this strict setting."
+        )
+    return said
 
 
-def once_in(p: float) -> str:
-    """A p-value as "once in N audits" (N rounded to two figures)."""
-    if p <= 0:
-        return "almost never"
-    times = 1.0 / p
-    rounded = float(f"{times:.2g}") if times >= 10 else round(times)
-    return f"about once in {rounded:,.0f} audits"
+def chance_words(p: float) -> str:
+    """A probability as a chance a person reads: "less than a 1 in 1,000 chance", "about a 1 in
+    26 chance", "about a 6 in 10 chance", "almost certainly"."""
+    if p < 0.001:
+        return "less than a 1 in 1,000 chance"
+    if p < 0.1:
+        times = 1.0 / p
+        rounded = float(f"{times:.2g}") if times >= 10 else round(times)
+        return f"about a 1 in {rounded:,.0f} chance"
+    if p >= 0.95:
+        return "an almost certain chance"
+    return f"about a {round(p * 10):.0f} in 10 chance"
 
 
 def sureness_words(level: str, p: float | None, rate: float | None) -> str:
-    """How sure the audit is, in words, from the decision's p-value ``p`` and its
-    false-alarm rate ``rate`` (both probabilities; empty where ``p`` is unknown)."""
+    """How sure the audit is, on one scale for every page: the chance that a model which
+    never saw her records looks at least this leaky (the decision's p-value ``p``) beside the
+    line the audit calls a leak at (``rate``, its false-alarm rate); empty where ``p`` is
+    unknown."""
     if p is None or level == "inconclusive":
         return ""
-    chance = "a model that never saw your records would give a result this strong"
+    line = f"1 in {round(1 / rate):.0f}" if rate and 0 < rate < 1 else "1 in 20"
+    chance = f"{chance_words(p)} that a model which never saw your records would look "
+    calls = f"the audit calls a leak only below {line}"
     if level in DETECTED:
-        if p < 0.001:
-            return f"How sure: very; {chance} less than once in 1,000 audits."
-        if p < 0.01:
-            return f"How sure: quite; {chance} less than once in 100 audits."
-        return f"How sure: fairly; {chance} {once_in(p)}."
-    allowed = f"once in {round(1 / rate):.0f} audits" if rate and 0 < rate < 1 else "once in 20"
+        return f"How sure: there is {chance}this leaky; {calls}."
     if level == "borderline":
-        return (
-            f"How sure: not enough to call it; {chance} {once_in(p)}, more often than the "
-            f"{allowed} the audit allows itself."
-        )
+        return f"How sure: not enough to call it: there is {chance}this leaky, and {calls}."
     return (
-        "How sure: this audit calls a leak only on evidence that a model which never saw your "
-        f"records would give less than {allowed}; what it saw here is common for such a "
-        "model. A small leak can still go unseen."
+        f"How sure: there is {chance}at least this leaky, so nothing here stands out; {calls}. "
+        "A small leak can still go unseen."
     )
 
 
@@ -112,14 +132,15 @@ def plain_paragraph(found: JSONDict | None, attacker: JSONDict | None = None) ->
     if answer is None or not isinstance(found, dict):
         return None
     reading = run_reading(found)
-    parts = [answer, own_records_words(attacker), sureness_words(found["level"],
-             reading["p"], reading["rate"])]  # fmt: skip
+    detected = found["level"] in DETECTED
+    sure = sureness_words(found["level"], reading["p"], reading["rate"])
+    parts = [answer, own_records_words(attacker, detected), sure]
     return " ".join(part for part in parts if part)
 
 
 def pooled_own_records(attackers: list[JSONDict | None]) -> str:
     """Whether her own records can be picked out over a group's runs: the median member
-    rates with and without the model, and in how many runs the model's gain is shown
+    rates with and without the model, and in how many runs the model's gain is beyond chance
     (empty where no run holds them)."""
     found = [rates for attacker in attackers if (rates := _rates(attacker)) is not None]
     if not found:
@@ -130,12 +151,13 @@ def pooled_own_records(attackers: list[JSONDict | None]) -> str:
     runs = f"{len(found)} run{'s' if len(found) != 1 else ''}"
     said = (
         f"over {runs}, an attacker with the model flags a median {in_hundred(attack)} of your "
-        f"audited records while wrongly flagging 1 in 100 records that were not used; "
-        f"without the model, {in_hundred(baseline)}"
+        f"audited records {STRICT}; without the model, {in_hundred(baseline)}"
     )
     if shown:
-        return f"Your own records: {said}; the model's gain is clear in {shown} of the {runs}."
-    return f"Your own records are not picked out more often with the model: {said}."
+        return (
+            f"Your own records: {said}; the model's gain is beyond chance in {shown} of the {runs}."
+        )
+    return f"Your own records: {said}; in no run is the difference beyond what chance alone gives."
 
 
 def pooled_paragraph(pooled: JSONDict | None, attackers: list[JSONDict | None]) -> str | None:

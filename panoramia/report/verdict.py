@@ -1028,7 +1028,7 @@ def next_steps(
     elif level == "no_leak_detected":
         steps.append(
             "Nothing in this run calls for action, but it does not show the model is private: "
-            "repeat after each retraining"
+            "audit it again whenever the model is retrained"
             + (
                 "."
                 if decided.get("references") or _o1_section(document) is not None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from panoramia.report.plain import (
+    chance_words,
     in_hundred,
-    once_in,
     plain_paragraph,
     pooled_own_records,
     pooled_paragraph,
@@ -38,8 +38,8 @@ def test_a_leak_page_says_her_records_are_picked_out_and_how_sure() -> None:
     assert "Your own records can be picked out more often with the model" in said
     assert "about 31 in 100 of your audited records" in said
     assert "without the model, 2 in 100" in said
-    assert "How sure: very" in said
-    assert "less than once in 1,000 audits" in said
+    assert "How sure: there is less than a 1 in 1,000 chance" in said
+    assert "the audit calls a leak only below 1 in 20" in said
     assert not NO_SYMBOLS.search(said), said
 
 
@@ -48,32 +48,35 @@ def test_a_no_leak_page_says_the_attack_does_no_better_than_the_data_alone() -> 
     said = plain_paragraph(_verdict("no_leak_detected", 0.62), _attacker(0.240, 0.17, 0.243, 0.31))
     assert said is not None
     assert said.startswith("No leak found")
-    assert "not picked out more often with the model than without it" in said
+    assert "picked out no more often with the model than without it" in said
     assert "24 in 100" in said
+    assert "about a 6 in 10 chance" in said  # one scale on every page
     assert "A small leak can still go unseen" in said
-    assert "very" not in said
+    assert "fairly" not in said
     assert not NO_SYMBOLS.search(said)
 
 
 def test_a_gain_inside_the_baselines_interval_is_not_called_a_gain() -> None:
     said = plain_paragraph(_verdict("leak_detected", 0.004), _attacker(0.10, 0.04, 0.03, 0.06))
     assert said is not None
-    assert "not picked out more often" in said
-    assert "How sure: quite" in said
+    assert "against 3 in 100 without it, a difference within what chance alone gives" in said
+    assert "The leak the audit found shows in its other calls" in said  # not a contradiction
+    assert "about a 1 in 250 chance" in said
 
 
 def test_borderline_and_missing_pieces() -> None:
     said = plain_paragraph(_verdict("borderline", 0.07), None)
     assert said is not None
     assert said.startswith("Maybe:")
-    assert "about once in 14 audits, more often than the once in 20 audits" in said
+    assert "not enough to call it: there is about a 1 in 14 chance" in said
     assert "Your own records" not in said  # no attacker section: nothing said of them
     assert plain_paragraph(None) is None
     assert plain_paragraph({"level": "unknown"}) is None
-    assert once_in(0.0) == "almost never"
-    assert once_in(0.003) == "about once in 330 audits"
+    assert chance_words(0.003) == "about a 1 in 330 chance"
     assert in_hundred(0.004) == "under 1 in 100"
     assert in_hundred(0.0) == "0 in 100"
+    assert chance_words(1.0) == "an almost certain chance"
+    assert chance_words(0.038) == "about a 1 in 26 chance"
 
 
 def test_the_pooled_paragraph_reads_her_records_over_the_runs() -> None:
@@ -84,7 +87,7 @@ def test_the_pooled_paragraph_reads_her_records_over_the_runs() -> None:
     assert said is not None
     assert said.startswith("Yes: over these runs together")
     assert "over 2 runs" in said
-    assert "the model's gain is clear in 1 of the 2 runs" in said
-    assert "How sure: quite" in said  # pooled p = 2 · 0.002
+    assert "the model's gain is beyond chance in 1 of the 2 runs" in said
+    assert "about a 1 in 250 chance" in said  # pooled p = 2 · 0.002
     assert pooled_own_records([None, {}]) == ""
     assert pooled_paragraph(None, []) is None
