@@ -176,3 +176,27 @@ def pooled_paragraph(pooled: JSONDict | None, attackers: list[JSONDict | None]) 
     )
     parts = [str(pooled["plain"]), pooled_own_records(attackers), sure]
     return " ".join(part for part in parts if part)
+
+
+def paired_words(paired: JSONDict | None) -> str:
+    """Her control beside her model, in plain words, from the paired difference's interval
+    (``mean`` and ``interval`` of target − control over ``n`` seeds): above zero, holding
+    zero, below it, or one pair only (empty without a control)."""
+    if not isinstance(paired, dict):
+        return ""
+    control = "your control (trained the same way, never on these records)"
+    interval = paired.get("interval")
+    if not interval or None in interval:
+        return f"Beside {control}: one pair of runs, too few to compare them."
+    low, high = interval
+    if low > 0:
+        return (
+            f"Beside {control}, your model leaks more, beyond chance: these records make a "
+            "difference."
+        )
+    if high < 0:
+        return f"Beside {control}, your model reads lower than the control."
+    return (
+        f"Beside {control}, these runs cannot tell your model from one that never saw these "
+        "records."
+    )

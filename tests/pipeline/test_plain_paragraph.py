@@ -91,3 +91,14 @@ def test_the_pooled_paragraph_reads_her_records_over_the_runs() -> None:
     assert "about a 1 in 250 chance" in said  # pooled p = 2 · 0.002
     assert pooled_own_records([None, {}]) == ""
     assert pooled_paragraph(None, []) is None
+
+
+def test_her_control_beside_her_model_in_plain_words() -> None:
+    from panoramia.report.plain import paired_words
+
+    assert "cannot tell your model from one that never saw" in paired_words(
+        {"mean": 0.5, "interval": [-0.2, 1.2], "n": 3}
+    )
+    assert "leaks more, beyond chance" in paired_words({"mean": 1.9, "interval": [1.2, 2.6]})
+    assert "one pair of runs" in paired_words({"mean": 0.3, "interval": None, "n": 1})
+    assert paired_words(None) == ""
