@@ -118,6 +118,6 @@ def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path
         print(f"fuzzer, {backend}: {total} requests ({negative} malformed) over "
               f"{len(counts)} operation/modes")  # fmt: skip
         # 12, uploads (6), workers (2) and shared models (6)
-        assert len({label for label, _ in counts}) == 26
+        assert len({label for label, _ in counts}) == 27
         assert negative >= 5 * EXAMPLES
     assert not server_errors, server_errors[:5]

@@ -273,6 +273,15 @@ def add_audit_pages(router: APIRouter, needs: FormNeeds, queue: Queue, refresh_s
             return RedirectResponse(f"/console/repeats/{audits[0].repeat_group}?follow=1", 303)
         return RedirectResponse(f"/console/audits/{audits[0].id}?follow=1", 303)
 
+    _add_repeats_page(router, needs, refresh_s)
+
+
+def _add_repeats_page(router: APIRouter, needs: FormNeeds, refresh_s: int) -> None:
+    """Add ``/console/repeats/{id}``: a group of repeats followed to its pooled verdict,
+    reloading every ``refresh_s`` when followed."""
+    store, page = needs.store, needs.page
+    Session = Annotated[tuple[Principal, str], Depends(needs.signed_in)]
+
     @router.get("/repeats/{group_id}")
     def repeats_page(
         request: Request,
