@@ -92,7 +92,7 @@ def own_records_words(attacker: JSONDict | None, detected: bool = False) -> str:
 
 def chance_words(p: float) -> str:
     """A probability as a chance a person reads: "less than a 1 in 1,000 chance", "about a 1 in
-    26 chance", "about a 6 in 10 chance", "almost certainly"."""
+    26 chance", "about a 6 in 10 chance", "a near-certain chance"."""
     if p < 0.001:
         return "less than a 1 in 1,000 chance"
     if p < 0.1:
@@ -100,7 +100,7 @@ def chance_words(p: float) -> str:
         rounded = float(f"{times:.2g}") if times >= 10 else round(times)
         return f"about a 1 in {rounded:,.0f} chance"
     if p >= 0.95:
-        return "an almost certain chance"
+        return "a near-certain chance"
     return f"about a {round(p * 10):.0f} in 10 chance"
 
 

@@ -75,7 +75,7 @@ def test_borderline_and_missing_pieces() -> None:
     assert chance_words(0.003) == "about a 1 in 330 chance"
     assert in_hundred(0.004) == "under 1 in 100"
     assert in_hundred(0.0) == "0 in 100"
-    assert chance_words(1.0) == "an almost certain chance"
+    assert chance_words(1.0) == "a near-certain chance"
     assert chance_words(0.038) == "about a 1 in 26 chance"
 
 
