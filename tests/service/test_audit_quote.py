@@ -153,3 +153,13 @@ def test_a_failed_audit_offers_change_and_retry_with_her_fields(service: LiveSer
         assert 'type="checkbox" name="slices" value="colour" checked' in form
         assert re.search(r'<input id="version"[^>]*value="3"', form)
         assert re.search(r'<input id="model_name"[^>]*value="census"', form)
+
+
+def test_a_source_from_the_form_names_no_file_outside_the_configs() -> None:
+    """The form's "holds" is hers: it reaches ``default_split`` only as a registered source."""
+    from panoramia.service.submission.audit_size import default_split
+
+    assert default_split("csv")["audit"] == 0.25
+    for source in ("../../../etc/hostname", "csv/../csv", "unknown"):
+        with pytest.raises(KeyError):
+            default_split(source)

@@ -166,6 +166,10 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
     size = one("size") or "standard"
     if size not in SIZES:
         raise RequestProblem(("size",), "choose one of the audit sizes the form offers")
+    try:
+        sized = size_overrides(default_split(source), size)
+    except KeyError:  # "holds" is hers: only a registered source names a config
+        raise RequestProblem(("data", "source"), "choose what the folder holds") from None
     control = {"control": {"path": one("control")}} if one("control") else {}
     chosen = one("model") or ""
     audited: dict[str, Any] = {
@@ -181,7 +185,7 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         **audited,
         **control,
         "data": data,
-        "overrides": size_overrides(default_split(source), size),
+        "overrides": sized,
         # not str.isdigit ("²" is a digit to it): anything else is pydantic's to refuse
         "repeats": int(repeats) if re.fullmatch(r"[0-9]{1,3}", repeats) else repeats,
     })  # fmt: skip

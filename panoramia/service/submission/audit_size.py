@@ -36,11 +36,16 @@ SCORED_SHARE = 0.5
 @cache
 def default_split(source: str) -> dict[str, float]:
     """The ``data.split`` fractions of the data source ``source``'s config (``conf/data/``),
-    as the audit composes them without overrides; KeyError for a source with none."""
+    as the audit composes them without overrides; KeyError for a source that no plug-in
+    registers (the name may come from a request: only a registered one names a file) or
+    whose config has no split."""
     import yaml
 
     from panoramia.pipeline.registry import config_dir
+    from panoramia.plugins import data_sources
 
+    if source not in data_sources():
+        raise KeyError(source)
     path = config_dir() / "data" / f"{source}.yaml"
     split = yaml.safe_load(path.read_text(encoding="utf-8")).get("split")
     if not isinstance(split, dict):
