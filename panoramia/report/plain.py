@@ -11,35 +11,52 @@ the level, the p-value and the rates are the verdict's and the attacker section'
 
 from __future__ import annotations
 
+import math
 from statistics import median
-from typing import Any, cast
+from typing import Any
 
 from panoramia.report.pooled import run_reading
-from panoramia.report.verdict import DETECTED, plain_line
+from panoramia.report.verdict import DETECTED, PLAIN, finite_number, plain_line
 
 JSONDict = dict[str, Any]
 FPR_KEY = "0.01"
 """The false-positive rate the paragraph reads the attacker at (1 false alarm in 100)."""
 
 
+def _share(value: object) -> float | None:
+    """A share in [0, 1], or None for anything else (an uploaded document's section is any
+    JSON: nothing in it is trusted to be a number, a pair or in range)."""
+    found = finite_number(value)
+    return found if found is not None and 0.0 <= found <= 1.0 else None
+
+
+def _end(pair: object, index: int) -> float | None:
+    """One end of an interval ``[low, high]`` of shares; None where it is not one."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return None
+    return _share(pair[index])
+
+
 def _rates(attacker: JSONDict | None) -> tuple[float, float, bool] | None:
     """The attack's and the baseline's member rates at :data:`FPR_KEY` and whether the
-    model's gain is shown (its interval's low end above the baseline's high end, or above
-    the baseline's rate where no interval is kept); None where either rate is missing."""
+    model's gain is shown beyond chance: both intervals kept and the attack's low end above
+    the baseline's high end (as :func:`panoramia.report.attacker._gain` reads them; without
+    both intervals nothing is shown); None where either rate is missing or not a share."""
     if not isinstance(attacker, dict):
         return None
-    sides: list[JSONDict] = [
-        side if isinstance(side := attacker.get(name), dict) else {}
-        for name in ("attack", "baseline")
-    ]
-    rates = [(side.get("tpr_at_fpr") or {}).get(FPR_KEY) for side in sides]
-    if not all(isinstance(rate, (int, float)) for rate in rates):
+    sides = [got if isinstance(got := attacker.get(name), dict) else {}
+             for name in ("attack", "baseline")]  # fmt: skip
+    rates, intervals = [], []
+    for side in sides:
+        found = got if isinstance(got := side.get("tpr_at_fpr"), dict) else {}
+        spread = got if isinstance(got := side.get("tpr_at_fpr_interval"), dict) else {}
+        rates.append(_share(found.get(FPR_KEY)))
+        intervals.append(spread.get(FPR_KEY))
+    attack, baseline = rates
+    if attack is None or baseline is None:
         return None
-    attack, baseline = float(cast(float, rates[0])), float(cast(float, rates[1]))
-    low = ((sides[0].get("tpr_at_fpr_interval") or {}).get(FPR_KEY) or [None])[0]
-    high = ((sides[1].get("tpr_at_fpr_interval") or {}).get(FPR_KEY) or [None, None])[-1]
-    above = high if isinstance(high, (int, float)) else baseline
-    shown = attack > baseline and (not isinstance(low, (int, float)) or low > above)
+    low, high = _end(intervals[0], 0), _end(intervals[1], 1)
+    shown = low is not None and high is not None and attack > baseline and low > high
     return attack, baseline, shown
 
 
@@ -50,15 +67,19 @@ def in_hundred(share: float) -> str:
     return f"{round(share * 100):.0f} in 100"
 
 
-STRICT = "while wrongly flagging 1 in 100 records that were not used"
+STRICT = "while wrongly flagging 1 in 100 look-alike records the audit generated"
 """The strict setting the paragraph reads the attacker at, in words."""
 
 
-def own_records_words(attacker: JSONDict | None, detected: bool = False) -> str:
+def own_records_words(
+    attacker: JSONDict | None, detected: bool = False, nonmember_only: bool = False
+) -> str:
     """Whether her own audited records can be picked out, from the attacker section: more
-    often with the model (its gain beyond chance), a little more but within chance, or no
-    more; where the run found a leak that this does not show, where it shows instead (empty
-    where the section holds no member rates)."""
+    often with the model (its gain beyond chance), more but not beyond what this audit can
+    tell from chance, or no more. Where the run found a leak (``detected``) that this does
+    not show, or one carried by non-member calls alone (``nonmember_only``: then no gain is
+    claimed here), where it shows; where it did not find one, that a gain seen here is not
+    enough to call it (empty where the section holds no member rates)."""
     found = _rates(attacker)
     if found is None:
         return ""
@@ -67,22 +88,25 @@ def own_records_words(attacker: JSONDict | None, detected: bool = False) -> str:
         f"an attacker with the model flags about {in_hundred(attack)} of your audited records "
         f"{STRICT}"
     )
-    if shown:
+    if shown and not nonmember_only:
         said = (
             f"Your own records can be picked out more often with the model: {with_model}; "
             f"without the model, {in_hundred(baseline)}."
         )
-    elif attack > baseline:
+        if not detected:
+            said += " That alone is not enough for the audit's test to call a leak."
+        return said
+    if attack > baseline:
         said = (
             f"Your own records: {with_model}, against {in_hundred(baseline)} without it, a "
-            "difference within what chance alone gives in an audit of this size."
+            "difference this audit cannot tell from chance."
         )
     else:
         said = (
             f"Your own records are picked out no more often with the model than without it: "
             f"{with_model}; without the model, {in_hundred(baseline)}."
         )
-    if detected and not shown:
+    if detected and not nonmember_only:
         said += (
             " The leak the audit found shows in its other calls (records the model was not "
             "trained on, or the guesses an attacker is surest of), not at this strict setting."
@@ -95,10 +119,11 @@ def chance_words(p: float) -> str:
     26 chance", "about a 6 in 10 chance", "a near-certain chance"."""
     if p < 0.001:
         return "less than a 1 in 1,000 chance"
-    if p < 0.1:
+    if p < 0.1:  # rounded down: a p just under 1 in 20 never reads "1 in 20" or more
         times = 1.0 / p
-        rounded = float(f"{times:.2g}") if times >= 10 else round(times)
-        return f"about a 1 in {rounded:,.0f} chance"
+        digits = max(0, len(str(int(times))) - 2)
+        rounded = math.floor(times / 10**digits) * 10**digits
+        return f"about a 1 in {rounded:,} chance"
     if p >= 0.95:
         return "a near-certain chance"
     return f"about a {round(p * 10):.0f} in 10 chance"
@@ -134,7 +159,8 @@ def plain_paragraph(found: JSONDict | None, attacker: JSONDict | None = None) ->
     reading = run_reading(found)
     detected = found["level"] in DETECTED
     sure = sureness_words(found["level"], reading["p"], reading["rate"])
-    parts = [answer, own_records_words(attacker, detected), sure]
+    nonmember_only = answer != PLAIN[found["level"]]  # plain_line said it points at no record
+    parts = [answer, own_records_words(attacker, detected, nonmember_only), sure]
     return " ".join(part for part in parts if part)
 
 
@@ -155,7 +181,8 @@ def pooled_own_records(attackers: list[JSONDict | None]) -> str:
     )
     if shown:
         return (
-            f"Your own records: {said}; the model's gain is beyond chance in {shown} of the {runs}."
+            f"Your own records: {said}; the model's gain at this strict setting goes beyond "
+            f"chance in {shown} of the {runs}."
         )
     return f"Your own records: {said}; in no run is the difference beyond what chance alone gives."
 
@@ -191,8 +218,8 @@ def paired_words(paired: JSONDict | None) -> str:
     low, high = interval
     if low > 0:
         return (
-            f"Beside {control}, your model leaks more, beyond chance: these records make a "
-            "difference."
+            f"Beside {control}, your model reads higher over these seeds (a description, "
+            "not a test of its own)."
         )
     if high < 0:
         return f"Beside {control}, your model reads lower than the control."

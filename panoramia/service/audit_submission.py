@@ -79,6 +79,8 @@ def check_request(
             uploads=shared.resolver(resolver) if shared is not None else resolver,
         )
 
+    if body.control is not None and body.model is not None:
+        control_version(body.model.version)  # a version too long to take "-control": 422
     named: dict[str, str] = {}
     overrides = command(body, named)
     found = UploadRows(store)
@@ -119,7 +121,7 @@ def submit_audits(
     assert body.model is not None
     assert body.target is not None
     control_model = control_version(body.model.version) if body.control is not None else None
-    estimate, total = _priced(settings, store, principal, runs, len(control_runs))
+    estimate, total, _ = _priced(settings, store, principal, runs, len(control_runs))
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
     if shared is not None:  # her request keeps the shared model's key, never its file
         common["target"] = None
@@ -176,10 +178,11 @@ def _priced(
     principal: Principal,
     runs: list[list[str]],
     controls: int,
-) -> tuple[CostEstimate, CostEstimate]:
-    """One run's estimate and the request's total (``runs`` and ``controls`` runs, each in
-    full), the composed configs within the service's limits (the last seed the largest); and
-    StorageFull where what she keeps is already at her quota (its report could not be kept)."""
+) -> tuple[CostEstimate, CostEstimate, dict[str, Any]]:
+    """One run's estimate, the request's total (``runs`` and ``controls`` runs, each in
+    full) and the first run's composed config, the composed configs within the service's
+    limits (the last seed the largest); and StorageFull where what she keeps is already at
+    her quota (its report could not be kept)."""
     composed = check_composes(runs[0], settings.limits)
     if len(runs) > 1:
         check_composes(runs[-1], settings.limits)
@@ -189,7 +192,7 @@ def _priced(
     kept = usage(store, settings, principal.contributor_id)
     if kept.total >= kept.quota_bytes:
         raise StorageFull(kept.quota_bytes, kept.total, 0)
-    return estimate, CostEstimate(estimate.stages * (len(runs) + controls))
+    return estimate, CostEstimate(estimate.stages * (len(runs) + controls)), composed
 
 
 def control_version(version: str) -> str:
@@ -302,9 +305,10 @@ def quote_audits(
     game would score and its price. Raises what the API answers 4xx, as a submission would."""
     checked = check_request(settings, store, principal, body)
     runs, controls = checked.runs, len(checked.control_runs)
-    estimate, total = _priced(settings, store, principal, runs, controls)
+    estimate, total, first = _priced(settings, store, principal, runs, controls)
     base = [line for line in runs[0] if not line.startswith("data.split.")]
-    composed = check_composes(base, settings.limits)  # the data source's own split
+    asked_own_split = base != runs[0]
+    composed = check_composes(base, settings.limits) if asked_own_split else first
     split = {str(k): float(v) for k, v in (composed.get("data") or {}).get("split", {}).items()}
     rows = _member_rows(store, checked, composed)
     budget, active = settings.limits.max_audit_cost, store.active_cost(principal.contributor_id)
@@ -312,7 +316,9 @@ def quote_audits(
     for size in SIZES:
         shifted = size_split(split, size)
         refused, cost = size_refusal(shifted, rows), None
-        if refused is None:
+        if refused is None and not SIZES[size] and not asked_own_split:
+            cost = total.total  # the request as asked: priced above
+        elif refused is None:
             try:
                 config = check_composes(base + size_overrides(split, size), settings.limits)
                 cost = estimate_cost(config).total * (len(runs) + controls)

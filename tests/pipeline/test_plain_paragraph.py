@@ -59,7 +59,7 @@ def test_a_no_leak_page_says_the_attack_does_no_better_than_the_data_alone() -> 
 def test_a_gain_inside_the_baselines_interval_is_not_called_a_gain() -> None:
     said = plain_paragraph(_verdict("leak_detected", 0.004), _attacker(0.10, 0.04, 0.03, 0.06))
     assert said is not None
-    assert "against 3 in 100 without it, a difference within what chance alone gives" in said
+    assert "against 3 in 100 without it, a difference this audit cannot tell from chance" in said
     assert "The leak the audit found shows in its other calls" in said  # not a contradiction
     assert "about a 1 in 250 chance" in said
 
@@ -87,7 +87,7 @@ def test_the_pooled_paragraph_reads_her_records_over_the_runs() -> None:
     assert said is not None
     assert said.startswith("Yes: over these runs together")
     assert "over 2 runs" in said
-    assert "the model's gain is beyond chance in 1 of the 2 runs" in said
+    assert "the model's gain at this strict setting goes beyond chance in 1 of the 2 runs" in said
     assert "about a 1 in 250 chance" in said  # pooled p = 2 · 0.002
     assert pooled_own_records([None, {}]) == ""
     assert pooled_paragraph(None, []) is None
@@ -99,6 +99,47 @@ def test_her_control_beside_her_model_in_plain_words() -> None:
     assert "cannot tell your model from one that never saw" in paired_words(
         {"mean": 0.5, "interval": [-0.2, 1.2], "n": 3}
     )
-    assert "leaks more, beyond chance" in paired_words({"mean": 1.9, "interval": [1.2, 2.6]})
+    assert "reads higher over these seeds (a description" in paired_words(
+        {"mean": 1.9, "interval": [1.2, 2.6]}
+    )
     assert "one pair of runs" in paired_words({"mean": 0.3, "interval": None, "n": 1})
     assert paired_words(None) == ""
+
+
+def test_no_gain_is_claimed_without_both_intervals_nor_against_the_verdict() -> None:
+    """The review of this change: point estimates alone claimed a gain 'beyond chance'; a
+    no-leak page claimed her records picked out; a non-member-only leak said both."""
+    bare = {"attack": {"tpr_at_fpr": {"0.01": 0.20}}, "baseline": {"tpr_at_fpr": {"0.01": 0.19}}}
+    said = plain_paragraph(_verdict("leak_detected", 0.01), bare)
+    assert said is not None
+    assert "cannot tell from chance" in said
+    quiet = plain_paragraph(_verdict("no_leak_detected", 0.4), _attacker(0.3, 0.2, 0.02, 0.05))
+    assert quiet is not None
+    assert "That alone is not enough for the audit's test to call a leak." in quiet
+    others = _verdict("leak_detected", 0.01) | {"quote": {"calls": {"member": 0, "nonmember": 9}}}
+    carried = plain_paragraph(others, _attacker(0.3, 0.2, 0.02, 0.05))
+    assert carried is not None
+    assert "not by picking out your records" in carried
+    assert "can be picked out more often" not in carried
+
+
+def test_an_uploaded_documents_odd_attacker_section_is_read_as_nothing() -> None:
+    """An uploaded report's sections are any JSON: odd shapes and out-of-range rates say
+    nothing rather than raise (the CLI's reports show read them raw)."""
+    odd = [
+        {"attack": {"tpr_at_fpr": {"0.01": 0.3}, "tpr_at_fpr_interval": {"0.01": 5}},
+         "baseline": {"tpr_at_fpr": {"0.01": 0.1}, "tpr_at_fpr_interval": {"0.01": {"a": 1}}}},
+        {"attack": {"tpr_at_fpr": [1]}, "baseline": {"tpr_at_fpr": {"0.01": 0.1}}},
+        {"attack": {"tpr_at_fpr": {"0.01": 7.0}}, "baseline": {"tpr_at_fpr": {"0.01": -1}}},
+        {"attack": "x", "baseline": None},
+    ]  # fmt: skip
+    for section in odd:
+        said = plain_paragraph(_verdict("leak_detected", 0.01), section)
+        assert said is not None
+        assert "700 in 100" not in said
+    assert "cannot tell from chance" in str(
+        plain_paragraph(_verdict("leak_detected", 0.01), odd[0])
+    )
+    assert chance_words(0.0499) == "about a 1 in 20 chance"
+    assert chance_words(0.0488) == "about a 1 in 20 chance"
+    assert chance_words(0.003) == "about a 1 in 330 chance"

@@ -105,9 +105,11 @@ def retry_fields(request: Any) -> dict[str, list[str]]:
         "model_name": model.get("name"), "version": model.get("version"),
         "control": control.get("path"),
         "repeats": str(repeat.get("of") or request.get("repeats") or 1),
-        "holds": data.get("source") if data.get("source") in FOLDER_SOURCES else None,
+        "holds": source if isinstance(source := data.get("source"), str)
+        and source in FOLDER_SOURCES else None,
     }  # fmt: skip
-    split = [line for line in request.get("overrides") or [] if str(line).startswith("data.")]
+    asked = got if isinstance(got := request.get("overrides"), list) else []
+    split = [line for line in asked if isinstance(line, str) and line.startswith("data.")]
     try:
         sizes = {size: size_overrides(default_split(str(data.get("source"))), size)
                  for size in SIZES}  # fmt: skip
@@ -168,7 +170,7 @@ def audit_request(fields: dict[str, list[str]], members: Upload) -> AuditRequest
         raise RequestProblem(("size",), "choose one of the audit sizes the form offers")
     try:
         sized = size_overrides(default_split(source), size)
-    except KeyError:  # "holds" is hers: only a registered source names a config
+    except (KeyError, OSError):  # "holds" is hers: only a registered source names a config
         raise RequestProblem(("data", "source"), "choose what the folder holds") from None
     control = {"control": {"path": one("control")}} if one("control") else {}
     chosen = one("model") or ""
