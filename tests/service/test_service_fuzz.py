@@ -117,7 +117,7 @@ def test_no_request_generated_from_the_openapi_spec_gets_a_server_error(tmp_path
         negative = sum(n for (_, mode), n in counts.items() if mode == "negative")
         print(f"fuzzer, {backend}: {total} requests ({negative} malformed) over "
               f"{len(counts)} operation/modes")  # fmt: skip
-        # 12, uploads (6), workers (2) and shared models (6)
+        # 13 (POST /v1/quotes among them), uploads (6), workers (2) and shared models (6)
         assert len({label for label, _ in counts}) == 27
         assert negative >= 5 * EXAMPLES
     assert not server_errors, server_errors[:5]
