@@ -418,3 +418,5 @@ def test_a_contributor_audits_her_own_model_from_the_console(  # type: ignore[no
     shot(page, "9g-all-deleted", database_url)
     assert not [p for p in service.settings.uploads_dir.rglob("*") if p.is_file()]
     assert not [p for p in service.settings.audits_dir.iterdir() if p.is_dir()]
+    stores = service.settings.artifacts_dir  # her stage store: nothing, not even its folder
+    assert not (stores.exists() and [p for p in stores.iterdir() if p.name != ".locks"])

@@ -163,3 +163,25 @@ def test_a_source_from_the_form_names_no_file_outside_the_configs() -> None:
     for source in ("../../../etc/hostname", "csv/../csv", "unknown"):
         with pytest.raises(KeyError):
             default_split(source)
+
+
+def test_the_models_list_orders_versions_as_numbers_and_never_lists_a_control(
+    service: LiveService,
+) -> None:
+    """Issue 72: "version 3-control" read as a version of the target; versions sorted as text
+    put 10 before 2."""
+    from panoramia.service.console.pages import version_order
+    from tests.service.test_service_api import upload
+
+    assert sorted(["10", "2", "1.10", "1.9", "b"], key=version_order) == [
+        "1.9", "1.10", "2", "10", "b"
+    ]  # fmt: skip
+    with service.client(service.token("alice")) as alice:
+        for version in ("10", "2", "2-control"):
+            upload(alice, model="census", version=version)
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        listing = client.get("/console/models").text
+    assert re.search(r'data-label="Versions">2, 10 <span class="hint">\(and your control', listing)
+    assert "beside 2)</span>" in listing
+    assert "2-control" not in listing

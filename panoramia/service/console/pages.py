@@ -39,7 +39,7 @@ from panoramia.service.console.shared_pages import add_shared_pages, shared_addr
 from panoramia.service.console.uploads_page import add_upload_pages
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.routing import FormNeeds, Queue, SignedIn
-from panoramia.service.schemas import IDENTIFIER_PATTERN, NAME_PATTERN
+from panoramia.service.schemas import CONTROL_SUFFIX, IDENTIFIER_PATTERN, NAME_PATTERN
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.repeats import repeat_summary
 from panoramia.store.model_rows import ModelDeletion, ModelInUse
@@ -201,6 +201,10 @@ def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[
             row["latest_at"] = latest
     ordered = sorted(rows.values(), key=lambda row: row["name"])
     for row in ordered:
+        versions = sorted(row["versions"], key=version_order)
+        row["versions"] = [v for v in versions if not v.endswith(CONTROL_SUFFIX)]
+        row["controls"] = [v.removesuffix(CONTROL_SUFFIX) for v in versions
+                           if v.endswith(CONTROL_SUFFIX)]  # fmt: skip
         if row["reports"]:
             audited, newest = store.latest_reports(principal, row["name"])
             row["latest"] = report_line(audited) if audited is not None else None
@@ -209,6 +213,15 @@ def model_rows(store: ReportStore, principal: Principal, page: int = 1) -> list[
                 report_line(newest) if newest is not None and newest.audit_id is None else None
             )
     return ordered
+
+
+def version_order(version: str) -> tuple[tuple[int, int | str], ...]:
+    """A version's place among its model's: its digit runs as numbers, the rest as text, so
+    that 2 comes before 10 (and 1.9 before 1.10)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.findall(r"[0-9]+|[^0-9]+", version)
+    )
 
 
 def _group_of(store: ReportStore, principal: Principal, report: Report) -> dict[str, Any] | None:
