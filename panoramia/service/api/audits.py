@@ -77,6 +77,15 @@ def repeat_view(found: dict[str, Any]) -> RepeatView:
     )
 
 
+DOOR_REFUSALS = {
+    404: "A model or data the request names is none of your uploads, nor a file the operator "
+    "placed for you.",
+    409: "An upload the request names has not fully arrived or is being checked, or a file "
+    "name it gives is that of several of your uploads.",
+    507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB): its report could not be kept.",
+}
+"""What the door (:func:`~panoramia.service.audit_submission.check_request` and the price's
+quota check) refuses, for a submission and a quote alike."""
 SUBMITTED = headers(Location="/v1/audits/{id}, or /v1/repeats/{id} for repeats.") | links(
     "audit_id",
     GetAudit=("GET", "/v1/audits/{audit_id}"),
@@ -97,15 +106,10 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
         status_code=202,
         tags=["audits"],
         responses=refusals(
-            {
-                404: "A model or data the request names is none of your uploads, nor a file "
-                "the operator placed for you.",
-                409: "An upload the request names has not fully arrived or is being checked, "
-                "or a file name it gives is that of several of your uploads.",
+            DOOR_REFUSALS
+            | {
                 429: "Past PANORAMIA_RATE_LIMIT, past PANORAMIA_MAX_ACTIVE_AUDITS audits "
                 "queued or running, or past PANORAMIA_MAX_AUDIT_COST with yours (Retry-After).",
-                507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB): its report could not "
-                "be kept.",
             },
             {202: SUBMITTED},
         ),
@@ -125,16 +129,7 @@ def audits_router(needs: RouteNeeds) -> APIRouter:
     @router.post(
         "/v1/quotes",
         tags=["audits"],
-        responses=refusals(
-            {
-                404: "A model or data the request names is none of your uploads, nor a file "
-                "the operator placed for you.",
-                409: "An upload the request names has not fully arrived or is being checked, "
-                "or a file name it gives is that of several of your uploads.",
-                507: "Past your storage quota (PANORAMIA_MAX_STORAGE_MB): its report could not "
-                "be kept.",
-            }
-        ),
+        responses=refusals(DOOR_REFUSALS),
     )
     @rate_limit
     def quote_audit(request: Request, body: AuditRequest, principal: Caller) -> AuditQuote:
