@@ -163,23 +163,22 @@ async def take_as_chosen(
     try is kept and ``name`` is free again) once more, the same bytes, as a model. Returns
     the key of :data:`TAKEN_AS` saying what ``auto`` took it as. Raises what
     :func:`take_whole_file` raises; a model check's refusal of the second try is its own."""
-    if kind != "auto":
+
+    async def take(taken: str) -> None:
         await take_whole_file(
-            settings, store, checks, contributor_id, name=name, kind=kind, filename=filename,
+            settings, store, checks, contributor_id, name=name, kind=taken, filename=filename,
             source=source,
         )  # fmt: skip
-        return None
+
     try:
-        await take_whole_file(
-            settings, store, checks, contributor_id, name=name, kind="data", filename=filename,
-            source=source,
-        )  # fmt: skip
+        await take("data" if kind == "auto" else kind)
     except ModelSentAsData:  # take_whole_file reads the source again from its start
-        await take_whole_file(
-            settings, store, checks, contributor_id, name=name, kind="model", filename=filename,
-            source=source,
-        )  # fmt: skip
+        if kind != "auto":
+            raise
+        await take("model")
         return "model"
+    if kind != "auto":
+        return None
     return "folder" if is_archive(filename) else "file"
 
 
