@@ -608,14 +608,10 @@ def _verdict_html(document: JSONDict) -> str:
     def items(lines: list[str]) -> str:
         return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
 
-    from panoramia.report.verdict import AUDITED
+    from panoramia.report.verdict import split_caveats
 
-    technical = [line for line in found["caveats"] if not line.startswith(AUDITED)]
-    audited = "".join(
-        f"<p class=audited>{html.escape(line)}</p>"
-        for line in found["caveats"]
-        if line.startswith(AUDITED)
-    )
+    sized, technical = split_caveats(found["caveats"])
+    audited = "".join(f"<p class=audited>{html.escape(line)}</p>" for line in sized)
     caveats = f"<p><b>Caveats of this run</b></p><ul>{items(technical)}</ul>" if technical else ""
     from panoramia.report.plain import plain_paragraph
 

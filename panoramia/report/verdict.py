@@ -827,6 +827,13 @@ AUDITED = "How much was audited:"
 technical caveats."""
 
 
+def split_caveats(caveats: list[str]) -> tuple[list[str], list[str]]:
+    """A verdict's caveats as pages show them: (how much was audited, shown beside the
+    answer; the technical rest, behind the figures' disclosure)."""
+    audited = [line for line in caveats if line.startswith(AUDITED)]
+    return audited, [line for line in caveats if not line.startswith(AUDITED)]
+
+
 def audited_size(document: JSONDict) -> str | None:
     """How much of her data the game scored, and how to score more (issue 72: 304 of her 2,400
     members were audited and she was not told): the members in the game against those given,

@@ -29,7 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from panoramia.plugins import MODALITIES
 from panoramia.report.digest import report_digest
 from panoramia.report.plain import plain_paragraph
-from panoramia.report.verdict import AUDITED, WORDS
+from panoramia.report.verdict import WORDS, split_caveats
 from panoramia.report.verdict import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
@@ -82,8 +82,7 @@ def _templates() -> Environment:
     environment.filters["share"] = _share
     environment.filters["price"] = _price
     environment.globals["plain_paragraph"] = plain_paragraph
-    environment.globals["AUDITED"] = AUDITED
-    environment.tests["startingwith"] = lambda text, start: str(text).startswith(start)
+    environment.globals["split_caveats"] = split_caveats
     environment.globals["shared_address"] = shared_address
     return environment
 
