@@ -187,10 +187,13 @@ def pooled_own_records(attackers: list[JSONDict | None]) -> str:
     return f"Your own records: {said}; in no run is the difference beyond what chance alone gives."
 
 
-def pooled_paragraph(pooled: JSONDict | None, attackers: list[JSONDict | None]) -> str | None:
+def pooled_paragraph(
+    pooled: JSONDict | None, attackers: list[JSONDict | None], paired: JSONDict | None = None
+) -> str | None:
     """A group of repeats' answer in plain words: the pooled ``plain`` line, her own records
-    over the runs (``attackers``, one attacker section per target run), and how sure (the
-    pooled p-value against its false-alarm rate); None before the pooled verdict."""
+    over the runs (``attackers``, one attacker section per target run), how sure (the pooled
+    p-value against its false-alarm rate) and, with her control, :func:`paired_words` of
+    ``paired``; None before the pooled verdict."""
     if not isinstance(pooled, dict) or not pooled.get("plain"):
         return None
     level = str(pooled.get("level"))
@@ -201,7 +204,7 @@ def pooled_paragraph(pooled: JSONDict | None, attackers: list[JSONDict | None]) 
         float(p) if isinstance(p, (int, float)) else None,
         float(rate) if isinstance(rate, (int, float)) else None,
     )
-    parts = [str(pooled["plain"]), pooled_own_records(attackers), sure]
+    parts = [str(pooled["plain"]), pooled_own_records(attackers), sure, paired_words(paired)]
     return " ".join(part for part in parts if part)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from panoramia.report.plain import paired_words, pooled_paragraph
+from panoramia.report.plain import pooled_paragraph
 from panoramia.report.pooled import paired_difference, pooled_verdict, run_reading
 from panoramia.service.submission.command import RequestProblem
 from panoramia.store.repository import Principal, ReportStore
@@ -73,11 +73,9 @@ def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict
     if ended == len(audits):  # an audit of the group no longer kept enters as unread (p = 1)
         missing = [run_reading(None)] * max(0, size - len(targets))
         pooled = pooled_verdict([run_reading(run["verdict"]) for run in targets] + missing)
-        pooled["plain"] = pooled_paragraph(pooled, [run["attacker"] for run in targets])
         if controls:
             paired = paired_difference(_by_seed(targets), _by_seed(controls))
-            said = paired_words(paired)
-            pooled["plain"] = " ".join(part for part in (pooled["plain"], said) if part)
+        pooled["plain"] = pooled_paragraph(pooled, [run["attacker"] for run in targets], paired)
     return {"group": group, "audits": audits, "runs": runs, "ended": ended, "pooled": pooled,
             "paired": paired, "targets": len(targets), "controls": len(controls),
             "control_audits": {run["audit"].id for run in controls}}  # fmt: skip
