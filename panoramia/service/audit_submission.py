@@ -43,7 +43,9 @@ from panoramia.store.uploads import UploadRows
 class Checked:
     """A request checked at the door, nothing queued: the request as audited (a shared
     model's resolved), its runs' and its control's runs' overrides (one list per seed),
-    which uploads each reads (role → upload id), and the shared model it names."""
+    which uploads each reads (role → upload id) and those uploads as the door read them, the
+    version her control's runs are kept under (None without a control), and the shared
+    model it names."""
 
     body: AuditRequest
     shared: SharedTarget | None
@@ -51,6 +53,8 @@ class Checked:
     control_runs: list[list[str]]
     named: dict[str, str]
     control_named: dict[str, str]
+    uploads: dict[str, Upload | None]
+    control_model: str | None
 
 
 def check_request(
@@ -79,8 +83,11 @@ def check_request(
             uploads=shared.resolver(resolver) if shared is not None else resolver,
         )
 
-    if body.control is not None and body.model is not None:
-        control_version(body.model.version)  # a version too long to take "-control": 422
+    control_model = (  # a version too long to take "-control": 422
+        control_version(body.model.version)
+        if body.control is not None and body.model is not None
+        else None
+    )
     named: dict[str, str] = {}
     overrides = command(body, named)
     found = UploadRows(store)
@@ -101,7 +108,7 @@ def check_request(
             check_label_classes(aside, uploads.get(role), control_upload)
         control_runs = seeded_overrides(control_overrides, body.repeats)
         check_composes(control_runs[0], settings.limits)
-    return Checked(body, shared, runs, control_runs, named, control_named)
+    return Checked(body, shared, runs, control_runs, named, control_named, uploads, control_model)
 
 
 def submit_audits(
@@ -117,10 +124,11 @@ def submit_audits(
     body, shared, runs, control_runs = (
         checked.body, checked.shared, checked.runs, checked.control_runs
     )  # fmt: skip
-    named, control_named = checked.named, checked.control_named
+    named, control_named, control_model = (
+        checked.named, checked.control_named, checked.control_model
+    )  # fmt: skip
     assert body.model is not None
     assert body.target is not None
-    control_model = control_version(body.model.version) if body.control is not None else None
     estimate, total, _ = _priced(settings, store, principal, runs, len(control_runs))
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
     if shared is not None:  # her request keeps the shared model's key, never its file
@@ -310,7 +318,7 @@ def quote_audits(
     asked_own_split = base != runs[0]
     composed = check_composes(base, settings.limits) if asked_own_split else first
     split = {str(k): float(v) for k, v in (composed.get("data") or {}).get("split", {}).items()}
-    rows = _member_rows(store, checked, composed)
+    rows = _member_rows(checked, composed)
     budget, active = settings.limits.max_audit_cost, store.active_cost(principal.contributor_id)
     options = []
     for size in SIZES:
@@ -339,11 +347,11 @@ def quote_audits(
     }  # fmt: skip
 
 
-def _member_rows(store: ReportStore, checked: Checked, composed: dict[str, Any]) -> float:
-    """Her members' rows: a table upload's count read on arrival, else as the price counts
-    them (:func:`~panoramia.service.submission.cost.data_rows`); ``data.max_members`` caps
-    both."""
-    upload = UploadRows(store).get(checked.named.get("members", ""))
+def _member_rows(checked: Checked, composed: dict[str, Any]) -> float:
+    """Her members' rows: a table upload's count read on arrival (the upload as the door read
+    it), else as the price counts them (:func:`~panoramia.service.submission.cost.data_rows`);
+    ``data.max_members`` caps both."""
+    upload = checked.uploads.get("members")
     counted = (upload.summary or {}).get("rows") if upload is not None else None
     if not isinstance(counted, int) or counted < 1:
         return data_rows(composed)
