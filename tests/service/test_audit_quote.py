@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -185,3 +186,28 @@ def test_the_models_list_orders_versions_as_numbers_and_never_lists_a_control(
     assert re.search(r'data-label="Versions">2, 10 <span class="hint">\(and your control', listing)
     assert "beside 2)</span>" in listing
     assert "2-control" not in listing
+
+
+def test_hostile_form_fields_get_one_line_and_nothing_is_read(service: LiveService) -> None:
+    """The form's own text against a live server: a folder upload's "holds" naming a path,
+    and a "Change and retry" link with markup and odd values (escaped; the POST checks all)."""
+    folder = _tar([_file("docs/a.txt", b"some text"), _file("docs/b.txt", b"more text")])
+    with service.client(service.token("alice")) as alice:
+        _ready(alice, folder, name="docs", filename="docs.tar")
+    _uploads(service)
+    with browser(service) as client:
+        sign_in(client, service.tokens["alice"])
+        csrf = page_csrf(client)
+        for holds in ("../../../etc/hostname", "csv/../csv", "images\x00"):
+            body = (f"csrf={csrf}&members=docs&model=overfit&model_name=m&version=1&repeats=1"
+                    f"&holds={quote(holds)}&action=quote")  # fmt: skip
+            answer = client.post("/console/audits/new", content=body, headers=FORM)
+            assert answer.status_code == 422, answer.text
+            assert "choose what the folder holds" in answer.text
+        odd = client.get("/console/audits/new", params={
+            "retry": "1", "members": "members", "label": "<script>x</script>",
+            "size": "../../x", "model": "x" * 5000, "slices": ["a"] * 50,
+        })  # fmt: skip
+        assert odd.status_code == 200
+        assert "<script>x</script>" not in odd.text
+        assert 'value="../../x" checked' not in odd.text  # not a size the form offers

@@ -462,3 +462,29 @@ def test_odd_owner_names_and_placed_models_keep_to_the_rule(
     assert "target" not in audit.request["uploads"]  # not his upload of the same name
     target = [o for o in audit.request["overrides_resolved"] if o.startswith("target.path=")]
     assert str(placed.resolve()) in target[0]
+
+
+def test_a_quote_of_a_shared_model_keeps_to_its_audience(service: LiveService) -> None:
+    """``POST /v1/quotes`` naming a shared model (issue 72): an audience member gets her own
+    price and sizes, never the owner's file, upload or path; someone outside gets the same
+    404 as for a version that does not exist; nothing is queued for either."""
+    with service.client(service.token(OWNER)) as owner:
+        assert _publish(owner).status_code == 201
+    body = _audit_body()
+    with service.client(service.token("alice")) as alice:
+        quoted = alice.post("/v1/quotes", json=body)
+        assert quoted.status_code == 200, quoted.text
+        assert quoted.json()["members"] == 300  # her own rows
+        text = quoted.text
+        assert "forest" not in text
+        assert str(service.settings.uploads_dir) not in text
+    missing = body | {"shared": body["shared"] | {"version": "9"}}
+    with service.client(service.token("dave")) as dave:
+        outside, absent = dave.post("/v1/quotes", json=body), dave.post("/v1/quotes", json=missing)
+    assert outside.status_code == absent.status_code == 404
+    # the same words, naming only the version she asked for
+    assert outside.json()["detail"].replace("census:1 ", "census:9 ") == absent.json()["detail"]
+    for name in ("alice", "dave"):
+        principal = service.store.authenticate(service.tokens[name])
+        assert principal is not None
+        assert service.store.audit_ids(principal.contributor_id) == []
