@@ -262,6 +262,11 @@ def report_lines(report: dict) -> list[str]:
     what an attacker gains, the groups, what to do next, then the paper's figures."""
     from panoramia.report.html import detectable_words, quote_text
     from panoramia.report.plain import plain_paragraph
+    from panoramia.report.reference_words import (
+        NO_HELD_OUT,
+        gave_no_held_out,
+        reference_attack_reading,
+    )
 
     found = (report.get("document") or {}).get("verdict")
     lines = [
@@ -274,6 +279,11 @@ def report_lines(report: dict) -> list[str]:
         plain = plain_paragraph(found, attacker)
         lines += [f"In short: {plain}" if plain else "",
                   f"{found['headline']} — {quote_text(found)}", found["sentence"]]  # fmt: skip
+    reference = reference_attack_reading(document)
+    if reference is not None:
+        lines.append(str(reference["sentence"]))
+    elif gave_no_held_out(document):
+        lines.append(NO_HELD_OUT)
     if attacker.get("member_side"):
         lines.append(str(attacker["member_side"]))
     exposure = got if isinstance(got := document.get("exposure"), dict) else {}

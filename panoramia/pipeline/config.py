@@ -62,6 +62,10 @@ class RealNonmembersConfig:
 
     o1: bool = True
     rmrn: bool = True
+    reference_attack: bool = True
+    """The reference-model attacks (RMIA, LiRA beside it) on the known members outside D_G
+    against a half of the real non-members that the stand-ins, its OUT reference models,
+    never train on (docs/SPEC.md §2.4); off for text, whose unit is the document."""
 
 
 @dataclass

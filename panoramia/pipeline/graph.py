@@ -2,8 +2,9 @@
 
 :data:`STAGE_GRAPH` lists each stage once, as ``(name, inputs, build)``:
 data → target → generator_data (D_G) → generator → synthetic (pool) → helper → stand-ins →
-split (the other members) → synthetic_split → losses (h, the stand-ins, f) → game → baseline →
-attack (→ RM;RN attack). :meth:`AuditPipeline.run` walks it and
+split (the other members) → synthetic_split → losses (h, the stand-ins, f) → the reference
+attack's rows (f and the stand-ins on real rows no stand-in saw) → game →
+baseline → attack (→ RM;RN attack). :meth:`AuditPipeline.run` walks it and
 :meth:`AuditPipeline.planned_stages` derives from it. The shared stages live in
 :mod:`panoramia.pipeline.stages` (one module each); a modality hands in its example sets
 (:class:`~panoramia.pipeline.stages.example_sets.ExampleSets`) and the stages that differ by
@@ -34,6 +35,8 @@ from panoramia.pipeline.stages.distinguisher import build_distinguisher
 from panoramia.pipeline.stages.example_sets import ExampleSets
 from panoramia.pipeline.stages.game import build_game
 from panoramia.pipeline.stages.losses import build_losses
+from panoramia.pipeline.stages.reference_rows import STAGE as REFERENCE_ROWS
+from panoramia.pipeline.stages.reference_rows import build_reference_rows, reference_attack_planned
 from panoramia.pipeline.stages.runner import StageResult, StageRunner
 from panoramia.pipeline.stages.splits import (
     build_generator_data,
@@ -181,6 +184,11 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
     ),
     StageSpec(
         "losses_target", ("target", "split", "synthetic_split", "synthetic"), _losses("target")
+    ),
+    StageSpec(
+        REFERENCE_ROWS, ("data", "target", "stand_in"),
+        lambda a, b: build_reference_rows(a, b["data"], b["target"], b.get("stand_in", [])),
+        names=lambda a: [REFERENCE_ROWS] if reference_attack_planned(a) and a.uses_stand_in else [],
     ),
     StageSpec(
         "game", ("split", "synthetic_split"),

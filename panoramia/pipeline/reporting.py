@@ -17,6 +17,7 @@ from panoramia.accounting.report_section import ClaimSection, claim_section
 from panoramia.measure import Measurement, O1Result, RmRnResult, measure, o1_audit, rmrn
 from panoramia.measure.null import NullTest, mirrored, null_test
 from panoramia.measure.real_nonmembers import o1_on_units
+from panoramia.measure.reference_attack import ATTACKS, ReferenceAttackResult, reference_attack
 from panoramia.measure.two_sided import (
     NoTwoSidedGame,
     measure_two_sided,
@@ -27,6 +28,8 @@ from panoramia.pipeline.config import ModalityJob
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.pipeline.stages.blind import BLIND_STAGE
+from panoramia.pipeline.stages.reference_rows import STAGE as REFERENCE_ROWS
+from panoramia.pipeline.stages.reference_rows import read_rows
 from panoramia.pipeline.stages.units import STAGE as UNITS_STAGE
 from panoramia.pipeline.stages.units import UNIT_LOSSES
 from panoramia.pipeline.tracking_settings import NOT_AUDIT_SETTINGS
@@ -190,6 +193,9 @@ class ReportContext:
     """The paper's game (docs/SPEC.md §2)."""
     o1: O1Result | None
     rmrn: RmRnResult | None
+    reference_attacks: dict[str, ReferenceAttackResult]
+    """RMIA and LiRA on real rows (:func:`_reference_attacks`), by name; empty where their
+    stage did not run."""
     two_sided: dict[str, object]
     """The two-sided game's section (:func:`two_sided_section`)."""
     null: NullTest | dict[str, str]
@@ -264,6 +270,35 @@ def _o1(
     return replace(result, unit=unit, randomised=randomised, per_example=per_example)
 
 
+def _reference_attacks(
+    job: ModalityJob, stages: Mapping[str, StageResult]
+) -> dict[str, ReferenceAttackResult]:
+    """RMIA and LiRA (docs/SPEC.md §2.4) on the reference rows' stage, where it ran: their
+    intervals at the null's level (1 − 2α) and draws, their test on fair-coin pairs drawn by
+    ``seed`` (the same pairs for both); ``randomised`` as O(1)'s (:func:`_held_out_drawn`)."""
+    stage = stages.get(REFERENCE_ROWS)
+    if stage is None:
+        return {}
+    rows, audit = read_rows(stage), job.audit
+    randomised = _held_out_drawn(job, stages)
+    return {
+        name: reference_attack(
+            name,
+            rows["target"],
+            rows["stand_ins"],
+            rows["member"],
+            confidence=audit.confidence,
+            randomised=randomised,
+            game_seed=child_seed(job.seed, "reference_attack/pairs"),
+            audit_seed=child_seed(job.seed, "reference_attack"),
+            draws=audit.null.draws,
+            level=1 - 2 * audit.null.false_alarm_rate,
+            interval_seed=child_seed(job.seed, "reference_attack/intervals"),
+        )
+        for name in ATTACKS
+    }
+
+
 def _rmrn(job: ModalityJob, game: tuple[np.ndarray, np.ndarray] | None) -> RmRnResult | None:
     """The RM;RN reference audit, where its stage ran."""
     if game is None:
@@ -308,7 +343,8 @@ def report_context(
             _losses(stages["losses_stand_in_1"]) if "losses_stand_in_1" in stages else None
         ),
         measurement=_measure(job, attack, baseline), o1=_o1(job, stages, losses_target),
-        rmrn=_rmrn(job, rmrn_game), two_sided=two_sided,
+        rmrn=_rmrn(job, rmrn_game), reference_attacks=_reference_attacks(job, stages),
+        two_sided=two_sided,
         null=null_section(job, membership, attack_members, baseline_members, quoted_game),
         claim=claim_section(claim, games, confidence=job.audit.confidence),
         claim_source=claim_source, members=members, examples=examples, galleries=galleries,
@@ -343,7 +379,8 @@ def _head(context: ReportContext) -> dict[str, Any]:
     }
     document = report_document(
         modality=job.modality, measurement=context.measurement, o1=context.o1,
-        rmrn=context.rmrn, seed=job.seed, config=audit_settings(job), timings=context.timings,
+        rmrn=context.rmrn, reference_attacks=context.reference_attacks, seed=job.seed,
+        config=audit_settings(job), timings=context.timings,
         target=target, data=data,
         distinguishers={side: stages[side].info for side in ("baseline", "attack")},
     )  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from panoramia.measure.jsonable import JSONDict
+from panoramia.report.reference_words import NO_HELD_OUT, gave_no_held_out, reference_attack_reading
 from panoramia.report.verdict import WORDS, o1_joins, verdict
 from panoramia.report.verdict import finite_number as number
 
@@ -19,11 +20,12 @@ MAX_TEXT = 2000
 """Characters kept of one sentence."""
 MAX_ITEMS = 20
 """Sentences kept of one list (caveats, claim statements, meaning)."""
-DIGEST_VERSION = 5
+DIGEST_VERSION = 6
 """2 adds the verdict's ``detected``, ``false_alarm_rate``, the quote's ``interval`` and the
 null's ``p_value`` (reports of schema 1.4); 3 the null's ``threshold`` and ``attacker``
 (schema 1.5); 4 the verdict's ``next_steps``, ``calls`` and decision, the attacker's
-intervals and member-side sentence, and ``exposure`` counts (schema 1.6)."""
+intervals and member-side sentence, and ``exposure`` counts (schema 1.6); 6 the reference
+attack's figures and sentence (``reference_attack``) and ``no_held_out``."""
 
 
 def _text(value: Any) -> str:
@@ -226,5 +228,7 @@ def report_digest(document: Any) -> dict[str, Any]:
         "rmrn_mu": number(_section(_section(document, "gdp"), "rmrn").get("mu_lb")),
         "claimed_mu_replace_one": number(_section(document, "gdp").get("claimed_mu")),
         "attacker": _attacker(document),
+        "reference_attack": reference_attack_reading(document),
+        "no_held_out": NO_HELD_OUT if gave_no_held_out(document) else None,
         "exposure": _exposure(document),
     }

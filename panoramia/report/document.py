@@ -2,9 +2,9 @@
 
 Top level: ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``confidence``, ``m``, ``thresholds``,
 ``baseline``, ``attack`` (maximisers, ROC, per-threshold tables, distinguisher selection),
-``reference_audits`` (``o1``, ``rmrn`` or null), ``two_sided`` (the game with member and
-non-member guesses, docs/SPEC.md §2.6, beside the paper's one-sided figures; or ``skipped``),
-``seed``, ``config``, ``timings``, ``target``,
+``reference_audits`` (``o1``, ``rmrn``, ``rmia``, ``lira`` or null), ``two_sided`` (the game
+with member and non-member guesses, docs/SPEC.md §2.6, beside the paper's one-sided figures;
+or ``skipped``), ``seed``, ``config``, ``timings``, ``target``,
 ``data`` (hashes and sizes), ``versions``, ``interpretation``.
 """
 
@@ -16,6 +16,7 @@ from importlib import metadata
 
 from panoramia.measure import INTERPRETATION, Measurement, O1Result, RmRnResult
 from panoramia.measure.jsonable import JSONDict
+from panoramia.measure.reference_attack import ATTACKS, ReferenceAttackResult
 from panoramia.report import SCHEMA_VERSION
 
 PACKAGES = ("panoramia-audit", "numpy", "scipy", "torch", "lightning", "sdv", "xgboost-cpu",
@@ -39,6 +40,7 @@ def report_document(
     o1: O1Result | None,
     rmrn: RmRnResult | None,
     seed: int,
+    reference_attacks: dict[str, ReferenceAttackResult] | None = None,
     config: JSONDict,
     timings: JSONDict,
     target: JSONDict,
@@ -59,9 +61,15 @@ def report_document(
         "reference_audits": {
             "o1": o1.to_dict() if o1 is not None else None,
             "rmrn": rmrn.to_dict() if rmrn is not None else None,
+            **{
+                name: found.to_dict() if (found := (reference_attacks or {}).get(name)) else None
+                for name in ATTACKS
+            },
             "note": (
                 "Reference audits use real held-out non-members; they bound ε only if "
-                "membership was randomised, and approximate that game post hoc."
+                "membership was randomised, and approximate that game post hoc. RMIA and "
+                "LiRA use the audit's stand-ins as reference models that never saw the "
+                "rows they score."
             ),
         },
         "seed": seed,

@@ -14,6 +14,11 @@ from panoramia.measure.null import NullTest
 from panoramia.report import plots
 from panoramia.report.attacker import percent_share
 from panoramia.report.redaction import member_data
+from panoramia.report.reference_words import (
+    NO_HELD_OUT,
+    gave_no_held_out,
+    reference_attack_reading,
+)
 from panoramia.report.verdict import p_text, percent
 
 PARAGRAPH = (
@@ -253,9 +258,57 @@ def _with_interval(value: object, interval: object, percent_of: bool) -> str:
     return shown
 
 
+def reference_attack_html(document: JSONDict) -> str:
+    """The reference attack on her members against her held-out rows (RMIA, LiRA beside it):
+    its sentence and table, which lead "What an attacker gains"; where the audit had no
+    held-out rows, the one line saying what giving some would add; else nothing."""
+    reading = reference_attack_reading(document)
+    if reading is None:
+        return f"<p class=hint>{html.escape(NO_HELD_OUT)}</p>" if gave_no_held_out(document) else ""
+    attacks = [(found["name"], found) for found in reading["attacks"]]
+
+    def cell(figures: JSONDict, key: str, fpr: str | None) -> str:
+        if key == "realised":
+            value = figures["realised_fpr"][fpr]
+            return f"<td>{'' if value is None else f'{value:.2%}'}</td>"
+        if fpr is not None:
+            value, interval = figures["tpr_at_fpr"][fpr], figures["tpr_at_fpr_interval"][fpr]
+        else:
+            value, interval = figures["auc"], figures["auc_interval"]
+        return f"<td>{html.escape(_with_interval(value, interval, fpr is not None))}</td>"
+
+    rows = [
+        ("your members caught when 1 in 100 held-out rows is wrongly flagged", "tpr", "0.01"),
+        ("… the share of held-out rows it wrongly flags there, in fact", "realised", "0.01"),
+        ("your members caught when 1 in 1,000 held-out rows is wrongly flagged", "tpr", "0.001"),
+        ("AUC (0.5: a coin; 1: every member told apart)", "auc", None),
+    ]
+    body = "".join(
+        f"<tr><th scope=row>{html.escape(name)}</th>"
+        + "".join(cell(figures, key, fpr) for _, figures in attacks)
+        + "</tr>"
+        for name, key, fpr in rows
+    )
+    head = "".join(f"<th scope=col>{html.escape(name)}</th>" for name, _ in attacks)
+    where = (
+        "" if reading["randomised"] else
+        "<p class=hint>Your held-out rows were not drawn at random with your members, so "
+        "these rates may also reflect how your held-out rows differ from your members; they "
+        "stay out of the verdict.</p>"
+    )  # fmt: skip
+    return (
+        f"<p class=sentence>{html.escape(reading['sentence'])}</p>"
+        f"{scroll('what an attacker with reference models gains on your held-out rows')}"
+        "<table><thead><tr><th scope=col>on your members against your held-out rows</th>"
+        f"{head}</tr></thead><tbody>{body}</tbody></table></div>{where}"
+    )
+
+
 def attacker_html(document: JSONDict) -> str:
-    """What an attacker gains: the member-side sentence first (can someone find her rows),
-    then the sentence, the odds, and the attack beside the baseline with intervals."""
+    """What an attacker gains: the reference attack on her own rows first where it ran
+    (:func:`reference_attack_html`), then the game's member-side sentence (can someone find
+    her rows among generated ones), the sentence, the odds, and the attack beside the
+    baseline with intervals."""
     section = document.get("attacker")
     if not section:
         return ""
@@ -305,6 +358,7 @@ def attacker_html(document: JSONDict) -> str:
     )
     return (
         "<section aria-labelledby=attacker><h2 id=attacker>What an attacker gains</h2>"
+        f"{reference_attack_html(document)}"
         f"{lead}<p>{html.escape(section['sentence'])}</p>{odds}"
         f"{scroll('what an attacker gains, with and without the model')}<table><thead><tr>"
         "<th scope=col>on this audit's records (members vs generated non-members)</th>"

@@ -197,9 +197,16 @@ def game_reach(document: JSONDict, quoted: JSONDict) -> float | None:
     return finite_number(reach.get("eps_tilde_max"))
 
 
-REFERENCE_WORDS = {"o1": "the O(1) audit on your held-out rows"}
+REFERENCE_WORDS = {
+    "o1": "the O(1) audit on your held-out rows",
+    "rmia": "the reference-model attack (RMIA) on your held-out rows",
+}
 REFERENCE_MEANING = {
     "o1": "the model's own losses on your rows against rows it never saw (your held-out rows)",
+    "rmia": (
+        "the model's losses on your rows against those of models trained like it that never "
+        "saw them, your members against your held-out rows"
+    ),
 }
 
 
@@ -212,22 +219,13 @@ def o1_joins(audit: JSONDict) -> bool:
     return audit.get("randomised", True) is True  # anything but true (0, "false") stays out
 
 
-def o1_test(document: JSONDict) -> JSONDict | None:
-    """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
-    2026-11-27 03:15: the one reference audit that joins the decision; RM;RN does not, as its
-    trained distinguisher also sees the examples, and a held-out split whose rows differ from
-    the members' — text's, by document — let it call all 3 text controls of the judgement).
-    Its p-value is recomputed from the document's own counts, never its stored p:
-    min(1, n_grid · P[Bin(r, ½) ≥ v]) at its best (k₊, k₋). None where it cannot be read, its
-    confidence is not the document's, it is relaxed (δ > 0), or its bound does not follow
-    from that p, or where its held-out rows were not drawn at random with the members
-    (:func:`o1_joins`). Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
+def _counted_test(name: str, audit: JSONDict, document: JSONDict) -> JSONDict | None:
+    """A guessing game's test of ε = 0 from its own counts (O(1)'s, or the reference attack's
+    O(1) game on pairs): min(1, n_grid · P[Bin(r, ½) ≥ v]) at its best (k₊, k₋), never its
+    stored p. None where it cannot be read, its confidence is not the document's, it is
+    relaxed (δ > 0), or its bound does not follow from that p."""
     from panoramia.measure.bounds import p_at_zero
 
-    section = document.get("reference_audits")
-    audit = section.get("o1") if isinstance(section, dict) else None
-    if not isinstance(audit, dict) or not o1_joins(audit):
-        return None
     r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
     eps = finite_number(audit.get("eps_lb"))
     confidence = finite_number(audit.get("confidence"))
@@ -242,11 +240,46 @@ def o1_test(document: JSONDict) -> JSONDict | None:
     p_value = p_at_zero([r], [v], n)
     if (p_value <= 1 - confidence) != (eps > 0):
         return None  # its bound does not follow from its own counts
-    found: JSONDict = {"test": "o1", "p_value": p_value, "eps_lb": eps, "confidence": confidence}
+    found: JSONDict = {"test": name, "p_value": p_value, "eps_lb": eps, "confidence": confidence}
     member, nonmember = _count(audit.get("k_plus")), _count(audit.get("k_minus"))
     if member is not None and nonmember is not None and member + nonmember == r:
         found |= {"calls": {"member": member, "nonmember": nonmember}, "right": v}
     return found
+
+
+def o1_test(document: JSONDict) -> JSONDict | None:
+    """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
+    2026-11-27 03:15: RM;RN does not join, as its trained distinguisher also sees the
+    examples, and a held-out split whose rows differ from the members' — text's, by
+    document — let it call all 3 text controls of the judgement), from its own counts
+    (:func:`_counted_test`); None also where its held-out rows were not drawn at random with
+    the members (:func:`o1_joins`). Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
+    section = document.get("reference_audits")
+    audit = section.get("o1") if isinstance(section, dict) else None
+    if not isinstance(audit, dict) or not o1_joins(audit):
+        return None
+    return _counted_test("o1", audit, document)
+
+
+def rmia_test(document: JSONDict) -> JSONDict | None:
+    """The reference attack's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
+    2026-12-07): RMIA's O(1) game on fair-coin pairs of a member and a held-out row, from its
+    own counts (:func:`_counted_test`); None where the document has none or its held-out
+    rows were not drawn at random with the members (``randomised`` must be true: documents
+    before it had no such section). LiRA, beside it, is a figure."""
+    section = document.get("reference_audits")
+    rmia = section.get("rmia") if isinstance(section, dict) else None
+    game = rmia.get("test") if isinstance(rmia, dict) else None
+    if not isinstance(game, dict) or rmia.get("randomised") is not True:  # type: ignore[union-attr]
+        return None
+    if game.get("randomised") is not True:
+        return None
+    return _counted_test("rmia", game, document)
+
+
+def reference_tests(document: JSONDict) -> list[JSONDict]:
+    """The reference audits that join the decision, in order: O(1), then RMIA."""
+    return [test for test in (o1_test(document), rmia_test(document)) if test is not None]
 
 
 def decision(
@@ -296,8 +329,7 @@ def _level(
         quoted = games.get("two_sided", games["one_sided"])
     else:
         quoted = games.get(null["game"], games["one_sided"])
-    o1 = o1_test(document)
-    references = [o1] if o1 is not None else []
+    references = reference_tests(document)
     reading = [test for test in references if test["eps_lb"] > 0]
     if claim.get("violation"):
         if "skipped" not in null:
@@ -709,6 +741,21 @@ def _o1_outside(document: JSONDict) -> str | None:
     )
 
 
+def _rmia_outside(document: JSONDict) -> str | None:
+    """The one line of a run whose reference attack stays out of the verdict (held-out rows
+    the audit did not draw), with its figure; None where it joins or is absent."""
+    section = document.get("reference_audits")
+    rmia = section.get("rmia") if isinstance(section, dict) else None
+    if not isinstance(rmia, dict) or rmia.get("randomised") is not False:
+        return None
+    eps = finite_number(rmia.get("eps_lb"))
+    figure = "" if eps is None else f" (it reads ε_lb = {eps:.2f})"
+    return (
+        f"The reference-model attack (RMIA) on your held-out rows stays out of this verdict "
+        f"too{figure}, for the same reason; its rates are shown as what an attacker gains."
+    )
+
+
 def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | None) -> list[str]:
     lines = [
         INTERPRETATION,
@@ -731,6 +778,8 @@ def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | 
     outside = _o1_outside(document)
     if outside is not None:
         lines.append(outside)
+        if (rmia_outside := _rmia_outside(document)) is not None:
+            lines.append(rmia_outside)
     elif o1 is None:
         lines.append(
             "No real non-members were held out, so O(1) and RM;RN (lower bounds on ε) are "

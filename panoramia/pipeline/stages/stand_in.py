@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.reference_rows import (
+    RESERVED_SHARE,
+    reference_attack_planned,
+    reserved_nonmembers,
+)
 from panoramia.pipeline.stages.runner import StageResult
 
 
@@ -20,7 +28,10 @@ def build_stand_in(
     alone when the data has no real non-members). At most ``max_examples`` of them
     (default: as many as the known members), drawn by ``generation_seed``; a fifth is held
     out to choose the epoch as for h when ``select_epoch``. The ``index``-th stand-in
-    (1 … ``audit.ensemble``) trains on the same examples with a seed of its own."""
+    (1 … ``audit.ensemble``) trains on the same examples with a seed of its own. Where the
+    reference attack runs, the held-out rows it scores
+    (:func:`~panoramia.pipeline.stages.reference_rows.reserved_nonmembers`) are never among
+    them, so that every stand-in is an OUT reference model for them."""
     setting = audit.job.audit.stand_in
     nonmembers = data.directory / audit.sets.nonmembers_file
     generator_data = known.directory / f"member_generator{audit.sets.suffix}"
@@ -33,11 +44,25 @@ def build_stand_in(
     shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
     cap = setting.max_examples or int(data.info["members"])
     extra_config, extra_inputs = audit.stand_in_key(data)
+    reserve = reference_attack_planned(audit) and nonmembers in sources
+
+    def read(source: Path, directory: Path) -> Any:
+        examples = audit.sets.read(source)
+        if source != nonmembers or not reserve:
+            return examples
+        kept = np.setdiff1d(
+            np.arange(len(examples)), reserved_nonmembers(audit.generation_seed, len(examples))
+        )
+        pool = directory / f"stand_in_pool{audit.sets.suffix}"
+        audit.sets.write(examples, kept, pool)
+        kept_examples = audit.sets.read(pool)
+        pool.unlink()
+        return kept_examples
 
     def build(directory: Path) -> dict:
-        examples = audit.sets.read(sources[0])
+        examples = read(sources[0], directory)
         for source in sources[1:]:
-            examples = audit.sets.stack(examples, audit.sets.read(source))
+            examples = audit.sets.stack(examples, read(source, directory))
         rng = child_rng(audit.generation_seed, "stand_in/examples")
         order = rng.permutation(len(examples))[:cap]
         training = directory / f"stand_in_training{audit.sets.suffix}"  # kept beside f̂
@@ -53,6 +78,8 @@ def build_stand_in(
         "max_examples": cap,
         "generation_seed": audit.generation_seed,
         "index": index,
+        # only where it applies, so that the stand-ins of audits without it keep their keys
+        **({"reserved_share": RESERVED_SHARE} if reserve else {}),
         **extra_config,
     }
     return audit.runner.run(

@@ -1,0 +1,99 @@
+"""The reference attack's rows (docs/SPEC.md §2.4, "the reference attack"): the target's and
+every stand-in's losses on the known members no stand-in trained on (those outside D_G) and
+on the held-out rows no stand-in trained on (a half of them, drawn by ``generation_seed`` and
+kept out of the stand-ins' training for it).
+
+The stand-ins are models of the target's kind that never saw a scored row, so they serve as
+the attack's OUT reference models; the stage costs forward passes only. It depends on
+``generation_seed`` alone, like the stand-ins, so repeats of one generation seed reuse it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from panoramia.pipeline.seeds import child_rng
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.losses import model_directory
+from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.splits import member_parts_of
+from panoramia.targets import load_target
+
+STAGE = "reference_rows"
+ROWS = "reference_rows.npz"
+"""The stage's file: ``member`` (n,) int8, 1 = a known member; ``target`` (n,) f's losses
+(nats); ``stand_ins`` (k, n) each stand-in's; members first, then the held-out rows."""
+RESERVED_SHARE = 0.5
+"""The share of the held-out rows the stand-ins never train on, where the reference attack
+runs: the rows it scores against the members."""
+
+
+def reserved_nonmembers(generation_seed: int, n_nonmembers: int) -> np.ndarray:
+    """The held-out rows (indices into the data stage's real non-members, ascending) that no
+    stand-in trains on and the reference attack scores: ⌊``RESERVED_SHARE`` · n⌋ of them,
+    drawn by ``generation_seed``."""
+    order = child_rng(generation_seed, "reference_rows/reserve").permutation(n_nonmembers)
+    return np.sort(order[: int(RESERVED_SHARE * n_nonmembers)])
+
+
+def reference_attack_planned(audit: Audit) -> bool:
+    """Whether the reference attack runs (``audit.real_nonmembers.reference_attack``); it
+    needs the data's real non-members as well, which the stage checks once the data is read."""
+    return bool(getattr(audit.job.audit.real_nonmembers, "reference_attack", False))
+
+
+def _losses(audit: Audit, model: StageResult, which: str, sets: list[object]) -> np.ndarray:
+    adapter = load_target(
+        model_directory(model), trusted_modules=audit.trusted_modules(),
+        device=audit.inference_device(which),
+    )  # fmt: skip
+    found = []
+    for examples in sets:
+        values = np.asarray(audit.side_losses(adapter, examples), dtype=float)
+        found.append(values.mean(axis=1) if values.ndim == 2 else values)
+    return np.concatenate(found)
+
+
+def build_reference_rows(
+    audit: Audit, data: StageResult, target: StageResult, stand_ins: list[StageResult]
+) -> StageResult | None:
+    """The losses of f and of each stand-in on the scored rows (:data:`ROWS`); None where the
+    data has no real non-members or no stand-in ran."""
+    nonmembers_path = data.directory / audit.sets.nonmembers_file
+    if not nonmembers_path.exists() or not stand_ins:
+        return None
+
+    def build(directory: Path) -> dict:
+        members, parts = member_parts_of(audit, data)
+        outside = np.sort(np.concatenate([p for n, p in parts.items() if n != "generator"]))
+        nonmembers = audit.sets.read(nonmembers_path)
+        reserved = reserved_nonmembers(audit.generation_seed, len(nonmembers))
+        member_file = directory / f"scored_members{audit.sets.suffix}"
+        nonmember_file = directory / f"scored_nonmembers{audit.sets.suffix}"
+        audit.sets.write(members, outside, member_file)
+        audit.sets.write(nonmembers, reserved, nonmember_file)
+        sets = [audit.sets.read(member_file), audit.sets.read(nonmember_file)]
+        losses_target = _losses(audit, target, "target", sets)
+        losses_stand_ins = np.stack(
+            [_losses(audit, stand_in, "helper", sets) for stand_in in stand_ins]
+        )
+        member_file.unlink()  # copies of her rows: the losses are what the stage keeps
+        nonmember_file.unlink()
+        member = np.r_[np.ones(outside.size, np.int8), np.zeros(reserved.size, np.int8)]
+        np.savez(directory / ROWS, member=member, target=losses_target, stand_ins=losses_stand_ins)
+        return {"members": int(outside.size), "nonmembers": int(reserved.size),
+                "references": len(stand_ins)}  # fmt: skip
+
+    return audit.runner.run(
+        STAGE, build,
+        config={"reserved_share": RESERVED_SHARE, "generation_seed": audit.generation_seed},
+        inputs=[data, target, *stand_ins],
+        label=f"losses under target and {len(stand_ins)} stand-ins on the reference attack's rows",
+    )  # fmt: skip
+
+
+def read_rows(stage: StageResult) -> dict[str, np.ndarray]:
+    """The stage's :data:`ROWS`: ``member``, ``target`` (n,), ``stand_ins`` (k, n)."""
+    return dict(np.load(stage.directory / ROWS))
