@@ -310,8 +310,13 @@ def attacker_html(document: JSONDict) -> str:
     her rows among generated ones), the sentence, the odds, and the attack beside the
     baseline with intervals."""
     section = document.get("attacker")
-    if not section:
-        return ""
+    if not section:  # a document without the game's terms: her rows' reference attack alone
+        if reference_attack_reading(document) is None:
+            return ""
+        return (
+            "<section aria-labelledby=attacker><h2 id=attacker>What an attacker gains</h2>"
+            f"{reference_attack_html(document)}</section>"
+        )
     member_side = section.get("member_side")
     found = document.get("verdict") or {}
     quote = (found.get("quote") or {}).get("value")

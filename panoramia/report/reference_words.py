@@ -95,8 +95,8 @@ def _rate(figures: JSONDict, fpr: str) -> str:
 def reference_attack_sentence(reading: JSONDict) -> str:
     """E.g. "An attacker with models trained like this one (RMIA) catches 12% (10–14%) of
     your records while wrongly flagging 1 in 100 of your held-out rows (0.99% in fact), and
-    2.1% (1.5–2.9%) at 1 in 1,000; a model that never saw your records catches about as many
-    as it wrongly flags. Scored on 9,000 of your members against 8,140 held-out rows that none
+    2.1% (1.5%–2.9%) at 1 in 1,000; had the model never seen your records, it would catch
+    about 1% of them at that rate. Scored on 9,000 of your members against 8,140 held-out rows that none
     of its 3 reference models saw." """
     figures = reading["rmia"]
     realised = figures["realised_fpr"]["0.01"]
@@ -117,7 +117,7 @@ def reference_attack_sentence(reading: JSONDict) -> str:
     return (
         f"An attacker with models trained like this one (RMIA) catches {_rate(figures, '0.01')} "
         f"of your records while wrongly flagging 1 in 100 of your held-out rows{in_fact}{low}; "
-        "against a model that never saw your records, about as many as it wrongly flags."
+        "had the model never seen your records, it would catch about 1% of them at that rate."
         f"{counts}"
     )
 

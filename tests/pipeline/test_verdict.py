@@ -477,3 +477,86 @@ def test_the_caveats_say_how_much_of_her_data_was_audited_and_how_to_audit_more(
     assert "data.split.audit" in size
     del document["data"]["game"]
     assert not any(c.startswith("How much") for c in verdict(document)["caveats"])
+
+
+def _rmia(right: int, eps: float, *, randomised: bool = True, guesses: int = 100) -> dict:
+    """A reference attack section (RMIA, docs/SPEC.md §2.4) whose O(1) game on fair-coin
+    pairs has its best guesses ``right`` of ``guesses`` (one test of 64)."""
+    test = {"eps_lb": eps, "r": guesses, "v": right, "n_grid": 64, "delta": 0.0,
+            "confidence": 0.95, "p_value": 1e-12, "randomised": randomised,
+            "k_plus": guesses, "k_minus": 0}  # a stored p is never read  # fmt: skip
+    return {"attack": "rmia", "eps_lb": eps, "p_value": 1e-12, "randomised": randomised,
+            "members": 900, "nonmembers": 800, "references": 3, "test": test}  # fmt: skip
+
+
+def test_rmia_joins_the_decision_beside_o1_where_the_split_was_drawn() -> None:
+    """Issue 71, SPEC §3.1 level 8 (2026-12-07): RMIA's test on pairs is a second reference
+    audit (R = 2); where O(1) finds nothing and RMIA does, the run is called and the
+    sentence names RMIA; on her own held-out rows it stays a figure with one line."""
+    quiet_null = _null(0.05, 400, threshold=0.3)  # p = 0.401
+    weak_o1 = _references(52, 0.0)  # P[Bin(100, ½) ≥ 52] ≈ 0.38
+    both = weak_o1 | {"rmia": _rmia(95, 2.0)}
+    found = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=both))  # fmt: skip
+    assert found["level"] == "leak_detected"
+    decision = found["decision"]
+    assert decision["tests"] == ["null", "o1", "rmia"]
+    assert decision["found_by"] == ["rmia"]
+    assert "the reference-model attack (RMIA) on your held-out rows" in found["sentence"]
+    assert "over all 3 tests" in found["sentence"]
+    # R = 2: p_ref is twice the smaller of the two tests' own p-values, never a stored p
+    from panoramia.measure.bounds import p_at_zero
+
+    p_ref = 2 * p_at_zero([100], [95], 64)
+    assert decision["p_value"] == pytest.approx(min(1.0, 2 * min(0.401, p_ref)))
+    # the same counts on her own held-out rows: a figure outside, one line says so
+    hers = weak_o1 | {"rmia": _rmia(95, 2.0, randomised=False)}
+    hers["o1"]["randomised"] = False
+    outside = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                                reference_audits=hers))  # fmt: skip
+    assert outside["level"] == "no_leak_detected"
+    said = " ".join(outside["meaning"])
+    assert "(RMIA) on your held-out rows stays out of this verdict too (it reads ε_lb = 2.00)" in said
+    # a section whose bound its own counts contradict does not join
+    forged = weak_o1 | {"rmia": _rmia(50, 2.0)}
+    assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                             reference_audits=forged))["level"] == "no_leak_detected"  # fmt: skip
+
+
+def test_the_reference_attack_leads_what_an_attacker_gains() -> None:
+    """The page, the console's digest and ``reports show`` lead the attacker section with
+    RMIA's rates on her rows; a report without held-out rows says what giving some adds."""
+    from panoramia.cli.service import report_lines
+    from panoramia.report.digest import report_digest as digest
+    from panoramia.report.html import attacker_html
+    from panoramia.report.reference_words import NO_HELD_OUT
+
+    section = _rmia(95, 2.0) | {
+        "auc": 0.62, "auc_interval": [0.61, 0.63],
+        "tpr_at_fpr": {"0.001": 0.011, "0.01": 0.044},
+        "realised_fpr": {"0.001": 0.00093, "0.01": 0.00996},
+        "tpr_at_fpr_interval": {"0.001": [0.005, 0.018], "0.01": [0.038, 0.052]},
+    }  # fmt: skip
+    document = _document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3))
+    document["reference_audits"] = _references(52, 0.0) | {"rmia": section, "lira": None}
+    page = attacker_html(document)
+    assert "catches 4.4% (3.8%–5.2%) of your records while wrongly flagging 1 in 100" in page
+    assert "(1.00% in fact)" in page
+    assert "Scored on 900 of your members against 800 held-out rows" in page
+    assert "LiRA" not in page  # an unreadable attack is left out, not shown as zeros
+    found = digest(document)["reference_attack"]
+    assert found["sentence"].startswith("An attacker with models trained like this one (RMIA)")
+    assert [attack["name"] for attack in found["attacks"]] == ["RMIA"]
+    lines = report_lines({"model": "m", "version": "1", "modality": "tabular",
+                          "created_at": "now", "document": document, "c_lb": 0.5,
+                          "c_plus_eps_lb": 0.6, "eps_tilde": 0.1})  # fmt: skip
+    assert any(line.startswith("An attacker with models trained like this one") for line in lines)
+    # forged figures: a string where a rate belongs reads as no section at all
+    section["tpr_at_fpr"] = {"0.01": "<script>"}
+    assert digest(document)["reference_attack"] is None
+    without = _document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3))
+    without["reference_audits"] = {"o1": None, "rmrn": None}
+    from panoramia.report.html import reference_attack_html
+
+    assert NO_HELD_OUT in reference_attack_html(without)
+    assert digest(without)["no_held_out"] == NO_HELD_OUT

@@ -110,7 +110,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert null["ensemble"] == 3
     assert null["detected"] == (null["observed"] > null["threshold"])
     decision = found["decision"]  # the null and the held-out rows' tests, at one α (§3.1, 8)
-    assert decision["tests"] == ["null", "o1"]  # RM;RN reads content: not in the decision
+    # RM;RN reads content: not in the decision; O(1) and the reference attack (RMIA) are
+    assert decision["tests"] == ["null", "o1", "rmia"]
     assert found["detected"] == (decision["p_value"] <= 0.05)
     assert set(found["quote"]["calls"]) == {"member", "nonmember"}
     assert found["next_steps"]
@@ -178,6 +179,29 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     # no stand-in row is an audited or distinguisher member (beyond rows Adult holds twice)
     shared = training.merge(audited.drop_duplicates(), on=columns)
     assert len(shared) <= len(known.merge(audited.drop_duplicates(), on=columns))
+    # The reference attack (docs/SPEC.md §2.4): the members outside D_G against the reserved
+    # half of the held-out rows, which no stand-in trained on
+    from panoramia.pipeline.stages.reference_rows import reserved_nonmembers
+
+    rmia = report["reference_audits"]["rmia"]
+    nonmembers = table("data", "nonmembers")
+    reserved = reserved_nonmembers(report["config"]["generation_seed"] or 0, len(nonmembers))
+    assert rmia["members"] == 800 - len(table("generator_data", "member_generator"))
+    assert rmia["nonmembers"] == reserved.size == len(nonmembers) // 2
+    assert rmia["references"] == 3 and rmia["offline_a"] == 0.3
+    assert rmia["realised_fpr"]["0.01"] <= 0.01
+    low, high = rmia["tpr_at_fpr_interval"]["0.01"]
+    assert low <= rmia["tpr_at_fpr"]["0.01"] <= high
+    assert rmia["test"]["n"] == min(rmia["members"], rmia["nonmembers"])  # one slot a pair
+    assert report["reference_audits"]["lira"]["members"] == rmia["members"]
+    scored = nonmembers.iloc[reserved].drop_duplicates()
+    unscored = nonmembers.drop(index=nonmembers.index[reserved]).drop_duplicates()
+    in_training = training.merge(scored, on=columns)
+    assert len(in_training) <= len(scored.merge(pd.concat([unscored, known]), on=columns))
+    rows = np.load(stage_directory(artifacts, report, "reference_rows") / "reference_rows.npz")
+    assert rows["stand_ins"].shape == (3, rmia["members"] + rmia["nonmembers"])
+    assert not list(stage_directory(artifacts, report, "reference_rows").glob("*.parquet"))
+    assert page.index("(RMIA) catches") < page.index("Finding your records")
     attack = stage_directory(artifacts, report, "attack")
     scores = [np.load(attack / f"scores_{k}.npz")["scores"] for k in range(3)]
     mean = np.load(attack / "scores.npz")["scores"]
