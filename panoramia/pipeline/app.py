@@ -96,6 +96,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     document = build_report(
         job, stages, runner, run_dir, galleries=pipeline.galleries(stages),
         examples=pipeline.examples(stages), members=pipeline.audit_members(stages),
+        reference_groups=pipeline.reference_groups(stages),
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     reference = document["reference_audits"]

@@ -392,6 +392,34 @@ class AuditPipeline(ABC):
                 f"audit.slices: {unknown} not among the data's columns ({', '.join(known)})"
             )
 
+    def group_table(self, path: Path, data: StageResult) -> tuple[Any, list[str]] | None:
+        """A stored set's rows as a table (a pandas DataFrame, row i: example i of the set at
+        ``path``) and the columns whose values make groups (the label's first), ``data`` the
+        data stage; None where the modality shows none (the default)."""
+        return None
+
+    def reference_groups(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]] | None:
+        """The reference attack's scored rows as a table in the order of its stage's rows
+        (members outside D_G, then the reserved held-out rows) and the group columns
+        (:meth:`group_table`); None where its stage did not run or the modality has none."""
+        import pandas as pd
+
+        from panoramia.pipeline.stages.reference_rows import scored_indices
+
+        data = stages.get("data")
+        if REFERENCE_ROWS not in stages or data is None:
+            return None
+        found = [
+            self.group_table(data.directory / name, data)
+            for name in (self.sets.members_file, self.sets.nonmembers_file)
+        ]
+        if found[0] is None or found[1] is None:
+            return None
+        (members, columns), (nonmembers, _) = found[0], found[1]
+        outside, reserved = scored_indices(self, data, len(nonmembers))
+        rows = pd.concat([members.iloc[outside], nonmembers.iloc[reserved]], ignore_index=True)
+        return rows, columns
+
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]] | None:
         """The audit set's members as a table (a pandas DataFrame, row i: member i of the
         game's slots) and the columns whose values make groups (the label's first), for the

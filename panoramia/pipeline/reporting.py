@@ -36,7 +36,7 @@ from panoramia.pipeline.tracking_settings import NOT_AUDIT_SETTINGS
 from panoramia.report.attacker import attacker_section
 from panoramia.report.blind import blind_section
 from panoramia.report.document import report_document
-from panoramia.report.exposure import exposure_section
+from panoramia.report.exposure import exposure_section, reference_groups_section
 from panoramia.report.gdp import gdp_section
 from panoramia.report.html import render_html
 from panoramia.report.schema import ReportDocument
@@ -204,6 +204,9 @@ class ReportContext:
     claim_source: str
     """Where the claim comes from (:func:`claimed_guarantee`)."""
     members: tuple | None
+    reference_groups: tuple | None
+    """The reference attack's scored rows as a table and the group columns
+    (:meth:`panoramia.pipeline.graph.AuditPipeline.reference_groups`), or None."""
     examples: dict[str, list[str]] | None
     galleries: dict[str, np.ndarray] | None
 
@@ -319,6 +322,7 @@ def report_context(
     galleries: dict[str, np.ndarray] | None = None,
     examples: dict[str, list[str]] | None = None,
     members: tuple | None = None,
+    reference_groups: tuple | None = None,
 ) -> ReportContext:
     """Load what the stages produced and take the readings the sections share."""
     attack, baseline = _scores(stages["attack"]), _scores(stages["baseline"])
@@ -347,7 +351,8 @@ def report_context(
         two_sided=two_sided,
         null=null_section(job, membership, attack_members, baseline_members, quoted_game),
         claim=claim_section(claim, games, confidence=job.audit.confidence),
-        claim_source=claim_source, members=members, examples=examples, galleries=galleries,
+        claim_source=claim_source, members=members, reference_groups=reference_groups,
+        examples=examples, galleries=galleries,
     )  # fmt: skip
 
 
@@ -471,7 +476,26 @@ def _exposure(context: ReportContext, document: dict[str, Any]) -> dict | None:
         tested=mirrored(audit.attack_side, audit.baseline_side), fpr=audit.group_fpr,
         statistic=audit.group_statistic, false_alarm_rate=audit.null.false_alarm_rate,
         draws=audit.null.draws, seed=child_seed(context.job.seed, "exposure"),
-    )  # fmt: skip
+    ) | _reference_groups(context)  # fmt: skip
+
+
+def _reference_groups(context: ReportContext) -> dict[str, Any]:
+    """``reference_groups`` of the exposure section (docs/SPEC.md §2.4, "by group"): RMIA by
+    group, where its stage ran and the modality has groups; tested where its split was drawn
+    at random (its ``randomised``)."""
+    rmia = context.reference_attacks.get("rmia")
+    if context.reference_groups is None or rmia is None:
+        return {}
+    from panoramia.measure.reference_attack import rmia_offline_scores
+
+    rows = read_rows(context.stages[REFERENCE_ROWS])
+    table, columns = context.reference_groups
+    null = context.job.audit.null
+    return {"reference_groups": reference_groups_section(
+        table, columns, rows["member"], rmia_offline_scores(rows["target"], rows["stand_ins"]),
+        tested=rmia.test.randomised, false_alarm_rate=null.false_alarm_rate, draws=null.draws,
+        seed=child_seed(context.job.seed, "exposure/reference"),
+    )}  # fmt: skip
 
 
 def _verdict(context: ReportContext, document: dict[str, Any]) -> dict:
@@ -557,6 +581,7 @@ def build_report(
     galleries: dict[str, np.ndarray] | None = None,
     examples: dict[str, list[str]] | None = None,
     members: tuple | None = None,
+    reference_groups: tuple | None = None,
 ) -> dict:
     """Measure, run the reference audits, write report.json and report.html into run_dir.
 
@@ -567,8 +592,9 @@ def build_report(
     and groups.
     """
     context = report_context(
-        job, stages, runner, galleries=galleries, examples=examples, members=members
-    )
+        job, stages, runner, galleries=galleries, examples=examples, members=members,
+        reference_groups=reference_groups,
+    )  # fmt: skip
     document = report_document_of(context)
     check_schema(document)
     write_report(context, document, run_dir)

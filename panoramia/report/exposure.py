@@ -203,3 +203,48 @@ def _test_groups(
                    "detectable": number(test.detectable)}
             for name, test in (result.tests or {}).items()
         }  # fmt: skip
+
+
+def reference_groups_section(
+    rows: pd.DataFrame,
+    group_columns: list[str],
+    membership: np.ndarray,
+    scores: np.ndarray,
+    *,
+    tested: bool,
+    false_alarm_rate: float = 0.05,
+    draws: int = 999,
+    seed: int = 0,
+) -> JSONDict:
+    """The reference attack by group (docs/SPEC.md §2.4, "by group"): ``rows`` the scored
+    rows (members outside D_G, then the reserved held-out rows; row i: score i), the columns
+    to group by (cut as the game's groups are), ``membership`` (1 = member) and the attack's
+    ``scores``. Each group's AUC of its members against its held-out rows, tested family-wise
+    over the groups where ``tested`` (the audit drew the split):
+    :func:`panoramia.measure.reference_groups.group_readings`."""
+    from panoramia.measure.reference_groups import MIN_GROUP_ROWS, group_readings
+
+    present = [c for c in group_columns if c in rows.columns][: MAX_SLICES + 1]
+    groups: list[tuple[str, str, np.ndarray]] = []
+    for column in present:
+        labels = _labels(rows[column].reset_index(drop=True))
+        for value, index in labels.groupby(labels, observed=True).groups.items():
+            mask = np.zeros(len(rows), bool)
+            mask[np.asarray(index, dtype=np.int64)] = True
+            groups.append((column, str(value), mask))
+    readings = group_readings(
+        scores, membership, groups, tested=tested, false_alarm_rate=false_alarm_rate,
+        draws=draws, seed=seed,
+    )  # fmt: skip
+    found = [reading.to_dict() for reading in readings]
+    found.sort(key=lambda g: (g["auc"] is None, not g["stands_out"],
+                              -float(g["auc"] or 0.0), str(g["column"]), str(g["value"])))  # type: ignore[arg-type]  # fmt: skip
+    return {
+        "attack": "rmia",
+        "statistic": "auc",
+        "min_rows": MIN_GROUP_ROWS,
+        "tested": tested,
+        "false_alarm_rate": false_alarm_rate,
+        "standing_out": sum(1 for g in found if g["stands_out"]),
+        "groups": found,
+    }

@@ -452,6 +452,7 @@ def exposure_html(document: JSONDict) -> str:
     if groups:
         lead = _groups_lead(section, groups, document)
         parts += [f"<p class=sentence>{html.escape(lead)}</p>", _groups_table_html(section)]
+    parts.append(reference_groups_html(section))
     unknown = section.get("unknown_columns") or []
     if unknown:
         parts.append(
@@ -460,6 +461,55 @@ def exposure_html(document: JSONDict) -> str:
         )
     parts.append(_records_html(section, document))
     return "".join(parts) + "</section>"
+
+
+def reference_groups_html(section: JSONDict) -> str:
+    """The reference attack by group (``exposure.reference_groups``): which groups of her
+    records an attacker with reference models picks out among her held-out rows beyond
+    chance, family-wise over the groups, with each group's AUC; nothing where absent."""
+    found = section.get("reference_groups")
+    groups = found.get("groups") if isinstance(found, dict) else None
+    if not isinstance(groups, list) or not groups:
+        return ""
+    tested = found.get("tested") is True  # type: ignore[union-attr]
+    rows, standing = [], []
+    for group in groups[:60]:
+        if not isinstance(group, dict):
+            continue
+        name = f"{group.get('column')} = {group.get('value')}"
+        auc, p_value = group.get("auc"), group.get("p")
+        if group.get("stands_out") is True and tested:
+            standing.append(name)
+        verdict_cell = (
+            "too few to test" if not isinstance(auc, float | int)
+            else "not tested" if not tested or not isinstance(p_value, float | int)
+            else f"{'yes' if group.get('stands_out') is True else 'no'} ({p_text(p_value)})"
+        )  # fmt: skip
+        shown_auc = f"{auc:.2f}" if isinstance(auc, float | int) else ""
+        rows.append(
+            f"<tr><th scope=row>{html.escape(name)}</th>"
+            f"<td>{html.escape(str(group.get('members')))}</td>"
+            f"<td>{html.escape(str(group.get('nonmembers')))}</td>"
+            f"<td>{shown_auc}</td><td>{verdict_cell}</td></tr>"
+        )
+    if not tested:
+        lead = ("With reference models, by group (your held-out rows were not drawn at random "
+                "with your members, so no group is tested):")  # fmt: skip
+    elif standing:
+        lead = (f"With reference models, an attacker picks out your records among your "
+                f"held-out rows beyond chance in {len(standing)} of the groups: "
+                f"{', '.join(standing[:8])}{' …' if len(standing) > 8 else ''}.")  # fmt: skip
+    else:
+        lead = ("With reference models, no group of your records is picked out among your "
+                "held-out rows beyond chance.")  # fmt: skip
+    return (
+        f"<p>{html.escape(lead)}</p>"
+        f"{scroll('groups an attacker with reference models picks out')}<table><thead><tr>"
+        "<th scope=col>group</th><th scope=col>your members scored</th>"
+        "<th scope=col>your held-out rows</th><th scope=col>AUC (0.5: none)</th>"
+        "<th scope=col>picked out beyond chance?</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _stands_out_cell(group: JSONDict) -> str:

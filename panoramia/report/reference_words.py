@@ -96,8 +96,8 @@ def reference_attack_sentence(reading: JSONDict) -> str:
     """E.g. "An attacker with models trained like this one (RMIA) catches 12% (10–14%) of
     your records while wrongly flagging 1 in 100 of your held-out rows (0.99% in fact), and
     2.1% (1.5%–2.9%) at 1 in 1,000; had the model never seen your records, it would catch
-    about 1% of them at that rate. Scored on 9,000 of your members against 8,140 held-out rows that none
-    of its 3 reference models saw." """
+    about 1% of them at that rate. Scored on 9,000 of your members against 8,140 held-out
+    rows that none of its 3 reference models saw." """
     figures = reading["rmia"]
     realised = figures["realised_fpr"]["0.01"]
     in_fact = f" ({realised:.2%} in fact)" if realised is not None else ""

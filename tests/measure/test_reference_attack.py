@@ -120,7 +120,8 @@ def test_a_leak_is_read_in_attacker_terms_with_intervals() -> None:
     found = reference_attack("rmia", target, references, member, draws=199, level=0.9)
     assert found.members == found.nonmembers == 1000
     assert found.references == 3
-    assert found.eps_lb > 0 and found.test.p_value < 1e-6
+    assert found.eps_lb > 0
+    assert found.test.p_value < 1e-6
     tpr, realised = found.tpr_at_fpr[0.01]
     assert realised <= 0.01
     assert tpr > 0.05  # far above the 1 % a model that never saw them would catch

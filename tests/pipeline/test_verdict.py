@@ -516,7 +516,9 @@ def test_rmia_joins_the_decision_beside_o1_where_the_split_was_drawn() -> None:
                                 reference_audits=hers))  # fmt: skip
     assert outside["level"] == "no_leak_detected"
     said = " ".join(outside["meaning"])
-    assert "(RMIA) on your held-out rows stays out of this verdict too (it reads ε_lb = 2.00)" in said
+    assert (
+        "(RMIA) on your held-out rows stays out of this verdict too (it reads ε_lb = 2.00)" in said
+    )
     # a section whose bound its own counts contradict does not join
     forged = weak_o1 | {"rmia": _rmia(50, 2.0)}
     assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,

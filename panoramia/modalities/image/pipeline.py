@@ -73,12 +73,15 @@ class ImagePipeline(AuditPipeline):
             ],
         }
 
-    def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]]:
-        """The audited members' labels (one row each); groups by class."""
+    def group_table(self, path: Path, data: StageResult) -> tuple[Any, list[str]]:
+        """A stored set's labels (one row per image); groups by class."""
         import pandas as pd
 
-        labels = read_npz(stages["split"].directory / "member_audit.npz").labels
-        return pd.DataFrame({"label": labels}), ["label"]
+        return pd.DataFrame({"label": read_npz(path).labels}), ["label"]
+
+    def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]]:
+        """The audited members' labels (one row each); groups by class."""
+        return self.group_table(stages["split"].directory / "member_audit.npz", stages["data"])
 
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)

@@ -68,11 +68,15 @@ class TabularPipeline(AuditPipeline):
             return (*label, *data.categorical, *data.continuous)
         return None
 
+    def group_table(self, path: Path, data: StageResult) -> tuple[pd.DataFrame, list[str]]:
+        """A stored set's rows; groups by the label and ``audit.slices``."""
+        label = load_schema(data.directory).label
+        return self.sets.read(path), [label, *self.job.audit.slices]
+
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[pd.DataFrame, list[str]]:
         """The audited members' rows; groups by the label and ``audit.slices``."""
-        rows = self.sets.read(stages["split"].directory / f"member_audit{self.sets.suffix}")
-        label = load_schema(stages["data"].directory).label
-        return rows, [label, *self.job.audit.slices]
+        split = stages["split"].directory
+        return self.group_table(split / f"member_audit{self.sets.suffix}", stages["data"])
 
     def probe_target(self, adapter: Any, data: StageResult) -> None:
         """The model's losses on the first 16 members: a label the model does not know or a

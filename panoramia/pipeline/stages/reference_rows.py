@@ -38,6 +38,17 @@ def reserved_nonmembers(generation_seed: int, n_nonmembers: int) -> np.ndarray:
     return np.sort(order[: int(RESERVED_SHARE * n_nonmembers)])
 
 
+def scored_indices(
+    audit: Audit, data: StageResult, n_nonmembers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows the reference attack scores, in the stage's order: indices into the data
+    stage's known members (every one outside D_G, ascending) and into its real non-members
+    (:func:`reserved_nonmembers`)."""
+    _, parts = member_parts_of(audit, data)
+    outside = np.sort(np.concatenate([p for n, p in parts.items() if n != "generator"]))
+    return outside, reserved_nonmembers(audit.generation_seed, n_nonmembers)
+
+
 def reference_attack_planned(audit: Audit) -> bool:
     """Whether the reference attack runs (``audit.real_nonmembers.reference_attack``); it
     needs the data's real non-members as well, which the stage checks once the data is read."""
@@ -66,10 +77,9 @@ def build_reference_rows(
         return None
 
     def build(directory: Path) -> dict:
-        members, parts = member_parts_of(audit, data)
-        outside = np.sort(np.concatenate([p for n, p in parts.items() if n != "generator"]))
+        members = audit.sets.read(data.directory / audit.sets.members_file)
         nonmembers = audit.sets.read(nonmembers_path)
-        reserved = reserved_nonmembers(audit.generation_seed, len(nonmembers))
+        outside, reserved = scored_indices(audit, data, len(nonmembers))
         member_file = directory / f"scored_members{audit.sets.suffix}"
         nonmember_file = directory / f"scored_nonmembers{audit.sets.suffix}"
         audit.sets.write(members, outside, member_file)

@@ -188,7 +188,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     reserved = reserved_nonmembers(report["config"]["generation_seed"] or 0, len(nonmembers))
     assert rmia["members"] == 800 - len(table("generator_data", "member_generator"))
     assert rmia["nonmembers"] == reserved.size == len(nonmembers) // 2
-    assert rmia["references"] == 3 and rmia["offline_a"] == 0.3
+    assert rmia["references"] == 3
+    assert rmia["offline_a"] == 0.3
     assert rmia["realised_fpr"]["0.01"] <= 0.01
     low, high = rmia["tpr_at_fpr_interval"]["0.01"]
     assert low <= rmia["tpr_at_fpr"]["0.01"] <= high
