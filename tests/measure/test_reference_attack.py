@@ -135,3 +135,35 @@ def test_a_leak_is_read_in_attacker_terms_with_intervals() -> None:
     assert "offline_a" not in lira.to_dict()
     with pytest.raises(ValueError, match="attack"):
         reference_attack("mystery", target, references, member)
+
+
+def test_groups_are_tested_family_wise_by_one_permutation_of_the_labels() -> None:
+    """docs/SPEC.md §2.4, "by group": under the null no group stands out in more than ~α of
+    the draws (family-wise); a group whose members alone the model knows stands out, and a
+    group too small to test gets its counts only."""
+    from panoramia.measure.reference_groups import group_readings
+
+    rng = np.random.default_rng(11)
+    n = 600
+    member = rng.permutation(np.r_[np.ones(n // 2, np.int8), np.zeros(n // 2, np.int8)])
+    colour = rng.integers(0, 3, n)
+    tiny = np.zeros(n, bool)
+    tiny[:15] = True
+    groups = [("colour", str(c), colour == c) for c in range(3)] + [("tiny", "yes", tiny)]
+    called = 0
+    for draw in range(60):
+        scores = rng.normal(size=n)  # a model that never saw the members
+        found = group_readings(scores, member, groups, draws=99, seed=draw)
+        called += any(g.stands_out for g in found)
+    assert called <= 0.05 * 60 + 4  # family-wise 5 %, with room for chance
+    scores = rng.normal(size=n) + 1.0 * ((colour == 2) & (member == 1))  # only group 2 leaks
+    found = {g.value: g for g in group_readings(scores, member, groups, draws=199, seed=1)}
+    assert found["2"].stands_out
+    assert found["2"].auc > 0.7
+    assert not found["0"].stands_out
+    assert found["yes"].auc is None
+    assert found["yes"].p is None
+    assert found["yes"].members + found["yes"].nonmembers == 15
+    untested = group_readings(scores, member, groups, tested=False)
+    assert all(g.p is None and not g.stands_out for g in untested)
+    assert untested[2].auc == pytest.approx(found["2"].auc)

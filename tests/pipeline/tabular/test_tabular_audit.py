@@ -203,6 +203,13 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert rows["stand_ins"].shape == (3, rmia["members"] + rmia["nonmembers"])
     assert not list(stage_directory(artifacts, report, "reference_rows").glob("*.parquet"))
     assert page.index("(RMIA) catches") < page.index("Finding your records")
+    by_group = report["exposure"]["reference_groups"]  # RMIA by group, family-wise (§2.4)
+    assert by_group["tested"] is True
+    assert {g["column"] for g in by_group["groups"]} == {"income", "sex", "age"}
+    sexes = [g for g in by_group["groups"] if g["column"] == "sex"]
+    assert sum(g["members"] + g["nonmembers"] for g in sexes) == len(rows["member"])
+    assert by_group["standing_out"] == sum(g["stands_out"] for g in by_group["groups"])
+    assert "With reference models" in page
     attack = stage_directory(artifacts, report, "attack")
     scores = [np.load(attack / f"scores_{k}.npz")["scores"] for k in range(3)]
     mean = np.load(attack / "scores.npz")["scores"]
