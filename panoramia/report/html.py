@@ -463,6 +463,10 @@ def exposure_html(document: JSONDict) -> str:
     return "".join(parts) + "</section>"
 
 
+def _count_text(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ""
+
+
 def reference_groups_html(section: JSONDict) -> str:
     """The reference attack by group (``exposure.reference_groups``): which groups of her
     records an attacker with reference models picks out among her held-out rows beyond
@@ -488,8 +492,8 @@ def reference_groups_html(section: JSONDict) -> str:
         shown_auc = f"{auc:.2f}" if isinstance(auc, float | int) else ""
         rows.append(
             f"<tr><th scope=row>{html.escape(name)}</th>"
-            f"<td>{html.escape(str(group.get('members')))}</td>"
-            f"<td>{html.escape(str(group.get('nonmembers')))}</td>"
+            f"<td>{_count_text(group.get('members'))}</td>"
+            f"<td>{_count_text(group.get('nonmembers'))}</td>"
             f"<td>{shown_auc}</td><td>{verdict_cell}</td></tr>"
         )
     if not tested:
@@ -498,7 +502,10 @@ def reference_groups_html(section: JSONDict) -> str:
     elif standing:
         lead = (f"With reference models, an attacker picks out your records among your "
                 f"held-out rows beyond chance in {len(standing)} of the groups: "
-                f"{', '.join(standing[:8])}{' …' if len(standing) > 8 else ''}.")  # fmt: skip
+                f"{', '.join(standing[:8])}"
+                f"{f' and {len(standing) - 8} more' if len(standing) > 8 else ''}. Where the "
+                "whole model leaks, most groups do; the groups above say which ones the model "
+                "exposes more than the data alone does.")  # fmt: skip
     else:
         lead = ("With reference models, no group of your records is picked out among your "
                 "held-out rows beyond chance.")  # fmt: skip

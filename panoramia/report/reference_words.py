@@ -93,7 +93,8 @@ def _rate(figures: JSONDict, fpr: str) -> str:
 
 
 def reference_attack_sentence(reading: JSONDict) -> str:
-    """E.g. "An attacker with models trained like this one (RMIA) catches 12% (10–14%) of
+    """E.g. "An attacker with reference models (RMIA: models of this kind that never saw your
+    records) catches 12% (10–14%) of
     your records while wrongly flagging 1 in 100 of your held-out rows (0.99% in fact), and
     2.1% (1.5%–2.9%) at 1 in 1,000; had the model never seen your records, it would catch
     about 1% of them at that rate. Scored on 9,000 of your members against 8,140 held-out
@@ -115,7 +116,8 @@ def reference_attack_sentence(reading: JSONDict) -> str:
             "models saw."
         )
     return (
-        f"An attacker with models trained like this one (RMIA) catches {_rate(figures, '0.01')} "
+        "An attacker with reference models (RMIA: models of this kind that never saw your "
+        f"records) catches {_rate(figures, '0.01')} "
         f"of your records while wrongly flagging 1 in 100 of your held-out rows{in_fact}{low}; "
         "had the model never seen your records, it would catch about 1% of them at that rate."
         f"{counts}"

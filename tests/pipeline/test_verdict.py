@@ -547,12 +547,12 @@ def test_the_reference_attack_leads_what_an_attacker_gains() -> None:
     assert "Scored on 900 of your members against 800 held-out rows" in page
     assert "LiRA" not in page  # an unreadable attack is left out, not shown as zeros
     found = digest(document)["reference_attack"]
-    assert found["sentence"].startswith("An attacker with models trained like this one (RMIA)")
+    assert found["sentence"].startswith("An attacker with reference models (RMIA")
     assert [attack["name"] for attack in found["attacks"]] == ["RMIA"]
     lines = report_lines({"model": "m", "version": "1", "modality": "tabular",
                           "created_at": "now", "document": document, "c_lb": 0.5,
                           "c_plus_eps_lb": 0.6, "eps_tilde": 0.1})  # fmt: skip
-    assert any(line.startswith("An attacker with models trained like this one") for line in lines)
+    assert any(line.startswith("An attacker with reference models (RMIA") for line in lines)
     # forged figures: a string where a rate belongs reads as no section at all
     section["tpr_at_fpr"] = {"0.01": "<script>"}
     assert digest(document)["reference_attack"] is None

@@ -25,6 +25,9 @@ STAGE = "reference_rows"
 ROWS = "reference_rows.npz"
 """The stage's file: ``member`` (n,) int8, 1 = a known member; ``target`` (n,) f's losses
 (nats); ``stand_ins`` (k, n) each stand-in's; members first, then the held-out rows."""
+MIN_SCORED_ROWS = 10
+"""The stage runs where the data holds at least this many held-out rows to score (and
+members outside D_G): fewer tell an attacker's rates nothing."""
 RESERVED_SHARE = 0.5
 """The share of the held-out rows the stand-ins never train on, where the reference attack
 runs: the rows it scores against the members."""
@@ -49,6 +52,16 @@ def scored_indices(
     return outside, reserved_nonmembers(audit.generation_seed, n_nonmembers)
 
 
+def enough_rows(audit: Audit, data: StageResult) -> bool:
+    """Whether both sides of the reference attack would hold at least
+    :data:`MIN_SCORED_ROWS` rows (from the data stage's counts), so that it runs and the
+    stand-ins keep its held-out rows out."""
+    held_out = int(data.info.get("nonmembers") or 0)
+    members = int(data.info.get("members") or 0)
+    outside = members - float(audit.job.data.split.generator) * members
+    return int(RESERVED_SHARE * held_out) >= MIN_SCORED_ROWS and outside >= MIN_SCORED_ROWS
+
+
 def reference_attack_planned(audit: Audit) -> bool:
     """Whether the reference attack runs (``audit.real_nonmembers.reference_attack``); it
     needs the data's real non-members as well, which the stage checks once the data is read."""
@@ -71,9 +84,12 @@ def build_reference_rows(
     audit: Audit, data: StageResult, target: StageResult, stand_ins: list[StageResult]
 ) -> StageResult | None:
     """The losses of f and of each stand-in on the scored rows (:data:`ROWS`); None where the
-    data has no real non-members or no stand-in ran."""
+    data has no real non-members, no stand-in ran, or either side would hold fewer than
+    :data:`MIN_SCORED_ROWS` rows."""
     nonmembers_path = data.directory / audit.sets.nonmembers_file
     if not nonmembers_path.exists() or not stand_ins:
+        return None
+    if not enough_rows(audit, data):
         return None
 
     def build(directory: Path) -> dict:

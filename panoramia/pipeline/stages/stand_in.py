@@ -12,6 +12,7 @@ from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.reference_rows import (
     RESERVED_SHARE,
+    enough_rows,
     reference_attack_planned,
     reserved_nonmembers,
 )
@@ -44,7 +45,7 @@ def build_stand_in(
     shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
     cap = setting.max_examples or int(data.info["members"])
     extra_config, extra_inputs = audit.stand_in_key(data)
-    reserve = reference_attack_planned(audit) and nonmembers in sources
+    reserve = reference_attack_planned(audit) and nonmembers in sources and enough_rows(audit, data)
 
     def read(source: Path, directory: Path) -> Any:
         examples = audit.sets.read(source)

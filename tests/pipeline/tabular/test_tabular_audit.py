@@ -60,7 +60,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.8"
+    assert report["schema_version"] == "1.9"
     attacker = report["attacker"]  # what an attacker gains, beside what the data alone gives
     for side in ("attack", "baseline"):
         terms = attacker[side]
@@ -202,7 +202,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     rows = np.load(stage_directory(artifacts, report, "reference_rows") / "reference_rows.npz")
     assert rows["stand_ins"].shape == (3, rmia["members"] + rmia["nonmembers"])
     assert not list(stage_directory(artifacts, report, "reference_rows").glob("*.parquet"))
-    assert page.index("(RMIA) catches") < page.index("Finding your records")
+    reference_first = page.index("An attacker with reference models (RMIA")
+    assert reference_first < page.index("Finding your records")
     by_group = report["exposure"]["reference_groups"]  # RMIA by group, family-wise (§2.4)
     assert by_group["tested"] is True
     assert {g["column"] for g in by_group["groups"]} == {"income", "sex", "age"}
