@@ -225,6 +225,10 @@ class AuditPipeline(ABC):
     """How the modality's example sets are stored, stacked and dealt into the game."""
     job: Any
     """The modality's job schema (a ``JobConfigBase`` subclass; a modality's class names it)."""
+    rows_are_units: bool = True
+    """Whether one example is the unit the members and held-out rows were drawn by (rows,
+    images); False for text, whose chunks come in documents (docs/SPEC.md §2.4): the
+    reference attack, which scores examples, does not run there."""
 
     def __init__(self, job: Any, runner: StageRunner) -> None:
         """``job``: the modality's job schema (a ``JobConfigBase``); sets ``runner.total``."""
@@ -400,11 +404,12 @@ class AuditPipeline(ABC):
 
     def reference_groups(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]] | None:
         """The reference attack's scored rows as a table in the order of its stage's rows
-        (members outside D_G, then the reserved held-out rows) and the group columns
-        (:meth:`group_table`); None where its stage did not run or the modality has none."""
+        (members outside D_G, then the reserved held-out rows, by the indices the stage
+        kept) and the group columns (:meth:`group_table`); None where its stage did not run
+        or the modality has none."""
         import pandas as pd
 
-        from panoramia.pipeline.stages.reference_rows import scored_indices
+        from panoramia.pipeline.stages.reference_rows import read_rows
 
         data = stages.get("data")
         if REFERENCE_ROWS not in stages or data is None:
@@ -416,8 +421,11 @@ class AuditPipeline(ABC):
         if found[0] is None or found[1] is None:
             return None
         (members, columns), (nonmembers, _) = found[0], found[1]
-        outside, reserved = scored_indices(self, data, len(nonmembers))
-        rows = pd.concat([members.iloc[outside], nonmembers.iloc[reserved]], ignore_index=True)
+        scored = read_rows(stages[REFERENCE_ROWS])
+        rows = pd.concat(
+            [members.iloc[scored["member_index"]], nonmembers.iloc[scored["nonmember_index"]]],
+            ignore_index=True,
+        )
         return rows, columns
 
     def audit_members(self, stages: dict[str, StageResult]) -> tuple[Any, list[str]] | None:

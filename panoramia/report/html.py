@@ -19,7 +19,7 @@ from panoramia.report.reference_words import (
     gave_no_held_out,
     reference_attack_reading,
 )
-from panoramia.report.verdict import p_text, percent
+from panoramia.report.verdict import finite_number, p_text, percent
 
 PARAGRAPH = (
     "PANORAMIA compares two classifiers on the same audit set of real members and generated "
@@ -464,37 +464,45 @@ def exposure_html(document: JSONDict) -> str:
 
 
 def _count_text(value: object) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10**12:
+        return ""
+    return f"{value:,}"
 
 
 def reference_groups_html(section: JSONDict) -> str:
     """The reference attack by group (``exposure.reference_groups``): which groups of her
     records an attacker with reference models picks out among her held-out rows beyond
-    chance, family-wise over the groups, with each group's AUC; nothing where absent."""
+    chance, family-wise over the groups, with each group's AUC; nothing where absent. Read
+    as untrusted: finite numbers only, a group stands out only where its own p is at most
+    the section's rate, names cut at 80 characters."""
     found = section.get("reference_groups")
     groups = found.get("groups") if isinstance(found, dict) else None
-    if not isinstance(groups, list) or not groups:
+    if not isinstance(found, dict) or not isinstance(groups, list) or not groups:
         return ""
-    tested = found.get("tested") is True  # type: ignore[union-attr]
+    tested = found.get("tested") is True
+    rate = finite_number(found.get("false_alarm_rate"))
+    rate = rate if rate is not None and 0 < rate < 1 else 0.05
     rows, standing = [], []
     for group in groups[:60]:
         if not isinstance(group, dict):
             continue
-        name = f"{group.get('column')} = {group.get('value')}"
-        auc, p_value = group.get("auc"), group.get("p")
-        if group.get("stands_out") is True and tested:
+        name = f"{_shown_text(group.get('column'))} = {_shown_text(group.get('value'))}"
+        auc, p_value = finite_number(group.get("auc")), finite_number(group.get("p"))
+        auc = auc if auc is not None and 0 <= auc <= 1 else None
+        p_value = p_value if p_value is not None and 0 < p_value <= 1 else None
+        out = tested and p_value is not None and p_value <= rate
+        if out:
             standing.append(name)
         verdict_cell = (
-            "too few to test" if not isinstance(auc, float | int)
-            else "not tested" if not tested or not isinstance(p_value, float | int)
-            else f"{'yes' if group.get('stands_out') is True else 'no'} ({p_text(p_value)})"
+            "too few to test" if auc is None
+            else "not tested" if not tested or p_value is None
+            else f"{'yes' if out else 'no'} ({p_text(p_value)})"
         )  # fmt: skip
-        shown_auc = f"{auc:.2f}" if isinstance(auc, float | int) else ""
         rows.append(
             f"<tr><th scope=row>{html.escape(name)}</th>"
             f"<td>{_count_text(group.get('members'))}</td>"
             f"<td>{_count_text(group.get('nonmembers'))}</td>"
-            f"<td>{shown_auc}</td><td>{verdict_cell}</td></tr>"
+            f"<td>{'' if auc is None else f'{auc:.2f}'}</td><td>{verdict_cell}</td></tr>"
         )
     if not tested:
         lead = ("With reference models, by group (your held-out rows were not drawn at random "
@@ -517,6 +525,11 @@ def reference_groups_html(section: JSONDict) -> str:
         "<th scope=col>picked out beyond chance?</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _shown_text(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _stands_out_cell(group: JSONDict) -> str:

@@ -28,28 +28,37 @@ def _section(document: JSONDict, key: str) -> JSONDict:
     return found if isinstance(found, dict) else {}
 
 
+def _count(value: Any) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10**12:
+        return None
+    return value
+
+
+def _share(value: Any) -> float | None:
+    """A rate or an AUC: a finite number in [0, 1], else None."""
+    found = number(value)
+    return found if found is not None and 0.0 <= found <= 1.0 else None
+
+
 def _pair(value: Any) -> list[float] | None:
     if not isinstance(value, list) or len(value) != 2:
         return None
-    low, high = number(value[0]), number(value[1])
-    return None if low is None or high is None else [low, high]
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    low, high = _share(value[0]), _share(value[1])
+    return None if low is None or high is None or low > high else [low, high]
 
 
 def _attack(found: JSONDict) -> JSONDict | None:
-    """One attack's figures, checked; None where its AUC or rates cannot be read."""
+    """One attack's figures, checked (rates and AUC in [0, 1]); None where its AUC or its
+    rate at 1 % FPR cannot be read."""
     rates, realised = _section(found, "tpr_at_fpr"), _section(found, "realised_fpr")
     intervals = _section(found, "tpr_at_fpr_interval")
     figures: dict[str, Any] = {
-        "auc": number(found.get("auc")),
+        "auc": _share(found.get("auc")),
         "auc_interval": _pair(found.get("auc_interval")),
         "eps_lb": number(found.get("eps_lb")),
-        "p_value": number(found.get("p_value")),
-        "tpr_at_fpr": {fpr: number(rates.get(fpr)) for fpr in LOW_FPRS},
-        "realised_fpr": {fpr: number(realised.get(fpr)) for fpr in LOW_FPRS},
+        "p_value": _share(found.get("p_value")),
+        "tpr_at_fpr": {fpr: _share(rates.get(fpr)) for fpr in LOW_FPRS},
+        "realised_fpr": {fpr: _share(realised.get(fpr)) for fpr in LOW_FPRS},
         "tpr_at_fpr_interval": {fpr: _pair(intervals.get(fpr)) for fpr in LOW_FPRS},
     }
     if figures["auc"] is None or figures["tpr_at_fpr"]["0.01"] is None:
@@ -62,6 +71,8 @@ def reference_attack_reading(document: JSONDict) -> JSONDict | None:
     the split was drawn at random (``randomised``: only then does RMIA's test join the
     verdict), the ``sentence`` and ``attacks`` (the readable ones, each with its ``name``, in
     the order a table shows them); None where the document has no RMIA section."""
+    if not isinstance(document, dict):
+        return None
     reference = _section(document, "reference_audits")
     rmia = _section(reference, "rmia")
     figures = _attack(rmia)
@@ -93,12 +104,13 @@ def _rate(figures: JSONDict, fpr: str) -> str:
 
 
 def reference_attack_sentence(reading: JSONDict) -> str:
-    """E.g. "An attacker with reference models (RMIA: models of this kind that never saw your
-    records) catches 12% (10–14%) of
-    your records while wrongly flagging 1 in 100 of your held-out rows (0.99% in fact), and
-    2.1% (1.5%–2.9%) at 1 in 1,000; had the model never seen your records, it would catch
-    about 1% of them at that rate. Scored on 9,000 of your members against 8,140 held-out
-    rows that none of its 3 reference models saw." """
+    """E.g. "An attacker with reference models (RMIA: models of this kind that never saw the
+    records scored) catches 12% (10%–14%) of your records while wrongly flagging 1 in 100 of
+    your held-out rows (0.99% in fact), and 2.1% (1.5%–2.9%) at 1 in 1,000; had the model
+    never seen your records, it would catch about as many as it wrongly flags, 0.99%. Scored
+    on 9,000 of your members against 8,140 held-out rows that none of its 3 reference models
+    saw." Where the audit did not draw the held-out rows, the clause on a model that never
+    saw her records is left out (her rows may differ from her members in kind)."""
     figures = reading["rmia"]
     realised = figures["realised_fpr"]["0.01"]
     in_fact = f" ({realised:.2%} in fact)" if realised is not None else ""
@@ -107,25 +119,37 @@ def reference_attack_sentence(reading: JSONDict) -> str:
         if figures["tpr_at_fpr"]["0.001"] is not None
         else ""
     )
+    chance = (
+        "; had the model never seen your records, it would catch about as many as it wrongly "
+        f"flags, {realised:.2%}"
+        if reading.get("randomised") and realised is not None
+        else ""
+    )
     counts = ""
     if reading.get("members") and reading.get("nonmembers"):
-        models = reading.get("references") or "its"
+        models = f"its {reading['references']}" if reading.get("references") else "its"
         counts = (
             f" Scored on {reading['members']:,} of your members against "
-            f"{reading['nonmembers']:,} held-out rows that none of its {models} reference "
+            f"{reading['nonmembers']:,} held-out rows that none of {models} reference "
             "models saw."
         )
     return (
-        "An attacker with reference models (RMIA: models of this kind that never saw your "
-        f"records) catches {_rate(figures, '0.01')} "
-        f"of your records while wrongly flagging 1 in 100 of your held-out rows{in_fact}{low}; "
-        "had the model never seen your records, it would catch about 1% of them at that rate."
-        f"{counts}"
+        "An attacker with reference models (RMIA: models of this kind that never saw the "
+        f"records scored) catches {_rate(figures, '0.01')} of your records while wrongly "
+        f"flagging 1 in 100 of your held-out rows{in_fact}{low}{chance}.{counts}"
     )
 
 
 def gave_no_held_out(document: JSONDict) -> bool:
-    """Whether the audit had no real non-members (no O(1) section and no RMIA section): the
-    page then says what giving some would add (:data:`NO_HELD_OUT`)."""
+    """Whether the audit ran with the reference attack on (its ``config``) and had no real
+    non-members (the data stage's ``nonmembers`` count is absent or 0): the page then says
+    what giving some would add (:data:`NO_HELD_OUT`). Text audits do not run the attack, so
+    they never read the line."""
+    if not isinstance(document, dict):
+        return False
+    config = _section(_section(document, "config"), "audit")
+    if _section(config, "real_nonmembers").get("reference_attack") is not True:
+        return False
     reference = _section(document, "reference_audits")
-    return not reference.get("o1") and not reference.get("rmia")
+    held_out = _section(document, "data").get("nonmembers")
+    return not reference.get("rmia") and not held_out

@@ -60,11 +60,20 @@ def finite_number(value: object) -> float | None:
     documents vary)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:  # an int too large for a float
+        return None
+
+
+MAX_COUNT = 10**9
+"""The largest count a document's test may hold (guesses, grid): more is read as unreadable."""
 
 
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        return None
+    return value
 
 
 def _games(document: JSONDict) -> dict[str, JSONDict]:
@@ -751,8 +760,10 @@ def _rmia_outside(document: JSONDict) -> str | None:
     eps = finite_number(rmia.get("eps_lb"))
     figure = "" if eps is None else f" (it reads ε_lb = {eps:.2f})"
     return (
-        f"The reference-model attack (RMIA) on your held-out rows stays out of this verdict "
-        f"too{figure}, for the same reason; its rates are shown as what an attacker gains."
+        f"The reference-model attack (RMIA) on your held-out rows stays out of this verdict"
+        f"{figure}: the audit did not draw them at random with your members, so rows that "
+        "only differ from your members in kind could read the same; its rates are shown as "
+        "what an attacker gains."
     )
 
 
@@ -776,10 +787,11 @@ def _meaning(document: JSONDict, level: str, quoted: JSONDict, null: JSONDict | 
         )
     o1 = _o1(document)
     outside = _o1_outside(document)
+    rmia_outside = _rmia_outside(document)
+    if rmia_outside is not None:
+        lines.append(rmia_outside)
     if outside is not None:
         lines.append(outside)
-        if (rmia_outside := _rmia_outside(document)) is not None:
-            lines.append(rmia_outside)
     elif o1 is None:
         lines.append(
             "No real non-members were held out, so O(1) and RM;RN (lower bounds on ε) are "

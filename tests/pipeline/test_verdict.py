@@ -516,9 +516,7 @@ def test_rmia_joins_the_decision_beside_o1_where_the_split_was_drawn() -> None:
                                 reference_audits=hers))  # fmt: skip
     assert outside["level"] == "no_leak_detected"
     said = " ".join(outside["meaning"])
-    assert (
-        "(RMIA) on your held-out rows stays out of this verdict too (it reads ε_lb = 2.00)" in said
-    )
+    assert "(RMIA) on your held-out rows stays out of this verdict (it reads ε_lb = 2.00)" in said
     # a section whose bound its own counts contradict does not join
     forged = weak_o1 | {"rmia": _rmia(50, 2.0)}
     assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
@@ -558,7 +556,44 @@ def test_the_reference_attack_leads_what_an_attacker_gains() -> None:
     assert digest(document)["reference_attack"] is None
     without = _document((0.5, 0.6), (0.1, 0.15), null=_null(0.05, 400, threshold=0.3))
     without["reference_audits"] = {"o1": None, "rmrn": None}
+    without["data"] = {"members": 900}  # no held-out rows
     from panoramia.report.html import reference_attack_html
 
+    assert NO_HELD_OUT not in reference_attack_html(without)  # its config ran no such attack
+    without["config"] = {"audit": {"real_nonmembers": {"reference_attack": True}}}
     assert NO_HELD_OUT in reference_attack_html(without)
     assert digest(without)["no_held_out"] == NO_HELD_OUT
+    # a randomised split says what a model that never saw her records would catch; her own
+    # held-out rows leave the clause out (they may differ from her members in kind)
+    assert "it would catch about as many as it wrongly flags, 1.00%" in page
+    section["tpr_at_fpr"] = {"0.001": 0.011, "0.01": 0.044}
+    section["randomised"] = False
+    assert "never seen your records" not in attacker_html(document)
+    # forged figures never raise nor show: a rate above 1, an int too large for a float
+    for forged in (1.5, 10**400, True, [0.1]):
+        section["tpr_at_fpr"] = {"0.01": forged}
+        assert digest(document)["reference_attack"] is None
+        assert "catches" not in attacker_html(document)
+
+
+def test_forged_reference_groups_never_raise_nor_claim() -> None:
+    """An uploaded document's ``exposure.reference_groups`` is read as untrusted: booleans,
+    NaN, ∞ and huge ints are no figures; a group stands out only where its own p is at most
+    the rate, whatever its ``stands_out`` says; names are cut and escaped."""
+    from panoramia.report.html import reference_groups_html
+
+    groups = [
+        {"column": "race", "value": "<b>" + "x" * 500, "members": 30, "nonmembers": 30,
+         "auc": True, "p": False, "stands_out": True},
+        {"column": "sex", "value": "F", "members": 10**400, "nonmembers": True,
+         "auc": 10**400, "p": float("inf"), "stands_out": True},
+        {"column": "age", "value": "old", "members": 50, "nonmembers": 40,
+         "auc": 0.7, "p": 0.5, "stands_out": True},
+        "not a group",
+    ]  # fmt: skip
+    page = reference_groups_html({"reference_groups": {"tested": True, "groups": groups}})
+    assert "<b>" not in page
+    assert "x" * 100 not in page
+    assert "yes (" not in page  # p = 0.5 is not ≤ 5 %, whatever stands_out says
+    assert "no group of your records is picked out" in page
+    assert reference_groups_html({"reference_groups": {"groups": "x"}}) == ""

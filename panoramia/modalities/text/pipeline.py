@@ -70,6 +70,8 @@ def _package_versions(packages: list[str]) -> dict[str, str]:
 class TextPipeline(AuditPipeline):
     """The stages of a text audit."""
 
+    rows_are_units = False  # chunks come in documents: no reference attack (SPEC §2.4)
+
     job: TextJobConfig
     sets = TEXT_SETS
     _base: StageResult | None = None

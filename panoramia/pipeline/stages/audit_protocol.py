@@ -21,6 +21,8 @@ class Audit(Protocol):
     seed: int
     generation_seed: int
     sets: ExampleSets
+    rows_are_units: bool
+    """Whether an example is the unit membership was drawn by (not text's chunks)."""
 
     def trusted_modules(self) -> list[str]: ...
     def inference_device(self, which: str) -> Any: ...

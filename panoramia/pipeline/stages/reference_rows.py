@@ -10,6 +10,7 @@ the attack's OUT reference models; the stage costs forward passes only. It depen
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,9 @@ from panoramia.targets import load_target
 STAGE = "reference_rows"
 ROWS = "reference_rows.npz"
 """The stage's file: ``member`` (n,) int8, 1 = a known member; ``target`` (n,) f's losses
-(nats); ``stand_ins`` (k, n) each stand-in's; members first, then the held-out rows."""
+(nats); ``stand_ins`` (k, n) each stand-in's; members first, then the held-out rows;
+``member_index`` and ``nonmember_index``: which of the data stage's members and real
+non-members they are (:func:`scored_indices`)."""
 MIN_SCORED_ROWS = 10
 """The stage runs where the data holds at least this many held-out rows to score (and
 members outside D_G): fewer tell an attacker's rates nothing."""
@@ -45,10 +48,11 @@ def scored_indices(
     audit: Audit, data: StageResult, n_nonmembers: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows the reference attack scores, in the stage's order: indices into the data
-    stage's known members (every one outside D_G, ascending) and into its real non-members
+    stage's known members (every one outside D_G, ascending: D_G, and so they, depend on
+    ``generation_seed`` and the split's fractions only) and into its real non-members
     (:func:`reserved_nonmembers`)."""
-    _, parts = member_parts_of(audit, data)
-    outside = np.sort(np.concatenate([p for n, p in parts.items() if n != "generator"]))
+    members, parts = member_parts_of(audit, data)
+    outside = np.setdiff1d(np.arange(len(members)), parts["generator"])  # D_G's by gen. seed
     return outside, reserved_nonmembers(audit.generation_seed, n_nonmembers)
 
 
@@ -63,9 +67,11 @@ def enough_rows(audit: Audit, data: StageResult) -> bool:
 
 
 def reference_attack_planned(audit: Audit) -> bool:
-    """Whether the reference attack runs (``audit.real_nonmembers.reference_attack``); it
-    needs the data's real non-members as well, which the stage checks once the data is read."""
-    return bool(getattr(audit.job.audit.real_nonmembers, "reference_attack", False))
+    """Whether the reference attack runs: ``audit.real_nonmembers.reference_attack``, where
+    the modality scores rows one by one (``audit.rows_are_units``: not text, whose unit is the
+    document, docs/SPEC.md §2.4); it needs the data's real non-members as well, which the
+    stage checks once the data is read."""
+    return bool(audit.job.audit.real_nonmembers.reference_attack) and audit.rows_are_units
 
 
 def _losses(audit: Audit, model: StageResult, which: str, sets: list[object]) -> np.ndarray:
@@ -108,16 +114,24 @@ def build_reference_rows(
         member_file.unlink()  # copies of her rows: the losses are what the stage keeps
         nonmember_file.unlink()
         member = np.r_[np.ones(outside.size, np.int8), np.zeros(reserved.size, np.int8)]
-        np.savez(directory / ROWS, member=member, target=losses_target, stand_ins=losses_stand_ins)
+        np.savez(
+            directory / ROWS, member=member, target=losses_target, stand_ins=losses_stand_ins,
+            member_index=outside, nonmember_index=reserved,
+        )  # fmt: skip
         return {"members": int(outside.size), "nonmembers": int(reserved.size),
                 "references": len(stand_ins)}  # fmt: skip
 
     return audit.runner.run(
-        STAGE, build,
-        config={"reserved_share": RESERVED_SHARE, "generation_seed": audit.generation_seed},
+        STAGE,
+        build,
+        config={
+            "reserved_share": RESERVED_SHARE,
+            "generation_seed": audit.generation_seed,
+            "fractions": asdict(audit.job.data.split),
+        },
         inputs=[data, target, *stand_ins],
         label=f"losses under target and {len(stand_ins)} stand-ins on the reference attack's rows",
-    )  # fmt: skip
+    )
 
 
 def read_rows(stage: StageResult) -> dict[str, np.ndarray]:
