@@ -98,7 +98,7 @@ def test_an_audit_over_http_succeeds_and_another_contributor_sees_nothing(stack:
     assert submitted.status_code == 202, submitted.text
     audit = _finished(alice, submitted.json()["id"])
     assert audit["status"] == "succeeded", audit["error"]
-    assert audit["progress"]["done"] == audit["progress"]["total"] == 20
+    assert audit["progress"]["done"] == audit["progress"]["total"] == 21
     assert audit["timings"]["confinement"].startswith("landlock ABI")
     print(f"audit over HTTP: {time.perf_counter() - started:.1f} s")
     report = alice.get(f"/v1/reports/{audit['report_id']}")

@@ -109,14 +109,14 @@ def test_audits_submit_wait_follows_the_stages_to_the_end(tmp_path: Path) -> Non
         assert 'name="census version 1: fail_levels"' in junit.read_text()
         status = [line for line in done.output.splitlines() if " report=" in line]
         assert len(status) == 1, done.output
-        assert status[0].startswith("succeeded stages=20/20 report="), done.output
+        assert status[0].startswith("succeeded stages=21/21 report="), done.output
         assert "running stages=" in done.output  # the stages as they went by
         after = done.output.split(status[0], 1)[1]  # then the answer itself: the report
         assert "census version 1 (tabular)" in after
         assert "paper's one-sided game: c_lb = " in after
         audit_id = done.output.strip().splitlines()[0]
         readable = run("audits", "status", audit_id, env=env).output
-        assert readable.startswith(f"audit {audit_id}: succeeded stages=20/20")
+        assert readable.startswith(f"audit {audit_id}: succeeded stages=21/21")
         assert "panoramia reports show " in readable
 
 

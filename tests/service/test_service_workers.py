@@ -45,8 +45,8 @@ def test_local_pool_runs_an_audit_and_stores_its_report(tmp_path: Path) -> None:
         assert running >= 1
         done = wait_ended(alice, audit_id, timeout=180)
         assert done["status"] == "succeeded", done["error"]
-        assert done["progress"] == {"stage": "attack_rmrn", "state": "done", "done": 20,
-                                    "total": 20}  # fmt: skip
+        assert done["progress"] == {"stage": "attack_rmrn", "state": "done", "done": 21,
+                                    "total": 21}  # fmt: skip
         assert done["timings"]["confinement"] == describe()  # Landlock, where the kernel has it
         assert done["attempts"] == 1
         assert done["timings"]["run_s"] > 0
@@ -93,7 +93,7 @@ def test_local_pool_runs_an_image_audit(tmp_path: Path) -> None:
         audit_id = alice.post("/v1/audits", json=body).json()["id"]
         done = wait_ended(alice, audit_id, timeout=300)
         assert done["status"] == "succeeded", done["error"]
-        assert done["progress"]["done"] == done["progress"]["total"] == 20
+        assert done["progress"]["done"] == done["progress"]["total"] == 21
         report = alice.get(f"/v1/reports/{done['report_id']}").json()["document"]
         assert report["modality"] == "image"
         assert report["target"]["name"] == "digits-cnn-1"
@@ -202,7 +202,7 @@ def test_celery_worker_killed_mid_audit_another_one_finishes_it(
 
 
 def test_a_finished_audit_records_its_last_stage_even_between_heartbeats(tmp_path: Path) -> None:
-    """An audit that ends before its worker's next heartbeat still reads 20/20: the worker
+    """An audit that ends before its worker's next heartbeat still reads 21/21: the worker
     stores the run's own last progress with the report (it once kept the last heartbeat's,
     stage 3 in a compose stack)."""
     settings = settings_for(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite'}", heartbeat_s=600)
@@ -210,7 +210,7 @@ def test_a_finished_audit_records_its_last_stage_even_between_heartbeats(tmp_pat
         audit_id = alice.post("/v1/audits", json=BODY).json()["id"]
         done = wait_ended(alice, audit_id, timeout=180)
         assert done["status"] == "succeeded", done["error"]
-        assert done["progress"]["done"] == done["progress"]["total"] == 20
+        assert done["progress"]["done"] == done["progress"]["total"] == 21
 
 
 def test_local_pool_audits_an_uploaded_lora_adapter(tmp_path: Path) -> None:

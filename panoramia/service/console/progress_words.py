@@ -31,6 +31,7 @@ STAGE_WORDS = {
     "attack": "training the attack (with the model)",
     "attack_rmrn": "the attack on your held-out rows",
     "reference_units": "scoring your documents as wholes",
+    "reference_rows": "scoring your members and held-out rows with the model and the stand-ins",
 }
 """Each stage of the audit's graph in words; a numbered stage (``stand_in_2``) is below."""
 NUMBERED = {

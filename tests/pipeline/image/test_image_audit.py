@@ -62,7 +62,7 @@ def test_image_audit_writes_a_full_report_and_reruns_from_cache(
 
     again = audit(artifacts=artifacts, run_dir=tmp_path / "second")
     assert again.returncode == 0
-    assert again.stderr.count(": reused (") == 20
+    assert again.stderr.count(": reused (") == 21
     second = json.loads((tmp_path / "second" / "report.json").read_text())
     assert [report[k] for k in HEADLINE] == [second[k] for k in HEADLINE]
 

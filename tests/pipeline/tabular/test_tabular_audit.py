@@ -261,7 +261,7 @@ def test_rerun_reuses_every_stage_and_gives_the_same_report(
     # The installed script, in an interpreter with its own hash seed: the keys must match.
     done = audit(artifacts=artifacts, run_dir=second, console_script=True)
     assert done.returncode == 0
-    assert done.stderr.count(": reused (") == 20
+    assert done.stderr.count(": reused (") == 21
     assert ": running" not in done.stderr
     reports = [json.loads((d / "report.json").read_text()) for d in (first, second)]
     assert [r[k] for k in HEADLINE for r in reports[:1]] == [reports[1][k] for k in HEADLINE]
