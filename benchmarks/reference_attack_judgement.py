@@ -28,7 +28,11 @@ DETECTED = ("leak_detected", "clear_leak", "leak_beyond_claim")
 
 
 def _called(document: dict) -> bool:
-    return verdict(document)["level"] in DETECTED
+    """The pre-registered rule: RMIA's test joins the decision (as the judged code had it)."""
+    joined = copy.deepcopy(document)
+    if isinstance(joined["reference_audits"].get("rmia"), dict):
+        joined["reference_audits"]["rmia"]["decides"] = True
+    return verdict(joined)["level"] in DETECTED
 
 
 def _before(document: dict) -> bool:

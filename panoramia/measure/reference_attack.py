@@ -149,6 +149,9 @@ class ReferenceAttackResult:
     test: O1Result
     offline_a: float | None = None
     """RMIA's a (None for LiRA)."""
+    decides: bool = False
+    """Whether its test joins the verdict's decision (``audit.real_nonmembers.rmia_decides``
+    for RMIA; LiRA never does)."""
 
     @property
     def eps_lb(self) -> float:
@@ -175,6 +178,7 @@ class ReferenceAttackResult:
             "tpr_at_fpr_interval": {f"{rate:g}": pair(i) for rate, i in self.tpr_interval.items()},
             "interval_level": self.interval_level,
             "test": self.test.to_dict(),
+            "decides": self.decides,
             **({} if self.offline_a is None else {"offline_a": self.offline_a}),
         }
 
@@ -193,6 +197,7 @@ def reference_attack(
     level: float = 0.9,
     interval_seed: int = 0,
     offline_a: float = OFFLINE_A,
+    decides: bool = False,
 ) -> ReferenceAttackResult:
     """Score ``attack`` (``rmia`` or ``lira``) on the rows and read its figures.
 
@@ -200,7 +205,8 @@ def reference_attack(
     target and under k OUT reference models; ``membership`` (n,) 0/1, 1 = a member of the
     target's training set. ``game_seed`` draws the fair-coin pairs of the test,
     ``audit_seed`` breaks its ties, ``interval_seed`` drives the ``draws`` bootstrap draws
-    of the intervals (``level`` coverage)."""
+    of the intervals (``level`` coverage); ``decides``: its test joins the verdict's decision
+    (RMIA only)."""
     labels = check_membership(membership)
     if attack == "rmia":
         scores = rmia_offline_scores(target_loss, reference_losses, offline_a=offline_a)
@@ -228,4 +234,5 @@ def reference_attack(
         interval_level=level,
         test=replace(test, randomised=randomised),
         offline_a=offline_a if attack == "rmia" else None,
+        decides=decides and attack == "rmia",
     )

@@ -297,6 +297,7 @@ def _reference_attacks(
             draws=audit.null.draws,
             level=1 - 2 * audit.null.false_alarm_rate,
             interval_seed=child_seed(job.seed, "reference_attack/intervals"),
+            decides=audit.real_nonmembers.rmia_decides,
         )
         for name in ATTACKS
     }

@@ -273,14 +273,17 @@ def o1_test(document: JSONDict) -> JSONDict | None:
 def rmia_test(document: JSONDict) -> JSONDict | None:
     """The reference attack's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
     2026-12-07): RMIA's O(1) game on fair-coin pairs of a member and a held-out row, from its
-    own counts (:func:`_counted_test`); None where the document has none or its held-out
-    rows were not drawn at random with the members (``randomised`` must be true: documents
-    before it had no such section). LiRA, beside it, is a figure."""
+    own counts (:func:`_counted_test`); None where the document has none, where its section
+    does not say it ``decides`` (``audit.real_nonmembers.rmia_decides``: off by default since
+    its judgement did not pass), or where its held-out rows were not drawn at random with
+    the members (``randomised`` must be true). LiRA, beside it, is a figure."""
     section = document.get("reference_audits")
     rmia = section.get("rmia") if isinstance(section, dict) else None
     game = rmia.get("test") if isinstance(rmia, dict) else None
     if not isinstance(game, dict) or rmia.get("randomised") is not True:  # type: ignore[union-attr]
         return None
+    if rmia.get("decides") is not True:  # type: ignore[union-attr]
+        return None  # a figure: its judgement did not pass (the default since 2026-12-07)
     if game.get("randomised") is not True:
         return None
     return _counted_test("rmia", game, document)
@@ -752,13 +755,21 @@ def _o1_outside(document: JSONDict) -> str | None:
 
 def _rmia_outside(document: JSONDict) -> str | None:
     """The one line of a run whose reference attack stays out of the verdict (held-out rows
-    the audit did not draw), with its figure; None where it joins or is absent."""
+    the audit did not draw, or its test not set to decide), with its figure; None where it
+    joins or is absent."""
     section = document.get("reference_audits")
     rmia = section.get("rmia") if isinstance(section, dict) else None
-    if not isinstance(rmia, dict) or rmia.get("randomised") is not False:
+    if not isinstance(rmia, dict) or rmia_test(document) is not None:
         return None
     eps = finite_number(rmia.get("eps_lb"))
     figure = "" if eps is None else f" (it reads ε_lb = {eps:.2f})"
+    if rmia.get("randomised") is True:
+        return (
+            f"The reference-model attack (RMIA) on your held-out rows is a figure beside this "
+            f"verdict{figure}: its test does not join the decision, as it has not yet passed "
+            "the project's judgement on models that never saw the members (docs/RESULTS.md "
+            "§28); its rates are shown as what an attacker gains."
+        )
     return (
         f"The reference-model attack (RMIA) on your held-out rows stays out of this verdict"
         f"{figure}: the audit did not draw them at random with your members, so rows that "

@@ -479,14 +479,17 @@ def test_the_caveats_say_how_much_of_her_data_was_audited_and_how_to_audit_more(
     assert not any(c.startswith("How much") for c in verdict(document)["caveats"])
 
 
-def _rmia(right: int, eps: float, *, randomised: bool = True, guesses: int = 100) -> dict:
+def _rmia(
+    right: int, eps: float, *, randomised: bool = True, guesses: int = 100, decides: bool = True
+) -> dict:
     """A reference attack section (RMIA, docs/SPEC.md §2.4) whose O(1) game on fair-coin
     pairs has its best guesses ``right`` of ``guesses`` (one test of 64)."""
     test = {"eps_lb": eps, "r": guesses, "v": right, "n_grid": 64, "delta": 0.0,
             "confidence": 0.95, "p_value": 1e-12, "randomised": randomised,
             "k_plus": guesses, "k_minus": 0}  # a stored p is never read  # fmt: skip
     return {"attack": "rmia", "eps_lb": eps, "p_value": 1e-12, "randomised": randomised,
-            "members": 900, "nonmembers": 800, "references": 3, "test": test}  # fmt: skip
+            "members": 900, "nonmembers": 800, "references": 3, "test": test,
+            "decides": decides}  # fmt: skip
 
 
 def test_rmia_joins_the_decision_beside_o1_where_the_split_was_drawn() -> None:
@@ -510,13 +513,22 @@ def test_rmia_joins_the_decision_beside_o1_where_the_split_was_drawn() -> None:
     p_ref = 2 * p_at_zero([100], [95], 64)
     assert decision["p_value"] == pytest.approx(min(1.0, 2 * min(0.401, p_ref)))
     # the same counts on her own held-out rows: a figure outside, one line says so
-    hers = weak_o1 | {"rmia": _rmia(95, 2.0, randomised=False)}
+    hers = _references(52, 0.0) | {"rmia": _rmia(95, 2.0, randomised=False)}
     hers["o1"]["randomised"] = False
     outside = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
                                 reference_audits=hers))  # fmt: skip
     assert outside["level"] == "no_leak_detected"
     said = " ".join(outside["meaning"])
     assert "(RMIA) on your held-out rows stays out of this verdict (it reads ε_lb = 2.00)" in said
+    # by default (its judgement did not pass) it decides nothing: a figure, one line says so
+    figure = _references(52, 0.0) | {"rmia": _rmia(95, 2.0, decides=False)}
+    quiet = verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
+                              reference_audits=figure))  # fmt: skip
+    assert quiet["level"] == "no_leak_detected"
+    assert quiet["decision"]["tests"] == ["null", "o1"]
+    assert "RMIA" not in quiet["sentence"]
+    assert any("is a figure beside this verdict (it reads ε_lb = 2.00)" in line
+               for line in quiet["meaning"])  # fmt: skip
     # a section whose bound its own counts contradict does not join
     forged = weak_o1 | {"rmia": _rmia(50, 2.0)}
     assert verdict(_document((0.5, 0.6), (0.1, 0.15), null=quiet_null,
