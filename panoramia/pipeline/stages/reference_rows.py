@@ -130,7 +130,7 @@ def build_reference_rows(
             "fractions": asdict(audit.job.data.split),
         },
         inputs=[data, target, *stand_ins],
-        label=f"losses under target and {len(stand_ins)} stand-ins on the reference attack's rows",
+        label=f"reference rows (f, {len(stand_ins)} stand-ins)",
     )
 
 
