@@ -141,8 +141,9 @@ class ReferenceAttackResult:
     """OUT reference models (the audit's stand-ins)."""
     auc: float
     auc_interval: tuple[float, float]
-    tpr_at_fpr: dict[float, tuple[float, float]]
-    """Per FPR asked: (TPR, the FPR it realises)."""
+    tpr_at_fpr: dict[float, tuple[float, float] | None]
+    """Per FPR asked: (TPR, the FPR it realises); None where fewer than one held-out row
+    could be wrongly flagged at that rate (rate × held-out rows < 1)."""
     tpr_interval: dict[float, tuple[float, float] | None]
     """Per FPR asked: the TPR's interval (None where no held-out row could be flagged)."""
     interval_level: float
@@ -171,9 +172,13 @@ class ReferenceAttackResult:
             "references": self.references,
             "auc": number(self.auc),
             "auc_interval": pair(self.auc_interval),
-            "tpr_at_fpr": {f"{rate:g}": number(tpr) for rate, (tpr, _) in self.tpr_at_fpr.items()},
+            "tpr_at_fpr": {
+                f"{rate:g}": None if found is None else number(found[0])
+                for rate, found in self.tpr_at_fpr.items()
+            },
             "realised_fpr": {
-                f"{rate:g}": number(realised) for rate, (_, realised) in self.tpr_at_fpr.items()
+                f"{rate:g}": None if found is None else number(found[1])
+                for rate, found in self.tpr_at_fpr.items()
             },
             "tpr_at_fpr_interval": {f"{rate:g}": pair(i) for rate, i in self.tpr_interval.items()},
             "interval_level": self.interval_level,
@@ -229,7 +234,12 @@ def reference_attack(
         references=int(np.asarray(reference_losses).shape[0]),
         auc=auc_exact(scores, labels),
         auc_interval=intervals.auc,
-        tpr_at_fpr={rate: tpr_at_fpr_exact(scores, labels, rate) for rate in ATTACK_FPRS},
+        tpr_at_fpr={
+            rate: tpr_at_fpr_exact(scores, labels, rate)
+            if rate * int(labels.size - labels.sum()) >= 1
+            else None
+            for rate in ATTACK_FPRS
+        },
         tpr_interval=dict(intervals.tpr_at_fpr),
         interval_level=level,
         test=replace(test, randomised=randomised),

@@ -167,3 +167,17 @@ def test_groups_are_tested_family_wise_by_one_permutation_of_the_labels() -> Non
     untested = group_readings(scores, member, groups, tested=False)
     assert all(g.p is None and not g.stands_out for g in untested)
     assert untested[2].auc == pytest.approx(found["2"].auc)
+
+
+def test_a_rate_too_small_for_the_held_out_rows_is_not_read() -> None:
+    """With 150 held-out rows, 1 in 1,000 would flag none of them: no TPR is read there (a
+    TPR at zero false positives is not a rate at 0.1 %), as the page then says."""
+    rng = np.random.default_rng(2)
+    target, references, member = _losses(rng, 300, 3, leak=0.3)
+    found = reference_attack("rmia", target, references, member, draws=19)
+    assert found.nonmembers == 150
+    assert found.tpr_at_fpr[0.001] is None
+    assert found.tpr_at_fpr[0.01] is not None
+    figures = found.to_dict()
+    assert figures["tpr_at_fpr"]["0.001"] is None
+    assert figures["realised_fpr"]["0.001"] is None
