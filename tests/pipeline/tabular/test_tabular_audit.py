@@ -299,8 +299,8 @@ def test_killed_during_the_attack_resumes_from_finished_stages(
     assert resumed.returncode == 0
     assert not any(d.exists() for d in leftovers)  # swept: its process is gone
     assert (
-        resumed.stderr.count(": reused (") == 18
-    )  # everything before the attack (stand-ins and their losses included)
+        resumed.stderr.count(": reused (") == 19
+    )  # everything before the attack (stand-ins, their losses and the reference rows included)
     fresh = audit(*own, artifacts=tmp_path / "fresh", run_dir=tmp_path / "clean")
     reports = [json.loads((tmp_path / d / "report.json").read_text()) for d in ("resumed", "clean")]
     assert [reports[0][k] for k in HEADLINE] == [reports[1][k] for k in HEADLINE]
