@@ -11,8 +11,8 @@ last name (``epochs``, ``real_quantile``), as the service's resource limits are
 (``panoramia/service/resource_limits.py``, which stay on top); a choice by its whole key.
 Values still holding an interpolation of the project's own configs are checked once resolved
 (the job) and skipped unresolved (the service, which never resolves), and so is every rule
-that reads one. ``claim.*`` has no range here: the claim is the accounting's own to check
-(``panoramia/accounting/claims.py``), which the claim rule asks. What needs files, installed
+that reads one. ``claim.*`` has no range here: the claim is the accounting's own to read and check
+(``panoramia/accounting/claim_settings.py``), which the claim rule asks. What needs files, installed
 packages or the data's columns is checked where those are read (the modality plug-ins).
 The tables are documented in ``docs/RANGES.md`` (``python -m panoramia.audit_settings``).
 
@@ -26,13 +26,9 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from panoramia.errors import InputError
-
-if TYPE_CHECKING:
-    from panoramia.accounting.claims import Claim
-    from panoramia.accounting.run_count import RunCount
 
 
 @dataclass(frozen=True)
@@ -550,81 +546,11 @@ def _thresholds(config: Mapping[str, Any]) -> None:
 
 
 def _claim(config: Mapping[str, Any]) -> None:
+    from panoramia.accounting.claim_settings import check_claim
+
     claim = _setting(config, "claim")
     if isinstance(claim, Mapping):
         check_claim(claim)
-
-
-def check_claim(claim: Mapping[str, Any]) -> None:
-    """The ``claim`` section is a claim the accounting takes (:func:`claim_of`) and, for
-    DP-SGD, can account for (``panoramia.accounting.dpsgd.check_accountable``: σ, T and the
-    span of the privacy loss)."""
-    from panoramia.accounting.claims import DpSgdClaim
-    from panoramia.accounting.dpsgd import check_accountable
-
-    try:
-        built = claim_of(claim)
-    except OverflowError:
-        raise InputError(
-            "claim.epochs, claim.sample_rate: T = ⌈epochs/q⌉ is beyond the steps accounted"
-        ) from None
-    if isinstance(built, DpSgdClaim):
-        check_accountable(built)
-
-
-_TUNING_FIELDS = {
-    "fixed": ("runs",), "tnb": ("eta", "gamma"), "poisson": ("rate",),
-    "binomial": ("trials", "probability"),
-}  # fmt: skip
-
-
-def run_count_of(tuning: Mapping[str, Any]) -> RunCount | None:
-    """The law of K of the ``claim.tuning`` section (None for one run); :class:`InputError`
-    names a missing or bad field."""
-    from panoramia.accounting.run_count import TruncatedNegativeBinomial, run_count_from_dict
-
-    kind = tuning.get("kind", "none")
-    if kind == "none":
-        return None
-    if kind == "geometric":
-        if tuning.get("mean") is None:
-            raise InputError("claim.tuning.mean: required for geometric tuning")
-        return TruncatedNegativeBinomial.geometric(tuning["mean"])
-    fields = _TUNING_FIELDS.get(kind)
-    if fields is None:
-        raise InputError(
-            "claim.tuning.kind: must be none, fixed, tnb, geometric, poisson or binomial, "
-            f"got {kind!r}"
-        )
-    missing = [name for name in fields if tuning.get(name) is None]
-    if missing:
-        raise InputError(f"claim.tuning.{missing[0]}: required for {kind} tuning")
-    return run_count_from_dict({"kind": kind} | {name: tuning[name] for name in fields})
-
-
-def claim_of(claim: Mapping[str, Any]) -> Claim:
-    """The claim of the ``claim`` section (``panoramia.pipeline.config.ClaimConfig``'s
-    fields); :class:`InputError` names a missing or bad field."""
-    from panoramia.accounting.claims import DpSgdClaim, EpsDeltaClaim, NoClaim
-
-    tuning = run_count_of(claim.get("tuning") or {})
-    kind = claim.get("kind", "none")
-    if kind == "none":
-        return NoClaim()
-    if kind == "dpsgd":
-        if claim.get("noise_multiplier") is None:
-            raise InputError("claim.noise_multiplier: required for a dpsgd claim")
-        return DpSgdClaim.single_phase(
-            claim["noise_multiplier"], sample_rate=claim.get("sample_rate"),
-            batch_size=claim.get("batch_size"), dataset_size=claim.get("dataset_size"),
-            steps=claim.get("steps"), epochs=claim.get("epochs"),
-            neighbouring=claim.get("neighbouring", "add_remove"), tuning=tuning,
-        )  # fmt: skip
-    if kind == "eps_delta":
-        if claim.get("epsilon") is None or claim.get("delta") is None:
-            raise InputError("claim.epsilon, claim.delta: required for an eps_delta claim")
-        return EpsDeltaClaim(claim["epsilon"], claim["delta"], tuning)
-    raise InputError(f"claim.kind: must be none, dpsgd or eps_delta, got {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -657,7 +583,7 @@ RULES: tuple[Rule, ...] = (
     Rule("`audit.thresholds` and `distinguisher.selection_thresholds` are threshold "
          "strategies (`grid:K`, `all`, `split:F`; `panoramia/measure/thresholds.py`)", _thresholds),
     Rule("`claim.*` is a claim the accounting takes and, for DP-SGD, can account for "
-         "(`panoramia/accounting/claims.py`, `dpsgd.py`)", _claim),
+         "(`panoramia/accounting/claim_settings.py`)", _claim),
 )  # fmt: skip
 """The rules across settings, checked after the ranges and choices, in this order."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import Field, asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from panoramia.accounting.claim_settings import claim_of, run_count_of
 from panoramia.audit_settings import (
     AttackSide,
     BaselineSide,
@@ -20,8 +21,6 @@ from panoramia.audit_settings import (
     StandInRecipe,
     TargetKind,
     TargetMembers,
-    claim_of,
-    run_count_of,
 )
 from panoramia.pipeline.tracking_settings import LoggerConfig
 
@@ -176,7 +175,7 @@ class TuningConfig:
 
     def to_run_count(self) -> RunCount | None:
         """The law of K (None for one run); :class:`InputError` names a missing field
-        (:func:`panoramia.audit_settings.run_count_of`)."""
+        (:func:`panoramia.accounting.claim_settings.run_count_of`)."""
         return run_count_of(asdict(self))
 
 
@@ -202,7 +201,7 @@ class ClaimConfig:
 
     def to_claim(self) -> Claim:
         """The claim object; :class:`InputError` names a missing or bad field
-        (:func:`panoramia.audit_settings.claim_of`)."""
+        (:func:`panoramia.accounting.claim_settings.claim_of`)."""
         return claim_of(asdict(self))
 
 
