@@ -23,12 +23,13 @@ blocks (``generators``, ``baselines``) and the models take their lists of values
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
 from panoramia.errors import InputError
+from panoramia.settings_rule import Rule
 
 
 @dataclass(frozen=True)
@@ -158,29 +159,6 @@ class GroupStatistic(StrEnum):
     RANK = "rank"
 
 
-class TextFeatures(StrEnum):
-    """``distinguisher.features`` (text): what the loss branch reads of the per-token losses
-    (``panoramia.modalities.text.features``; docs/SPEC.md §2.9)."""
-
-    SEQUENCE = "sequence"
-    CALIBRATED = "calibrated"
-
-
-class TextArchitecture(StrEnum):
-    """``target.architecture`` (text demo targets): the causal-LM family built from a config."""
-
-    GPT2 = "gpt2"
-    LLAMA = "llama"
-
-
-class TextAdapter(StrEnum):
-    """``target.adapter`` (text demo targets): the whole network trained, or a LoRA adapter
-    over the public base (``peft``)."""
-
-    NONE = "none"
-    LORA = "lora"
-
-
 class StandInRecipe(StrEnum):
     """``audit.stand_in.recipe``."""
 
@@ -215,57 +193,13 @@ class TargetMembers(StrEnum):
     DISJOINT_GENERATOR_DATA = "disjoint+generator_data"
 
 
-class Synthesizer(StrEnum):
-    """``generator.synthesizer`` (tables)."""
-
-    CART = "cart"
-    GAUSSIAN_COPULA = "gaussian_copula"
-    CTGAN = "ctgan"
-    TVAE = "tvae"
-
-
-class ImageGeneratorModel(StrEnum):
-    """``generator.model`` (images)."""
-
-    DCGAN = "dcgan"
-    DDPM = "ddpm"
-
-
-class ImageArch(StrEnum):
-    """``target.arch``, ``helper.arch`` (images): ``panoramia.modalities.image.nets``' networks."""
-
-    CNN = "cnn"
-    RESNET = "resnet"
-
-
-class Augmentation(StrEnum):
-    """``target.augment``, ``helper.augment`` (images; see
-    ``panoramia.modalities.image.image_module``)."""
-
-    NONE = "none"
-    CROP = "crop"
-    CROP_FLIP = "crop_flip"
-
-
 class Optimizer(StrEnum):
-    """``target.optimizer``, ``helper.optimizer`` (images)."""
+    """The optimisers the training building blocks take (``panoramia.models.training``, the
+    distinguishers, the plug-ins' networks); the image plug-in's ``target.optimizer`` and
+    ``helper.optimizer`` settings choose one."""
 
     ADAM = "adam"
     SGD = "sgd"
-
-
-class HelperData(StrEnum):
-    """``helper.training_data`` (images): synthetic images, or D_G."""
-
-    SYNTHETIC = "synthetic"
-    REAL = "real"
-
-
-class PublicBaseSource(StrEnum):
-    """``base.source`` (text): the installed packages' docstrings, or no public base LM."""
-
-    PACKAGE_DOCS = "package_docs"
-    NONE = "none"
 
 
 def values(choice: Iterable[StrEnum]) -> tuple[str, ...]:
@@ -279,46 +213,65 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "audit.group_statistic": GroupStatistic,
     "audit.stand_in.recipe": StandInRecipe,
     "audit.stand_in.training_data": StandInData,
-    "base.source": PublicBaseSource,
     "data.source": DataSource,
-    "distinguisher.features": TextFeatures,
-    "generator.model": ImageGeneratorModel,
-    "generator.synthesizer": Synthesizer,
-    "helper.arch": ImageArch,
-    "helper.augment": Augmentation,
-    "helper.optimizer": Optimizer,
-    "helper.training_data": HelperData,
-    "target.adapter": TextAdapter,
-    "target.arch": ImageArch,
-    "target.architecture": TextArchitecture,
-    "target.augment": Augmentation,
     "target.kind": TargetKind,
     "target.members": TargetMembers,
-    "target.optimizer": Optimizer,
 }
-"""The type of each setting that takes one of a list of values, by its whole key."""
+"""The type of each shared setting that takes one of a list of values, by its whole key (a
+plug-in's own are its ``Modality.choice_types``, :func:`plugin_choice_types`)."""
 CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE_TYPES.items()}
-"""The values of each choice setting (plain strings), checked with the ranges."""
-_NOUNS = {"target.augment": "augmentation ", "helper.augment": "augmentation "}
-_EITHER = ("base.source", "data.source", "target.optimizer", "helper.optimizer")
+"""The values of each shared choice setting (plain strings), checked with the ranges
+(:func:`all_choices`: with the plug-ins')."""
+
+
+def _plugins(modality: object) -> list[Any]:
+    """The declaration of ``modality``'s plug-in, or every registered one's where ``modality``
+    names none (a config that says no modality is held to every plug-in's settings)."""
+    from panoramia.plugins import MODALITIES
+
+    if isinstance(modality, str) and modality in MODALITIES:
+        return [MODALITIES[modality]]
+    return list(MODALITIES.values())
+
+
+def plugin_choice_types(modality: object = None) -> dict[str, type[StrEnum]]:
+    """The choice settings the plug-ins own (``Modality.choice_types``): ``modality``'s, or
+    every registered plug-in's (the first to declare a key gives its values)."""
+    found: dict[str, type[StrEnum]] = {}
+    for entry in _plugins(modality):
+        for key, kind in entry.choice_types.items():
+            found.setdefault(key, kind)
+    return found
+
+
+def all_choices() -> dict[str, tuple[str, ...]]:
+    """Every choice setting's values: the shared ones (:data:`CHOICES`) and each plug-in's,
+    by whole key, sorted."""
+    plugins = {key: values(kind) for key, kind in plugin_choice_types().items()}
+    return dict(sorted((CHOICES | plugins).items()))
 
 
 def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
-    """The values the setting ``key`` may take in ``modality``'s audit (None: any text)."""
+    """The values the setting ``key`` may take in ``modality``'s audit (None: any text):
+    the plug-in's narrowing of a shared choice (``Modality.choices``), else the shared
+    choice's values, else the plug-in's own choice's."""
     from panoramia.plugins import MODALITIES
 
     entry = MODALITIES.get(modality) if isinstance(modality, str) else None
-    return (entry.choices if entry else {}).get(key, CHOICES.get(key))
+    if entry is not None and key in entry.choices:
+        return entry.choices[key]
+    if key in CHOICES:
+        return CHOICES[key]
+    kind = plugin_choice_types(modality).get(key)
+    return values(kind) if kind is not None else None
 
 
-def _not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
+def not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
+    """``"<key>: '<value>' is not A or B"`` (two values) or ``"… is not one of A, B, C"``; a
+    value over 40 characters shortened."""
     shown = value if len(value) <= 40 else f"{value[:37]}..."
-    listed = (
-        " or ".join(allowed)
-        if key in _EITHER and len(allowed) == 2
-        else f"one of {', '.join(allowed)}"
-    )
-    return InputError(f"{key}: {_NOUNS.get(key, '')}{shown!r} is not {listed}")
+    listed = " or ".join(allowed) if len(allowed) == 2 else f"one of {', '.join(allowed)}"
+    return InputError(f"{key}: {shown!r} is not {listed}")
 
 
 # -- ranges and choices ----------------------------------------------------------------------
@@ -358,7 +311,7 @@ def check_ranges(config: dict) -> None:
         if isinstance(value, str):
             allowed = choices_of(key, modality)
             if allowed is not None and value not in allowed and "${" not in value:
-                raise _not_one_of(key, value, allowed)
+                raise not_one_of(key, value, allowed)
             continue  # another text, or an unresolved interpolation (the service's)
         allowed_range = RANGES.get(name)
         if allowed_range is None:
@@ -382,40 +335,40 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-def _setting(config: Mapping[str, Any], key: str) -> Any:
+def setting_at(config: Mapping[str, Any], key: str) -> Any:
     """The value at the dotted ``key`` of ``config``, or :data:`UNKNOWN`."""
     node: Any = config
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
             return UNKNOWN
         node = node[part]
-    return UNKNOWN if _unresolved(node) else node
+    return UNKNOWN if unresolved(node) else node
 
 
-def _unresolved(node: object) -> bool:
+def unresolved(node: object) -> bool:
     if isinstance(node, str):
         return "${" in node or node == "???"
     if isinstance(node, Mapping):
-        return any(_unresolved(child) for child in node.values())
+        return any(unresolved(child) for child in node.values())
     if isinstance(node, list):
-        return any(_unresolved(child) for child in node)
+        return any(unresolved(child) for child in node)
     return False
 
 
-def _settings(config: Mapping[str, Any], *keys: str) -> tuple[Any, ...] | None:
+def settings_at(config: Mapping[str, Any], *keys: str) -> tuple[Any, ...] | None:
     """The values at ``keys``, or None where one of them is :data:`UNKNOWN`."""
-    found = tuple(_setting(config, key) for key in keys)
+    found = tuple(setting_at(config, key) for key in keys)
     return None if any(value is UNKNOWN for value in found) else found
 
 
 def _target_path(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "target.kind", "target.path")
+    found = settings_at(config, "target.kind", "target.path")
     if found and found[0] == TargetKind.PATH and not found[1]:
         raise InputError("target.path: a target directory is required for target.kind=path")
 
 
 def _control_pool(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "modality", "target.members", "data.source")
+    found = settings_at(config, "modality", "target.members", "data.source")
     if found is None:
         return
     modality, members, source = found
@@ -429,76 +382,8 @@ def _control_pool(config: Mapping[str, Any]) -> None:
         )
 
 
-def _dp_target(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "target.dp_epsilon", "target.kind")
-    if found and found[0] is not None and found[1] != TargetKind.MLP:
-        raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
-
-
-def _heads(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "target.kind", "target.base_model", "target.n_embd", "target.n_head")
-    if found is None:
-        return
-    kind, base_model, n_embd, n_head = found
-    if kind == TargetKind.TRAIN and not base_model and n_head and n_embd % n_head:
-        raise InputError(f"target.n_embd: {n_embd} is not a multiple of target.n_head {n_head}")
-
-
-def _lora_base(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "target.kind", "target.adapter", "target.base_model", "base.source")
-    if found is None:
-        return
-    kind, adapter, base_model, source = found
-    if (
-        kind == TargetKind.TRAIN
-        and adapter == TextAdapter.LORA
-        and not base_model
-        and (source == PublicBaseSource.NONE)
-    ):
-        raise InputError(
-            "target.adapter: a LoRA adapter trains over a base LM: set base.source=package_docs "
-            "or target.base_model"
-        )
-
-
-def check_image_generator(generator: Mapping[str, Any]) -> None:
-    """The image generator's settings (its ``generator`` section): ``model`` one of
-    :class:`ImageGeneratorModel`, ``black_level`` in [0, 255], and for the DDPM a ``width``
-    that is a multiple of 8 and 1 ≤ ``sampling_steps`` ≤ ``diffusion_steps``. The job checks
-    them with every setting; ``panoramia.modalities.image.generator.ImageGeneratorConfig`` on
-    construction."""
-
-    def known(name: str) -> Any:
-        value = generator.get(name, UNKNOWN)
-        return UNKNOWN if _unresolved(value) else value
-
-    model = known("model")
-    if model is UNKNOWN:
-        return
-    if model not in values(ImageGeneratorModel):
-        raise _not_one_of("generator.model", str(model), values(ImageGeneratorModel))
-    black_level = known("black_level")
-    if black_level not in (None, UNKNOWN) and not 0 <= black_level <= 255:
-        raise InputError(f"generator.black_level: {black_level} is not in [0, 255]")
-    if model != ImageGeneratorModel.DDPM:
-        return
-    width, sampling, diffusion = known("width"), known("sampling_steps"), known("diffusion_steps")
-    if width is not UNKNOWN and width % 8:
-        raise InputError(f"generator.width: {width} is not a multiple of 8 (ddpm)")
-    if UNKNOWN not in (sampling, diffusion) and not 1 <= sampling <= diffusion:
-        raise InputError(
-            f"generator.sampling_steps: {sampling} is not in [1, diffusion_steps={diffusion}]"
-        )
-
-
-def _image_generator(config: Mapping[str, Any]) -> None:
-    generator = config.get("generator")
-    if isinstance(generator, Mapping) and "model" in generator:
-        check_image_generator(generator)
-
-
 def _split(config: Mapping[str, Any]) -> None:
-    split = _setting(config, "data.split")
+    split = setting_at(config, "data.split")
     if not isinstance(split, Mapping):
         return
     fractions = [value for value in split.values() if isinstance(value, int | float)]
@@ -507,7 +392,7 @@ def _split(config: Mapping[str, Any]) -> None:
 
 
 def _sides(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "audit.attack_side", "audit.baseline_side", "audit.ensemble")
+    found = settings_at(config, "audit.attack_side", "audit.baseline_side", "audit.ensemble")
     if found is None:
         return
     attack_side, baseline_side, ensemble = found
@@ -524,7 +409,7 @@ def _sides(config: Mapping[str, Any]) -> None:
 
 
 def _null(config: Mapping[str, Any]) -> None:
-    found = _settings(config, "audit.null.draws", "audit.null.false_alarm_rate")
+    found = settings_at(config, "audit.null.draws", "audit.null.false_alarm_rate")
     if found is not None:
         from panoramia.measure.null import check_null_settings
 
@@ -535,7 +420,7 @@ def _thresholds(config: Mapping[str, Any]) -> None:
     from panoramia.measure.thresholds import ThresholdStrategy
 
     for key in ("audit.thresholds", "distinguisher.selection_thresholds"):
-        spec = _setting(config, key)
+        spec = setting_at(config, key)
         if spec is UNKNOWN:
             continue
         try:
@@ -548,32 +433,15 @@ def _thresholds(config: Mapping[str, Any]) -> None:
 def _claim(config: Mapping[str, Any]) -> None:
     from panoramia.accounting.claim_settings import check_claim
 
-    claim = _setting(config, "claim")
+    claim = setting_at(config, "claim")
     if isinstance(claim, Mapping):
         check_claim(claim)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A rule across settings: ``check`` raises :class:`InputError` naming the key."""
-
-    says: str
-    """What it holds, for ``docs/RANGES.md``."""
-    check: Callable[[Mapping[str, Any]], None]
 
 
 RULES: tuple[Rule, ...] = (
     Rule("`target.kind=path` needs `target.path`", _target_path),
     Rule("`target.members` other than `same` needs data with a control pool (not the "
          "modality's file source: `csv`, `files`)", _control_pool),
-    Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
-    Rule("a text target trained here from scratch: `target.n_embd` a multiple of "
-         "`target.n_head`", _heads),
-    Rule("a text target trained as a LoRA adapter (`target.adapter=lora`) needs a base: "
-         "`base.source=package_docs` or `target.base_model`", _lora_base),
-    Rule("the image generator: `generator.black_level` in [0, 255]; the DDPM's "
-         "`generator.width` a multiple of 8 and `generator.sampling_steps` at most "
-         "`generator.diffusion_steps`", _image_generator),
     Rule("the `data.split` fractions add up to at most 1", _split),
     Rule("`audit.attack_side=target+helper+reference_models` goes with "
          "`audit.baseline_side=stand_in+helper+reference_models` (and the reverse), and "
@@ -585,12 +453,21 @@ RULES: tuple[Rule, ...] = (
     Rule("`claim.*` is a claim the accounting takes and, for DP-SGD, can account for "
          "(`panoramia/accounting/claim_settings.py`)", _claim),
 )  # fmt: skip
-"""The rules across settings, checked after the ranges and choices, in this order."""
+"""The rules across settings every modality shares, checked after the ranges and choices, in
+this order; a plug-in's own follow (:func:`rules_of`)."""
+
+
+def rules_of(modality: object = None) -> tuple[Rule, ...]:
+    """The rules a config of ``modality`` keeps, in the order they are checked: the shared
+    ones (:data:`RULES`), then its plug-in's (``Modality.rules``; every plug-in's where
+    ``modality`` names none)."""
+    return RULES + tuple(rule for entry in _plugins(modality) for rule in entry.rules)
 
 
 def check_rules(config: Mapping[str, Any]) -> None:
-    """The first of :data:`RULES` that ``config`` breaks raises :class:`InputError`."""
-    for rule in RULES:
+    """The first of :func:`rules_of` the config's modality that ``config`` breaks raises
+    :class:`InputError`."""
+    for rule in rules_of(config.get("modality")):
         rule.check(config)
 
 
@@ -610,7 +487,7 @@ def ranges_markdown() -> str:
     lines = [
         "# Settings and their ranges",
         "",
-        "Generated from `panoramia/audit_settings.py` "
+        "Generated from `panoramia/audit_settings.py` and each modality plug-in's `settings.py` "
         "(`python -m panoramia.audit_settings > docs/RANGES.md`).",
         "A setting is known by its last name (`target.epochs`, `helper.epochs`: `epochs`); every",
         "numeric setting of every config the job composes has a row here (a test composes them",
@@ -625,7 +502,8 @@ def ranges_markdown() -> str:
     lines += [f"| `{name}` | {RANGES[name]} |" for name in sorted(RANGES)]
     lines += ["", "| setting | one of |", "|---|---|"]
     lines += [
-        f"| `{key}` | {', '.join(f'`{v}`' for v in CHOICES[key])} |" for key in sorted(CHOICES)
+        f"| `{key}` | {', '.join(f'`{v}`' for v in allowed)} |"
+        for key, allowed in all_choices().items()
     ]
     lines += ["", "| modality | setting | one of |", "|---|---|---|"]
     lines += [
@@ -639,6 +517,13 @@ def ranges_markdown() -> str:
     ]
     lines += ["", "Then, in this order, the rules across settings:", ""]
     lines += [f"{number}. {rule.says}" for number, rule in enumerate(RULES, 1)]
+    lines += ["", "and after them, each modality's own:", ""]
+    lines += [
+        f"{number}. {entry.name}: {rule.says}"
+        for number, (entry, rule) in enumerate(
+            ((entry, rule) for entry in MODALITIES.values() for rule in entry.rules), len(RULES) + 1
+        )
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -9,8 +9,11 @@ import importlib
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, cast
+
+from panoramia.settings_rule import Rule
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,12 +65,21 @@ class Modality:
     shows_examples: bool = field(default=False)
     """Whether its report shows example inputs (generated images, text chunks) beside the
     charts and the exposed records (the console's link to the page says so)."""
+    choice_types: Mapping[str, type[StrEnum]] = field(default_factory=dict)
+    """The choice settings it owns (none of the shared ones), by whole key, and the
+    :class:`~enum.StrEnum` of each one's values (``panoramia.modalities.<name>.settings``):
+    the settings engine checks a config of this modality against them
+    (:func:`panoramia.audit_settings.choices_of`) and ``docs/RANGES.md`` lists them."""
+    rules: tuple[Rule, ...] = field(default=())
+    """Its rules across settings, checked after the shared ones
+    (:func:`panoramia.audit_settings.rules_of`)."""
     implicit_manifest_path: str | None = field(default=None)
     """``module:function`` ``(directory) -> dict | None``: the manifest of a model folder that
     has no ``target.json`` but is recognisably this modality's (None: no such rule)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", MappingProxyType(dict(self.choices)))
+        object.__setattr__(self, "choice_types", MappingProxyType(dict(self.choice_types)))
 
     def command_line(self) -> list[str]:
         """The ``panoramia-audit`` arguments that select this modality's primary config."""

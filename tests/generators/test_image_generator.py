@@ -77,7 +77,7 @@ def test_generator_needs_square_images_divisible_by_four() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"model": "vae"}, "generator.model: 'vae' is not one of dcgan, ddpm"),
+        ({"model": "vae"}, "generator.model: 'vae' is not dcgan or ddpm"),
         ({"model": "ddpm", "width": 12}, "generator.width: 12 is not a multiple of 8"),
         ({"model": "ddpm", "sampling_steps": 0}, "generator.sampling_steps: 0 is not in"),
         ({"black_level": 256}, "generator.black_level: 256 is not in"),

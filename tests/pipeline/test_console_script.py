@@ -16,7 +16,7 @@ from tests.cli_support import run_console_script
     ("config", "override", "message"),
     [
         ([], "audit.attack_side=both", "audit.attack_side: 'both' is not one of"),
-        (["--config-name", "image"], "target.augment=rotate", "augmentation 'rotate'"),
+        (["--config-name", "image"], "target.augment=rotate", "target.augment: 'rotate' is not"),
         (["--config-name", "text"], "target.n_head=3", "is not a multiple of target.n_head 3"),
     ],
 )

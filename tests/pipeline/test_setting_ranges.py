@@ -10,10 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from panoramia.audit_settings import (
-    CHOICES,
+    CHOICE_TYPES,
     RANGES,
     SKIPPED,
     _leaves,
+    all_choices,
     check_ranges,
     check_settings,
     choices_of,
@@ -23,6 +24,8 @@ from panoramia.errors import InputError
 from panoramia.pipeline.registry import compose_job, config_dir
 from panoramia.plugins import MODALITIES
 
+CHOICES = all_choices()
+"""Every choice setting's values, the shared ones and each plug-in's."""
 GROUPS = ("target", "generator", "helper", "distinguisher", "data", "audit", "run")
 
 
@@ -89,6 +92,41 @@ def test_a_seed_outside_its_range_names_key_value_and_range() -> None:
         check_ranges({"generation_seed": 2**32})
 
 
+def _keys(primary_arguments: list[str]) -> set[str]:
+    config = compose_job([*primary_arguments, "artifacts_dir=/tmp/unused"])
+    return {key for key, _, _ in _leaves(OmegaConf.to_container(config, resolve=False))}
+
+
+def test_the_engine_holds_only_shared_choices_and_each_plugin_its_own() -> None:
+    """A choice setting in ``panoramia.audit_settings`` is in every shipped modality's
+    primary config; each plug-in's own (``Modality.choice_types``) is in its own config, and
+    none is also a shared one (a plug-in narrows a shared one with ``choices``)."""
+    keys = {name: _keys(entry.command_line()) for name, entry in MODALITIES.items()}
+    for key in CHOICE_TYPES:
+        held_by = sorted(name for name, found in keys.items() if key in found)
+        assert held_by == sorted(MODALITIES), f"{key}: only {held_by}, so not a shared choice"
+    for name, entry in MODALITIES.items():
+        for key in entry.choice_types:
+            assert key not in CHOICE_TYPES, key
+            assert key in keys[name], f"{name}: {key} is not in its primary config"
+
+
+def test_a_plugins_choice_and_rule_hold_only_in_its_own_audit() -> None:
+    """A value checked by one plug-in's choice is not refused in another modality's config
+    (whose schema has its own meaning for the key); a config that names no modality is held
+    to every plug-in's."""
+    assert choices_of("generator.model", "image") == ("dcgan", "ddpm")
+    assert choices_of("generator.model", "tabular") is None
+    assert choices_of("generator.model") == ("dcgan", "ddpm")
+    check_ranges({"modality": "tabular", "generator": {"model": "anything"}})
+    with pytest.raises(InputError, match=r"^generator.model: 'anything' is not dcgan or ddpm"):
+        check_ranges({"modality": "image", "generator": {"model": "anything"}})
+    bad_heads = {"target": {"kind": "train", "base_model": None, "n_embd": 10, "n_head": 3}}
+    check_settings({"modality": "image", **bad_heads})
+    with pytest.raises(InputError, match=r"^target.n_embd: 10 is not a multiple"):
+        check_settings({"modality": "text", **bad_heads})
+
+
 def test_the_documented_table_is_the_checked_one() -> None:
     documented = (Path(__file__).parents[2] / "docs" / "RANGES.md").read_text()
     assert documented == ranges_markdown(), (
@@ -109,7 +147,7 @@ def test_a_choice_outside_its_list_names_key_value_and_choices(key: str, value: 
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
-    with pytest.raises(InputError, match=rf"^{key}: '{re.escape(value)}' is not one of "):
+    with pytest.raises(InputError, match=rf"^{key}: '{re.escape(value)}' is not "):
         check_ranges(config)
     for allowed in CHOICES[key]:
         node[parts[-1]] = allowed
@@ -149,11 +187,11 @@ def test_the_choices_are_the_ones_the_code_takes() -> None:
 @pytest.mark.parametrize(
     ("modality", "key", "value", "message"),
     [("image", "target.members", "disjoint+generator_data",
-      "target.members: 'disjoint+generator_data' is not one of same, disjoint"),
-     ("text", "target.kind", "mlp", "target.kind: 'mlp' is not one of train, path"),
+      "target.members: 'disjoint+generator_data' is not same or disjoint"),
+     ("text", "target.kind", "mlp", "target.kind: 'mlp' is not train or path"),
      ("tabular", "target.kind", "train", "target.kind: 'train' is not one of mlp, xgboost, path"),
-     ("image", "target.arch", "foo", "target.arch: 'foo' is not one of cnn, resnet"),
-     ("image", "helper.augment", "rotate", "helper.augment: augmentation 'rotate' is not one"),
+     ("image", "target.arch", "foo", "target.arch: 'foo' is not cnn or resnet"),
+     ("image", "helper.augment", "rotate", "helper.augment: 'rotate' is not one"),
      ("image", "target.optimizer", "lbfgs", "target.optimizer: 'lbfgs' is not adam or sgd"),
      ("text", "base.source", "web", "base.source: 'web' is not package_docs or none"),
      ("tabular", "data.source", "mnist", "data.source: 'mnist' is not adult or csv"),
@@ -227,7 +265,7 @@ def test_a_rule_skips_what_is_still_an_interpolation() -> None:
 
 @pytest.mark.parametrize(
     ("primary", "override", "message"),
-    [("image", "target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
+    [("image", "target.arch=foo", "target.arch: 'foo' is not cnn or resnet"),
      ("text", "base.source=nope", "base.source: 'nope' is not package_docs or none"),
      ("config", "audit.attack_side=target+helper+reference_models",
       "audit.attack_side=target+helper+reference_models goes with audit.baseline_side=")],

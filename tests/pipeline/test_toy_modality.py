@@ -68,7 +68,7 @@ def test_the_toy_modality_runs_through_the_stage_graph_and_the_report(tmp_path: 
 def test_the_registry_asks_the_toy_plug_in(
     toy_registered: plugins.Modality, tmp_path: Path
 ) -> None:
-    from panoramia.audit_settings import choices_of
+    from panoramia.audit_settings import check_settings, choices_of, ranges_markdown
     from panoramia.service.submission.cost import estimate_cost
     from panoramia.targets import load_target
     from tests.toy_modality.points import PointSet
@@ -76,6 +76,17 @@ def test_the_registry_asks_the_toy_plug_in(
 
     assert plugins.modality("toy") is toy_registered
     assert choices_of("data.source", "toy") == ("blobs",)
+    # Its own choice and rule, declared in its folder alone (settings.py, plugin.py).
+    assert choices_of("generator.covariance", "toy") == ("full", "diagonal")
+    assert choices_of("generator.covariance", "tabular") is None
+    toy_config = {"modality": "toy", "data": {"dims": 6}, "target": {"features": 2},
+                  "generator": {"covariance": "diagonal"}}  # fmt: skip
+    with pytest.raises(InputError, match=r"^target.features: 2 random features of 6-dim"):
+        check_settings(toy_config)
+    check_settings(toy_config | {"target": {"features": 0}})
+    with pytest.raises(InputError, match=r"^generator.covariance: 'banded' is not full or diag"):
+        check_settings(toy_config | {"generator": {"covariance": "banded"}})
+    assert "toy: `target.features` is 0 or at least `data.dims`" in ranges_markdown()
     assert plugins.data_sources()["toy_blobs"] == "toy"
     points = PointSet(
         __import__("numpy").random.default_rng(0).normal(size=(40, 3)),

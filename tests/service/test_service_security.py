@@ -355,10 +355,10 @@ IMAGE_BODY = {
 @pytest.mark.parametrize(
     ("body", "line", "message"),
     [
-        (IMAGE_BODY, "target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
-        (IMAGE_BODY, "helper.training_data=public", "helper.training_data: 'public' is not one"),
+        (IMAGE_BODY, "target.arch=foo", "target.arch: 'foo' is not cnn or resnet"),
+        (IMAGE_BODY, "helper.training_data=public", "training_data: 'public' is not synthetic"),
         (IMAGE_BODY, "target.members=disjoint+generator_data",
-         "target.members: 'disjoint+generator_data' is not one of same, disjoint"),
+         "target.members: 'disjoint+generator_data' is not same or disjoint"),
         (IMAGE_BODY, "generator.width=12", "generator.width: 12 is not a multiple of 8 (ddpm)"),
         (BODY, "audit.attack_side=target+helper+reference_models",
          "audit.attack_side=target+helper+reference_models goes with audit.baseline_side="),
@@ -382,7 +382,7 @@ def test_a_wrong_choice_or_combination_gets_422_naming_the_key(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["--config-name=image", "target.arch=foo"], "target.arch: 'foo' is not one of cnn, "),
+        (["--config-name=image", "target.arch=foo"], "target.arch: 'foo' is not cnn or "),
         (["--config-name=text", "base.source=nope"],
          "base.source: 'nope' is not package_docs or none"),
         (["audit.attack_side=target+helper+reference_models"],

@@ -28,6 +28,9 @@ class ToyTargetConfig(TargetConfigBase):
 class ToyGeneratorConfig:
     spread: float = 1.0
     """The fitted Gaussians' covariance is scaled by this."""
+    covariance: str = "full"
+    """``full`` or ``diagonal`` (its own choice, ``settings.py``): which of the fitted
+    covariances the draws use."""
 
 
 @dataclass

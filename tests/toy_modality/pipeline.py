@@ -84,6 +84,8 @@ class ToyPipeline(AuditPipeline):
             with np.load(work.gen.directory / "gaussians.npz") as fitted:
                 means, covariances = fitted["means"], fitted["covariances"]
                 share = float(fitted["share"][0])
+            if self.job.generator.covariance == "diagonal":
+                covariances = np.stack([np.diag(np.diag(c)) for c in covariances])
             rng = child_rng(self.generation_seed, "synthetic")
             sizes = {**work.needed, **({POOL_SET: work.pool} if work.pool else {})}
             for name, size in sizes.items():

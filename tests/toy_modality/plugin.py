@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from panoramia.modality_plugin import Modality
+from tests.toy_modality.settings import CHOICE_TYPES, RULES
 
 PLUGIN = Modality(
     name="toy",
@@ -18,6 +19,8 @@ PLUGIN = Modality(
         "target.kind": ("train", "path"),
         "target.members": ("same", "disjoint"),
     },
+    choice_types=CHOICE_TYPES,
+    rules=RULES,
     file_source_values=(),
     data_noun="points",
     target_formats=("toy-linear",),

@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from panoramia.audit_settings import ImageGeneratorModel, check_image_generator, values
+from panoramia.audit_settings import values
 from panoramia.devices import forward_passes, inference_device, prepare
 from panoramia.errors import InputError
 from panoramia.generators.seeding import chunked_noise
 from panoramia.modalities.image.images import ImageSet
+from panoramia.modalities.image.settings import ImageGeneratorModel, check_image_generator
 from panoramia.models.device_settings import DeviceSettings
 
 WEIGHTS = "generator.safetensors"
@@ -80,7 +81,7 @@ class ImageGeneratorConfig(DeviceSettings):
     haze there is what a distinguisher spots first; natural images get 0 (no change)."""
 
     def __post_init__(self) -> None:
-        check_image_generator(asdict(self))  # the job's own rules (panoramia.audit_settings)
+        check_image_generator(asdict(self))  # the job's own rule (its settings module)
 
 
 def black_level_of(images: np.ndarray) -> int:

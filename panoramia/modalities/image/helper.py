@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from panoramia.audit_settings import HelperData, values
+from panoramia.audit_settings import values
 from panoramia.baselines.labels import draw_classes, held_out
 from panoramia.devices import inference_device
 from panoramia.modalities.image.images import ImageSet
+from panoramia.modalities.image.settings import HelperData
 from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
 from panoramia.targets import load_target
 

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from panoramia.audit_settings import Augmentation, values
+from panoramia.audit_settings import values
 from panoramia.data.files import IMAGE_SUFFIXES, check_npz_arrays
 from panoramia.errors import InputError
+from panoramia.modalities.image.settings import Augmentation
 
 if TYPE_CHECKING:
     from collections.abc import Callable

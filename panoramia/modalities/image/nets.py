@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from panoramia.audit_settings import ImageArch
+from panoramia.modalities.image.settings import ImageArch
 
 
 class SmallCNN(nn.Module):
@@ -98,5 +98,6 @@ ARCHITECTURES = {
     ImageArch.CNN.value: "panoramia.modalities.image.nets:SmallCNN",
     ImageArch.RESNET.value: "panoramia.modalities.image.nets:ResNet",
 }
-"""``target.arch`` / ``helper.arch`` names (:class:`~panoramia.audit_settings.ImageArch`) →
-import paths (stored in target.json)."""
+"""``target.arch`` / ``helper.arch`` names
+(:class:`~panoramia.modalities.image.settings.ImageArch`) → import paths (stored in
+target.json)."""

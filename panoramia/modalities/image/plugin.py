@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
+from panoramia.modalities.image.settings import CHOICE_TYPES, RULES
 from panoramia.modality_plugin import Modality
 
 
@@ -31,6 +32,8 @@ PLUGIN = Modality(
         "target.members": values((TargetMembers.SAME, TargetMembers.DISJOINT)),
         "data.source": values((DataSource.MNIST, DataSource.DIGITS, DataSource.FILES)),
     },
+    choice_types=CHOICE_TYPES,
+    rules=RULES,
     file_source_values=(DataSource.FILES.value,),
     data_noun="images",
     target_formats=("hf-image-classification", "torch-safetensors", "torchscript", "onnx"),

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from panoramia.audit_settings import Augmentation, ImageArch, Optimizer
+from panoramia.audit_settings import Optimizer
 from panoramia.devices import inference_device
 from panoramia.errors import InputError
 from panoramia.modalities.image.images import ImageSet
+from panoramia.modalities.image.settings import Augmentation, ImageArch
 from panoramia.models.device_settings import DeviceSettings
 from panoramia.targets.manifest import MANIFEST
 

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panoramia.audit_settings import Synthesizer, values
+from panoramia.audit_settings import values
 from panoramia.errors import InputError
 from panoramia.generators.seeding import global_seed
+from panoramia.modalities.tabular.settings import Synthesizer
 from panoramia.modalities.tabular.table import TabularSchema, conform
 
 log = logging.getLogger(__name__)

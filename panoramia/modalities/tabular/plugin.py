@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from panoramia.audit_settings import DataSource, TargetKind, values
+from panoramia.modalities.tabular.settings import CHOICE_TYPES, RULES
 from panoramia.modality_plugin import Modality
 
 PLUGIN = Modality(
@@ -18,6 +19,8 @@ PLUGIN = Modality(
         "target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)),
         "data.source": values((DataSource.ADULT, DataSource.CSV)),
     },
+    choice_types=CHOICE_TYPES,
+    rules=RULES,
     file_source_values=(DataSource.CSV.value,),
     data_noun="a table",
     target_formats=(

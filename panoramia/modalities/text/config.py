@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from panoramia.audit_settings import PublicBaseSource
 from panoramia.modalities.text.causal_lm import CausalLMConfig, GPT2Size
 from panoramia.modalities.text.distinguisher import TextDistinguisherConfig
 from panoramia.modalities.text.generator import TextGeneratorConfig
 from panoramia.modalities.text.helper import TextHelperConfig
 from panoramia.modalities.text.lora import LoraSettings
+from panoramia.modalities.text.settings import PublicBaseSource
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
 
 

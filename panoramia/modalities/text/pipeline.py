@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from panoramia.audit_settings import PublicBaseSource
 from panoramia.errors import InputError
 from panoramia.hashing import settings_key
 from panoramia.modalities.text.config import TextJobConfig
@@ -32,6 +31,7 @@ from panoramia.modalities.text.documents import TextSet, read_chunks
 from panoramia.modalities.text.generator import SAMPLING
 from panoramia.modalities.text.reference_units import REFERENCE_UNITS
 from panoramia.modalities.text.sets import TEXT_SETS
+from panoramia.modalities.text.settings import PublicBaseSource
 from panoramia.pipeline.graph import STAGE_GRAPH, AuditPipeline, StageSpec
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
+from panoramia.modalities.text.settings import CHOICE_TYPES, RULES
 from panoramia.modality_plugin import Modality
 
 
@@ -58,6 +59,8 @@ PLUGIN = Modality(
             (DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.AUSTEN, DataSource.FILES)
         ),
     },
+    choice_types=CHOICE_TYPES,
+    rules=RULES,
     file_source_values=(DataSource.FILES.value,),
     data_noun="text",
     target_formats=("hf-causal-lm", "peft", "onnx"),

@@ -105,10 +105,10 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ("target=mlp_overfit", "Key 'hidden' not in 'ImageTargetConfig'"),
         ("data=images", "data.members_path: required"),
         ("data.members_path=/nonexistent.npz", "does not exist"),
-        ("target.augment=rotate", "augmentation 'rotate'"),
+        ("target.augment=rotate", "target.augment: 'rotate' is not one of"),
         ("target=image_path", "target.path"),
-        ("generator.model=vae", "generator.model: 'vae' is not one of dcgan, ddpm"),
-        ("helper.training_data=public", "helper.training_data: 'public' is not one of"),
+        ("generator.model=vae", "generator.model: 'vae' is not dcgan or ddpm"),
+        ("helper.training_data=public", "helper.training_data: 'public' is not synthetic or real"),
         (
             "generator.loss_matching.max_drop=1",
             "generator.loss_matching.max_drop: 1.0 is not in [0, 0.99]",
@@ -119,8 +119,8 @@ def test_own_images_and_own_target_directory(artifacts: Path, tmp_path: Path) ->
         ),
         ("generator.filter.max_drop=1.5", "generator.filter.max_drop: 1.5 is not in [0, 0.99]"),
         # choices and rules of panoramia/audit_settings.py, as the service's door checks them
-        ("target.arch=foo", "target.arch: 'foo' is not one of cnn, resnet"),
-        ("target.members=disjoint+generator_data", "is not one of same, disjoint"),
+        ("target.arch=foo", "target.arch: 'foo' is not cnn or resnet"),
+        ("target.members=disjoint+generator_data", "is not same or disjoint"),
     ],
 )
 def test_bad_image_config_exits_2_with_one_line(

@@ -243,9 +243,9 @@ def _lora_over(base: Path, directory: Path) -> None:
         ("base.packages=[nosuchpackage]", "base.packages: 'nosuchpackage' is not an installed"),
         ("base.source=web", "base.source: 'web' is not package_docs or none"),
         ("base.source=nope", "base.source: 'nope' is not package_docs or none"),
-        ("target.kind=mlp", "target.kind: 'mlp' is not one of train, path"),
-        ("distinguisher.features=bag", "distinguisher.features: 'bag' is not one of sequence"),
-        ("target.architecture=bert", "target.architecture: 'bert' is not one of gpt2, llama"),
+        ("target.kind=mlp", "target.kind: 'mlp' is not train or path"),
+        ("distinguisher.features=bag", "features: 'bag' is not sequence or calibrated"),
+        ("target.architecture=bert", "target.architecture: 'bert' is not gpt2 or llama"),
         ("target=lora_many_epochs base.source=none", "target.adapter: a LoRA adapter trains"),
     ],
 )

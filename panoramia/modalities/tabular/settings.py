@@ -1,0 +1,39 @@
+"""The tabular plug-in's own settings: the values of its choice settings (one
+:class:`~enum.StrEnum` each, :data:`CHOICE_TYPES`) and its rules across settings
+(:data:`RULES`), which its declaration (``plugin.py``) hands to the settings engine
+(:mod:`panoramia.audit_settings`). Light: the service reads it through the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from panoramia.audit_settings import TargetKind, settings_at
+from panoramia.errors import InputError
+from panoramia.settings_rule import Rule
+
+
+class Synthesizer(StrEnum):
+    """``generator.synthesizer``."""
+
+    CART = "cart"
+    GAUSSIAN_COPULA = "gaussian_copula"
+    CTGAN = "ctgan"
+    TVAE = "tvae"
+
+
+CHOICE_TYPES: dict[str, type[StrEnum]] = {"generator.synthesizer": Synthesizer}
+"""The choice settings this plug-in owns, by their whole key."""
+
+
+def _dp_target(config: Mapping[str, Any]) -> None:
+    found = settings_at(config, "target.dp_epsilon", "target.kind")
+    if found and found[0] is not None and found[1] != TargetKind.MLP:
+        raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
+)
+"""The rules across this plug-in's settings, checked after the shared ones."""
