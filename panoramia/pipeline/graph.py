@@ -423,7 +423,7 @@ class AuditPipeline(ABC):
         (members, columns), (nonmembers, _) = found[0], found[1]
         scored = read_rows(stages[REFERENCE_ROWS])
         rows = pd.concat(
-            [members.iloc[scored["member_index"]], nonmembers.iloc[scored["nonmember_index"]]],
+            [members.iloc[scored.member_index], nonmembers.iloc[scored.nonmember_index]],
             ignore_index=True,
         )
         return rows, columns

@@ -27,11 +27,11 @@ from panoramia.measure.two_sided import (
 from panoramia.pipeline.config import ModalityJob
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.stages.artifacts import GameDraw, Losses, Scores, UnitLosses
 from panoramia.pipeline.stages.blind import BLIND_STAGE
 from panoramia.pipeline.stages.reference_rows import STAGE as REFERENCE_ROWS
 from panoramia.pipeline.stages.reference_rows import read_rows
 from panoramia.pipeline.stages.units import STAGE as UNITS_STAGE
-from panoramia.pipeline.stages.units import UNIT_LOSSES
 from panoramia.pipeline.tracking_settings import NOT_AUDIT_SETTINGS
 from panoramia.report.attacker import attacker_section
 from panoramia.report.blind import blind_section
@@ -56,8 +56,8 @@ def audit_settings(job: ModalityJob) -> dict[str, Any]:
     return {k: v for k, v in asdict(job).items() if k not in NOT_AUDIT_SETTINGS}
 
 
-def _scores(stage: StageResult) -> dict[str, np.ndarray]:
-    return dict(np.load(stage.directory / "scores.npz"))
+def _scores(stage: StageResult) -> Scores:
+    return Scores.load(stage.directory)
 
 
 def claimed_guarantee(job: ModalityJob, target_info: dict) -> tuple[Claim, str]:
@@ -129,8 +129,8 @@ def _member_scores(stage: StageResult) -> np.ndarray:
     members = sorted(
         stage.directory.glob("scores_*.npz"), key=lambda path: int(path.stem.split("_")[1])
     )
-    files = members or [stage.directory / "scores.npz"]
-    return np.stack([np.load(path)["scores"] for path in files])
+    files = members or [stage.directory / Scores.file_name()]
+    return np.stack([Scores.read(path).scores for path in files])
 
 
 def null_section(
@@ -175,20 +175,20 @@ class ReportContext:
     """The stages' timings (:meth:`StageRunner.timings`)."""
     membership: np.ndarray
     """The audit set's coins (1 = member), the attack's and the baseline's alike."""
-    attack: dict[str, np.ndarray]
-    """The attack stage's ``scores.npz``: ``scores``, ``membership``, maybe ``pool_scores``."""
-    baseline: dict[str, np.ndarray]
-    """The baseline stage's ``scores.npz``, the same keys."""
+    attack: Scores
+    """The attack stage's scores."""
+    baseline: Scores
+    """The baseline stage's scores."""
     attack_members: np.ndarray
     """The attack's ensemble members' scores in seed order, (k, m)."""
     baseline_members: np.ndarray
     """The baseline's ensemble members' scores in seed order, (k, m)."""
     rmrn_game: tuple[np.ndarray, np.ndarray] | None
     """The RM;RN game's (scores, membership) on real non-members, where its stage ran."""
-    losses_target: dict[str, np.ndarray]
-    """``losses.npz`` of f (target), h (helper) and the first stand-in (where one ran)."""
-    losses_helper: dict[str, np.ndarray]
-    losses_stand_in: dict[str, np.ndarray] | None
+    losses_target: Losses
+    """The losses of f (target), h (helper) and the first stand-in (where one ran)."""
+    losses_helper: Losses
+    losses_stand_in: Losses | None
     measurement: Measurement
     """The paper's game (docs/SPEC.md §2)."""
     o1: O1Result | None
@@ -211,16 +211,14 @@ class ReportContext:
     galleries: dict[str, np.ndarray] | None
 
 
-def _losses(stage: StageResult) -> dict[str, np.ndarray]:
-    return dict(np.load(stage.directory / "losses.npz"))
+def _losses(stage: StageResult) -> Losses:
+    return Losses.load(stage.directory)
 
 
-def _measure(
-    job: ModalityJob, attack: dict[str, np.ndarray], baseline: dict[str, np.ndarray]
-) -> Measurement:
+def _measure(job: ModalityJob, attack: Scores, baseline: Scores) -> Measurement:
     audit = job.audit
     return measure(
-        attack["membership"], baseline_scores=baseline["scores"], attack_scores=attack["scores"],
+        attack.membership, baseline_scores=baseline.scores, attack_scores=attack.scores,
         thresholds=audit.thresholds, confidence=audit.confidence, gamma=audit.gamma,
         delta=audit.delta, seed=child_seed(job.seed, "measure/split"),
     )  # fmt: skip
@@ -237,7 +235,7 @@ def _held_out_drawn(job: ModalityJob, stages: Mapping[str, StageResult]) -> bool
 
 
 def _o1(
-    job: ModalityJob, stages: Mapping[str, StageResult], losses_target: dict[str, np.ndarray]
+    job: ModalityJob, stages: Mapping[str, StageResult], losses_target: Losses
 ) -> O1Result | None:
     """The O(1) reference audit (docs/SPEC.md §2.4) on the target's losses: at the unit the
     members and real non-members were drawn by (a reference-units stage's, where the modality
@@ -245,12 +243,11 @@ def _o1(
     for; None where the config does not ask for it or there are no real non-members.
     ``randomised`` is False where the audit did not draw the held-out rows at random with the
     members (:func:`_held_out_drawn`)."""
-    game = dict(np.load(stages["game"].directory / "game.npz"))
-    if not job.audit.real_nonmembers.o1 or "reference_coins" not in game:
+    coins = GameDraw.load(stages["game"].directory).reference_coins
+    if not job.audit.real_nonmembers.o1 or coins is None:
         return None
     randomised = _held_out_drawn(job, stages)
     audit = job.audit
-    coins = game["reference_coins"]
     m_ref = coins.size
     loss = np.where(
         coins == 1, losses_target["member_audit"][:m_ref], losses_target["nonmember_audit"][:m_ref]
@@ -264,9 +261,9 @@ def _o1(
     )  # fmt: skip
     if UNITS_STAGE not in stages:
         return per_example
-    units = dict(np.load(stages[UNITS_STAGE].directory / UNIT_LOSSES))
+    units = UnitLosses.load(stages[UNITS_STAGE].directory)
     result = o1_on_units(
-        units["member"], units["loss"], game_seed=child_seed(job.seed, "o1/units"),
+        units.member, units.loss, game_seed=child_seed(job.seed, "o1/units"),
         audit_seed=child_seed(job.seed, "o1"), confidence=audit.confidence, delta=audit.delta,
     )  # fmt: skip
     unit = str(stages[UNITS_STAGE].info.get("unit", "unit"))
@@ -287,9 +284,9 @@ def _reference_attacks(
     return {
         name: reference_attack(
             name,
-            rows["target"],
-            rows["stand_ins"],
-            rows["member"],
+            rows.target,
+            rows.stand_ins,
+            rows.member,
             confidence=audit.confidence,
             randomised=randomised,
             game_seed=child_seed(job.seed, "reference_attack/pairs"),
@@ -327,15 +324,15 @@ def report_context(
 ) -> ReportContext:
     """Load what the stages produced and take the readings the sections share."""
     attack, baseline = _scores(stages["attack"]), _scores(stages["baseline"])
-    membership = attack["membership"]
+    membership = attack.membership
     reference = _scores(stages["attack_rmrn"]) if "attack_rmrn" in stages else None
-    rmrn_game = None if reference is None else (reference["scores"], reference["membership"])
+    rmrn_game = None if reference is None else (reference.scores, reference.membership)
     attack_members = _member_scores(stages["attack"])
     baseline_members = _member_scores(stages["baseline"])
     losses_target = _losses(stages["losses_target"])
-    two_sided = two_sided_section(job, membership, baseline["scores"], attack["scores"], rmrn_game)
+    two_sided = two_sided_section(job, membership, baseline.scores, attack.scores, rmrn_game)
     quoted_game = "two_sided" if "eps_tilde" in two_sided else "one_sided"
-    games = {"attack": (attack["scores"], membership), "baseline": (baseline["scores"], membership)}
+    games = {"attack": (attack.scores, membership), "baseline": (baseline.scores, membership)}
     if rmrn_game is not None:
         games["rmrn"] = rmrn_game
     claim, claim_source = claimed_guarantee(job, stages["target"].info)
@@ -404,7 +401,7 @@ def _blind(context: ReportContext) -> dict[str, object] | None:
         return None
     blind, audit, two_sided = _scores(stage), context.job.audit, context.two_sided
     return blind_section(
-        blind["membership"], blind["scores"], model=str(stage.info.get("model", "")),
+        blind.membership, blind.scores, model=str(stage.info.get("model", "")),
         baseline_c_lb=context.measurement.c_lb,
         baseline_c_lb_two_sided=(
             float(cast(float, two_sided["c_lb"])) if "eps_tilde" in two_sided else None
@@ -454,12 +451,12 @@ def _gdp(context: ReportContext, document: dict[str, Any]) -> dict[str, object]:
 def _attacker(context: ReportContext, document: dict[str, Any]) -> dict:
     attack, baseline, null = context.attack, context.baseline, context.job.audit.null
     pool = (
-        (attack["pool_scores"], baseline["pool_scores"])
-        if "pool_scores" in attack and "pool_scores" in baseline
+        (attack.pool_scores, baseline.pool_scores)
+        if attack.pool_scores is not None and baseline.pool_scores is not None
         else None
     )
     return attacker_section(
-        context.measurement, context.membership, attack["scores"], baseline["scores"],
+        context.measurement, context.membership, attack.scores, baseline.scores,
         context.two_sided, draws=null.draws, level=1 - 2 * null.false_alarm_rate,
         seed=child_seed(context.job.seed, "attacker"), pool=pool,
     )  # fmt: skip
@@ -471,8 +468,8 @@ def _exposure(context: ReportContext, document: dict[str, Any]) -> dict | None:
     table, group_columns = context.members
     audit = context.job.audit
     return exposure_section(
-        table, group_columns, context.membership, context.attack["scores"],
-        baseline_scores=context.baseline["scores"], attack_members=context.attack_members,
+        table, group_columns, context.membership, context.attack.scores,
+        baseline_scores=context.baseline.scores, attack_members=context.attack_members,
         baseline_members=context.baseline_members,
         tested=mirrored(audit.attack_side, audit.baseline_side), fpr=audit.group_fpr,
         statistic=audit.group_statistic, false_alarm_rate=audit.null.false_alarm_rate,
@@ -493,7 +490,7 @@ def _reference_groups(context: ReportContext) -> dict[str, Any]:
     table, columns = context.reference_groups
     null = context.job.audit.null
     return {"reference_groups": reference_groups_section(
-        table, columns, rows["member"], rmia_offline_scores(rows["target"], rows["stand_ins"]),
+        table, columns, rows.member, rmia_offline_scores(rows.target, rows.stand_ins),
         tested=rmia.test.randomised, false_alarm_rate=null.false_alarm_rate, draws=null.draws,
         seed=child_seed(context.job.seed, "exposure/reference"),
     )}  # fmt: skip
@@ -553,8 +550,8 @@ def write_report(context: ReportContext, document: dict[str, Any], run_dir: Path
     write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
     membership = context.membership
     roc_curves = {
-        "baseline": (context.baseline["scores"], membership),
-        "attack": (context.attack["scores"], membership),
+        "baseline": (context.baseline.scores, membership),
+        "attack": (context.attack.scores, membership),
     }
     loss_groups = {
         model: {"members": table["member_audit"], "synthetic": table["synthetic_audit"],

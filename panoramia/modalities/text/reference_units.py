@@ -19,10 +19,11 @@ import numpy as np
 from panoramia.modalities.text.data import MEMBERS, NONMEMBERS
 from panoramia.modalities.text.documents import read_chunks
 from panoramia.pipeline.graph import StageSpec
+from panoramia.pipeline.stages.artifacts import UnitLosses
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import model_directory
 from panoramia.pipeline.stages.runner import StageResult
-from panoramia.pipeline.stages.units import STAGE, UNIT_LOSSES
+from panoramia.pipeline.stages.units import STAGE
 from panoramia.targets import load_target
 
 
@@ -56,8 +57,7 @@ def build_reference_units(audit: Audit, target: StageResult, data: StageResult) 
         rows = document_losses(
             np.concatenate([chunks.documents for chunks in sets]), np.concatenate(losses), member
         )
-        # savez's stub: ** could fill allow_pickle: bool
-        np.savez(directory / UNIT_LOSSES, **rows)  # type: ignore[arg-type]
+        UnitLosses(**rows).save(directory)
         return {
             "unit": "document",
             "members": int(rows["member"].sum()),

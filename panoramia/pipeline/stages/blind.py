@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from panoramia.pipeline.seeds import child_seed
+from panoramia.pipeline.stages.artifacts import GameDraw, Scores
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
 
@@ -34,13 +35,13 @@ def build_blind_baseline(
         labels = np.r_[np.ones(len(members)), np.zeros(len(generated))].astype(int)
         model = audit.blind_classifier(seed)
         model.fit(sets.stack(members, generated), labels, out_of_fold=False)
-        coins = np.load(game.directory / "game.npz")["coins"]
+        coins = GameDraw.load(game.directory).coins
         slots = sets.fill(
             sets.read(split.directory / f"member_audit{sets.suffix}"),
             sets.read(synthetic.directory / f"synthetic_audit{sets.suffix}"),
             coins.astype(bool),
         )  # fmt: skip
-        np.savez(directory / "scores.npz", scores=model.probabilities(slots), membership=coins)
+        Scores(model.probabilities(slots), coins).save(directory)
         return {"model": model.description, "trained_on": len(labels)}
 
     config = {"seed": audit.seed, "model": audit.blind_classifier(seed).key()}

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from panoramia.hashing import settings_key
+from panoramia.pipeline.stages.artifacts import GameDraw, Scores
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import side_losses_of
 from panoramia.pipeline.stages.runner import StageResult
@@ -141,20 +142,20 @@ class _Ensemble:
         # differ by the side information, not by training randomness.
         model = audit.new_distinguisher(self.data, index)
         model.fit(*self.stacked(loss, "attack_train"), *self.stacked(loss, "attack_val"))
-        game_arrays = np.load(self.game.directory / "game.npz")
-        coins = game_arrays["reference_coins" if self.real_nonmembers else "coins"]
+        game = GameDraw.load(self.game.directory)
+        coins = game.reference_coins if self.real_nonmembers else game.coins
+        assert coins is not None  # the real-non-member games run only where the game drew them
         members, others, member_loss, other_loss = self.part(loss, "audit")
         take = coins.astype(bool)
         slots = take.reshape(-1, *[1] * (member_loss.ndim - 1))
         side = np.where(slots, member_loss[: coins.size], other_loss[: coins.size])
         scores = model.score(audit.sets.fill(members, others, take), side)
-        suffix = f"_{index}" if self.size > 1 else ""
-        extra = {}
+        pool_scores = None
         if self.pool is not None:
             pooled = audit.sets.read(self.pool.directory / f"{POOL_SET}{audit.sets.suffix}")
-            extra["pool_scores"] = model.score(pooled, loss[POOL_SET])
-        np.savez(
-            directory / f"scores{suffix}.npz", scores=scores, membership=coins, side=side, **extra
+            pool_scores = model.score(pooled, loss[POOL_SET])
+        Scores(scores, coins, side=side, pool_scores=pool_scores).save(
+            directory, member=index if self.size > 1 else None
         )
         record = {
             "selection": [asdict(c) for c in model.candidates],
@@ -164,17 +165,12 @@ class _Ensemble:
 
     def save_mean(self, directory: Path, scores: list[np.ndarray]) -> None:
         """The ensemble's ``scores.npz``: its members' mean scores (and pool scores)."""
-        first = np.load(directory / "scores_0.npz")
-        extra = {}
+        members = [Scores.load(directory, member=k) for k in range(self.size)]
+        pool_scores = None
         if self.pool is not None:
-            extra["pool_scores"] = np.mean(
-                [np.load(directory / f"scores_{k}.npz")["pool_scores"] for k in range(self.size)],
-                axis=0,
-            )
-        np.savez(
-            directory / "scores.npz",
-            scores=np.mean(scores, axis=0),
-            membership=first["membership"],
-            side=first["side"],
-            **extra,
-        )
+            pooled = [m.pool_scores for m in members if m.pool_scores is not None]
+            pool_scores = np.mean(pooled, axis=0)  # every member scored the pool
+        Scores(
+            np.mean(scores, axis=0), members[0].membership, side=members[0].side,
+            pool_scores=pool_scores,
+        ).save(directory)  # fmt: skip

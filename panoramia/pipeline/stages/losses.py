@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from panoramia.pipeline.stages.artifacts import Losses
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import POOL_SET
@@ -43,8 +44,7 @@ def build_losses(
                 np.save(directory / SEQUENCES / f"{file.stem}.npy", values)
                 values = values.mean(axis=1)
             losses[file.stem] = values
-        # savez's stub: ** could fill allow_pickle: bool
-        np.savez(directory / "losses.npz", **losses)  # type: ignore[arg-type]
+        Losses(losses).save(directory)
         return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
 
     return audit.runner.run(
@@ -63,7 +63,9 @@ def side_losses_of(stage: StageResult) -> dict[str, np.ndarray]:
     if sequences.is_dir():
         return {path.stem: np.load(path, mmap_mode="r") for path in sorted(sequences.glob("*.npy"))}
     archive = stage.directory / SEQUENCE_LOSSES
-    return dict(np.load(archive if archive.exists() else stage.directory / "losses.npz"))
+    if archive.exists():
+        return dict(np.load(archive))
+    return dict(Losses.load(stage.directory))
 
 
 def model_directory(model: StageResult) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from panoramia.pipeline.seeds import child_rng
+from panoramia.pipeline.stages.artifacts import ReferenceRows
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import model_directory
 from panoramia.pipeline.stages.runner import StageResult
@@ -23,7 +24,7 @@ from panoramia.pipeline.stages.splits import member_parts_of
 from panoramia.targets import load_target
 
 STAGE = "reference_rows"
-ROWS = "reference_rows.npz"
+ROWS = ReferenceRows.FILE
 """The stage's file: ``member`` (n,) int8, 1 = a known member; ``target`` (n,) f's losses
 (nats); ``stand_ins`` (k, n) each stand-in's; members first, then the held-out rows;
 ``member_index`` and ``nonmember_index``: which of the data stage's members and real
@@ -114,10 +115,10 @@ def build_reference_rows(
         member_file.unlink()  # copies of her rows: the losses are what the stage keeps
         nonmember_file.unlink()
         member = np.r_[np.ones(outside.size, np.int8), np.zeros(reserved.size, np.int8)]
-        np.savez(
-            directory / ROWS, member=member, target=losses_target, stand_ins=losses_stand_ins,
+        ReferenceRows(
+            member=member, target=losses_target, stand_ins=losses_stand_ins,
             member_index=outside, nonmember_index=reserved,
-        )  # fmt: skip
+        ).save(directory)  # fmt: skip
         return {"members": int(outside.size), "nonmembers": int(reserved.size),
                 "references": len(stand_ins)}  # fmt: skip
 
@@ -134,6 +135,6 @@ def build_reference_rows(
     )
 
 
-def read_rows(stage: StageResult) -> dict[str, np.ndarray]:
-    """The stage's :data:`ROWS`: ``member``, ``target`` (n,), ``stand_ins`` (k, n)."""
-    return dict(np.load(stage.directory / ROWS))
+def read_rows(stage: StageResult) -> ReferenceRows:
+    """The stage's :data:`ROWS`."""
+    return ReferenceRows.load(stage.directory)
