@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -31,6 +31,9 @@ from panoramia.pipeline.registry import (
 )
 from panoramia.plugins import modality
 from panoramia.report.html import quote_text
+
+if TYPE_CHECKING:
+    from panoramia.pipeline.graph import AuditPipeline
 
 log = logging.getLogger("panoramia.audit")
 UNRELIABLE_NOTE = (
@@ -76,9 +79,9 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     from panoramia.pipeline.release_gate import check_gate_applied
 
     check_gate_applied(job.gate, HydraConfig.get())  # a gate no callback applies: refused
-    Pipeline = modality(job.modality).pipeline_class()
-    if job.threads is not None and hasattr(job.distinguisher, "n_jobs"):
-        job.distinguisher.n_jobs = job.threads  # xgboost's threads follow torch's
+    Pipeline: type[AuditPipeline] = modality(job.modality).pipeline_class()
+    if job.threads is not None:
+        Pipeline.distinguisher_threads(job, job.threads)
     _pin_threads(job.threads)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     console = Console(stderr=True)  # progress: the stages as they run

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from panoramia.errors import InputError
 from panoramia.hashing import tree_sha256
 
+if TYPE_CHECKING:
+    from panoramia.pipeline.config import DataConfigBase
 
-def input_paths_identity(config: object) -> dict[str, object]:
+
+def input_paths_identity(config: DataConfigBase) -> dict[str, object]:
     """``{members_path_sha256, nonmembers_path_sha256}`` of a ``data.source=files`` config,
     with each path cut to its last name (:func:`by_name`); InputError naming the setting when
     members_path is unset or a path does not exist."""
-    if not getattr(config, "members_path", None):
+    if not config.members_path:
         raise InputError("data.members_path: required for data.source=files")
     identity: dict[str, object] = {}
-    for name in ("members_path", "nonmembers_path"):
-        value = getattr(config, name)
+    for name, value in (("members_path", config.members_path),
+                        ("nonmembers_path", config.nonmembers_path)):  # fmt: skip
         if value is None:
             continue
         if not Path(value).exists():

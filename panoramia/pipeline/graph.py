@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def _distinguisher(
             or audit.job.audit.attack_side.endswith(REFERENCE)
             # A blind column fit on members vs real non-members tells them apart by their
             # documents, with no model at all (docs/SPEC.md §2.9).
-            or getattr(audit.job.distinguisher, "blind", False)
+            or audit.distinguisher_is_blind()
         ):
             return None
         return build_distinguisher(
@@ -215,6 +215,15 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
 )  # fmt: skip
 """The audit's stages in the order they run (the RM;RN attack runs only where the data has
 real non-members and the attack sees no reference models)."""
+
+
+class DeviceSection(Protocol):
+    """What the shared job reads of every plug-in's ``target`` and ``helper`` sections: where
+    their forward passes run (``tests/packaging/test_plugin_fields.py`` holds that each
+    shipped plug-in's sections have them)."""
+
+    accelerator: str
+    devices: Any
 
 
 class AuditPipeline(ABC):
@@ -435,8 +444,21 @@ class AuditPipeline(ABC):
         return None
 
     def trusted_modules(self) -> list[str]:
-        """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""
-        return list(getattr(self.job.target, "trusted_modules", None) or [])
+        """``target.trusted_modules``: extra modules a target.json's ``module`` may name; none
+        by default (the modalities whose manifests may name a network class override it)."""
+        return []
+
+    def distinguisher_is_blind(self) -> bool:
+        """Whether the distinguisher also reads the examples themselves with no model (text's
+        ``distinguisher.blind``): its RM;RN game would then tell members from real non-members
+        by their content alone, so that game does not run. False by default."""
+        return False
+
+    @classmethod
+    def distinguisher_threads(cls, job: Any, threads: int) -> None:
+        """Give the distinguisher ``threads`` where it has a thread count of its own (tables:
+        xgboost's ``n_jobs`` follows torch's); nothing by default."""
+        return
 
     def probe_target(self, adapter: Any, data: StageResult) -> None:
         """Score a few of the data's members with a brought model before any other work, so
@@ -448,7 +470,5 @@ class AuditPipeline(ABC):
         helper's for h and the stand-ins (:func:`panoramia.devices.inference_device`)."""
         from panoramia.devices import inference_device
 
-        section = self.job.target if which == "target" else self.job.helper
-        return inference_device(
-            getattr(section, "accelerator", "auto"), getattr(section, "devices", "auto")
-        )
+        section: DeviceSection = self.job.target if which == "target" else self.job.helper
+        return inference_device(section.accelerator, section.devices)

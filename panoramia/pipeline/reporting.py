@@ -231,7 +231,7 @@ def _held_out_drawn(job: ModalityJob, stages: Mapping[str, StageResult]) -> bool
     said = stages["data"].info.get("held_out_drawn")
     if isinstance(said, bool):
         return said
-    return not getattr(job.data, "nonmembers_path", None)
+    return not job.data.nonmembers_path
 
 
 def _o1(

@@ -56,6 +56,10 @@ class ImagePipeline(AuditPipeline):
     job: ImageJobConfig
     sets = IMAGE_SETS
 
+    def trusted_modules(self) -> list[str]:
+        """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""
+        return list(self.job.target.trusted_modules)
+
     def new_distinguisher(
         self, data: StageResult, index: int = 0
     ):  # -> panoramia.modalities.image.distinguisher.ImageDistinguisher

@@ -53,6 +53,15 @@ class TabularPipeline(AuditPipeline):
     job: TabularJobConfig
     sets = TABULAR_SETS
 
+    def trusted_modules(self) -> list[str]:
+        """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""
+        return list(self.job.target.trusted_modules)
+
+    @classmethod
+    def distinguisher_threads(cls, job: Any, threads: int) -> None:
+        """xgboost's ``n_jobs`` follows torch's thread count."""
+        job.distinguisher.n_jobs = threads
+
     def slice_columns(self) -> tuple[str, ...] | None:
         """The embedded data's columns, or the declared ones of a CSV (None: inferred from
         the file once it is read)."""

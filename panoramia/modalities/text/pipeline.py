@@ -76,6 +76,9 @@ class TextPipeline(AuditPipeline):
     sets = TEXT_SETS
     _base: StageResult | None = None
 
+    def distinguisher_is_blind(self) -> bool:
+        return self.job.distinguisher.blind
+
     def graph(self) -> tuple[StageSpec, ...]:
         """The shared graph with the public base LM (stage ``base``) before the generator;
         the generator, h and the stand-ins start from it (they read it through

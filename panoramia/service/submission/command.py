@@ -263,8 +263,7 @@ def audit_overrides(
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
     lines.append(f"data={data.source}")
-    for role in ("members", "nonmembers"):
-        given = getattr(data, role)
+    for role, given in (("members", data.members), ("nonmembers", data.nonmembers)):
         if given is None:
             continue
         path = uploaded(role, given, ("data", role)) or _inside(own, given, ("data", role))

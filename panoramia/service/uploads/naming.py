@@ -128,8 +128,10 @@ def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:
             continue
         names = [str(column[0]) for column in columns]
         wanted = [("label", data.label)] + [
-            (field, name) for field in ("categorical", "continuous", "slices")
-            for name in getattr(data, field)
+            (field, name)
+            for field, names in (("categorical", data.categorical),
+                                 ("continuous", data.continuous), ("slices", data.slices))
+            for name in names
         ]  # fmt: skip
         for field, name in wanted:
             if name is not None and name not in names:
