@@ -13,6 +13,7 @@ from panoramia.measure.jsonable import JSONDict
 from panoramia.measure.null import NullTest
 from panoramia.report import plots
 from panoramia.report.attacker import percent_share
+from panoramia.report.page_head import page_heading, page_title
 from panoramia.report.redaction import member_data
 from panoramia.report.reference_words import (
     NO_HELD_OUT,
@@ -146,13 +147,13 @@ def render_html(
         )
         for number, chart in enumerate(charts, start=1)
     )
-    target = html.escape(str(document["target"].get("name")))
+    target = str(document["target"].get("name"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>PANORAMIA audit — {target}</title>
+{page_title(target)}
 <style>{STYLE}</style></head>
-<body><main><h1>Privacy audit of {target}</h1>
+<body><main>{page_heading(target)}
 {_verdict_html(document)}
 {attacker_html(document)}
 {member_data(exposure_html(document))}

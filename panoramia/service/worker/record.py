@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from sqlalchemy.exc import DataError, IntegrityError
 
+from panoramia.report.page_head import page_heading, page_title
 from panoramia.report.schema import ReportDocument
 from panoramia.service.contributor_files import unreadable_entry
 from panoramia.service.settings import ServiceSettings
@@ -139,18 +139,18 @@ class ContributorView:
         )
 
 
-TITLE = re.compile(r"<title>PANORAMIA audit — [^<]*</title>")
-HEADING = re.compile(r"<h1>Privacy audit of [^<]*</h1>")
-
-
 def titled(content: ReportContent, name: str, version: str) -> ReportContent:
     """The report's page headed by the model's name and version as the contributor gave them
-    (the run knows only its ``target.name``), as the console names it."""
+    (the run knows only its ``target.name``), as the console names it: the title and heading
+    the renderer made of the document's ``target.name`` (:func:`page_title`,
+    :func:`page_heading`) give way to the same made of hers; a page without them is kept."""
     if content.html is None or not name:
         return content
-    shown = html.escape(f"{name} version {version}" if version else name)
-    page = TITLE.sub(lambda _: f"<title>PANORAMIA audit — {shown}</title>", content.html, 1)
-    page = HEADING.sub(lambda _: f"<h1>Privacy audit of {shown}</h1>", page, 1)
+    run_name = str((content.document.get("target") or {}).get("name"))
+    shown = f"{name} version {version}" if version else name
+    page = content.html
+    for made_by in (page_title, page_heading):
+        page = page.replace(made_by(run_name), made_by(shown), 1)
     return ReportContent(
         document=content.document, html=page, artifact_location=content.artifact_location
     )
