@@ -77,11 +77,12 @@ class StandInConfig:
     audited and never train a distinguisher, so that the baseline holds a real-trained model's
     opinion as the attack holds f's."""
 
-    training_data: str = StandInData.REAL_NONMEMBERS.value
+    training_data: str = StandInData.REAL_NONMEMBERS_GENERATOR_DATA.value
     """``real_nonmembers``: the data's real non-members (Adult's test set, the embedded image
     and text pools' rest, ``data.nonmembers_path``), or D_G when there are none;
     ``generator_data``: D_G, the members the generator learnt from;
-    ``real_nonmembers+generator_data``: both (D_G alone when there are no real non-members)."""
+    ``real_nonmembers+generator_data`` (the default): both (D_G alone when there are no real
+    non-members)."""
     recipe: str = StandInRecipe.HELPER.value
     """``helper``: h's recipe (the image audit's reference h is the target's recipe);
     ``target``: a demo target's own training recipe (text; an audited model directory falls
@@ -114,9 +115,10 @@ class AuditConfig:
     confidence: float = 0.95
     gamma: float = 0.0
     delta: float = 0.0
-    attack_side: str = AttackSide.TARGET.value
+    attack_side: str = AttackSide.TARGET_HELPER.value
     """The attack's side information: ``target`` (f's losses: the paper's MIA) or
-    ``target+helper`` (f's and h's losses). With ``target+helper`` the attack knows all that
+    ``target+helper`` (f's and h's losses; the default: text's attack preset,
+    ``conf/text_attack/``, sets ``target``). With ``target+helper`` the attack knows all that
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
     h (h, trained on synthetic data, finds real images harder) may out-score an attack that
     lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference_models`` adds, for the j-th
@@ -124,15 +126,16 @@ class AuditConfig:
     against models that never saw the example, as in LiRA/RMIA); it goes with
     ``baseline_side=stand_in+helper+reference_models`` and ``ensemble`` ≥ 2, and RM;RN is not run
     with it (the stand-ins train on the data's real non-members, RM;RN's among them)."""
-    baseline_side: str = BaselineSide.HELPER.value
-    """The baseline's side information: ``helper`` (h's losses: the paper's baseline),
+    baseline_side: str = BaselineSide.STAND_IN_HELPER.value
+    """The baseline's side information (the default ``stand_in+helper``; text's attack preset
+    sets ``stand_in``): ``helper`` (h's losses: the paper's baseline),
     ``stand_in`` or ``stand_in+helper`` (the stand-in f̂'s losses, then h's: the attack's
     side with f replaced by a real-trained model that never saw an audited or distinguisher
     member, docs/SPEC.md §2.7). ``stand_in+helper`` mirrors ``attack_side=target+helper``,
     ``stand_in`` mirrors ``target`` and ``stand_in+helper+reference_models`` mirrors
     ``target+helper+reference_models`` (f̂_j, h, then the other stand-ins)."""
     stand_in: StandInConfig = field(default_factory=StandInConfig)
-    ensemble: int = 1
+    ensemble: int = 3
     """Distinguishers trained per side (seeds apart), whose scores are averaged: the baseline's,
     the attack's and RM;RN's. With a stand-in there are as many stand-ins f̂_1 … f̂_k, and the
     baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""

@@ -218,9 +218,10 @@ real non-members and the attack sees no reference models)."""
 
 
 class DeviceSection(Protocol):
-    """What the shared job reads of every plug-in's ``target`` and ``helper`` sections: where
-    their forward passes run (``tests/packaging/test_plugin_fields.py`` holds that each
-    shipped plug-in's sections have them)."""
+    """What the shared job reads of a plug-in's ``target`` and ``helper`` sections where its
+    pipeline says it has them (:attr:`AuditPipeline.device_sections`): where their forward
+    passes run (``tests/packaging/test_plugin_fields.py`` holds that those sections have
+    them)."""
 
     accelerator: str
     devices: Any
@@ -238,6 +239,10 @@ class AuditPipeline(ABC):
     """Whether one example is the unit the members and held-out rows were drawn by (rows,
     images); False for text, whose chunks come in documents (docs/SPEC.md §2.4): the
     reference attack, which scores examples, does not run there."""
+    device_sections: bool = False
+    """Whether its ``target`` and ``helper`` sections say where their forward passes run
+    (:class:`DeviceSection`); else they run where :func:`panoramia.devices.inference_device`
+    puts ``auto``."""
 
     def __init__(self, job: Any, runner: StageRunner) -> None:
         """``job``: the modality's job schema (a ``JobConfigBase``); sets ``runner.total``."""
@@ -470,5 +475,7 @@ class AuditPipeline(ABC):
         helper's for h and the stand-ins (:func:`panoramia.devices.inference_device`)."""
         from panoramia.devices import inference_device
 
+        if not self.device_sections:
+            return inference_device("auto", "auto")
         section: DeviceSection = self.job.target if which == "target" else self.job.helper
         return inference_device(section.accelerator, section.devices)

@@ -55,6 +55,7 @@ class ImagePipeline(AuditPipeline):
 
     job: ImageJobConfig
     sets = IMAGE_SETS
+    device_sections = True
 
     def trusted_modules(self) -> list[str]:
         """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""

@@ -52,6 +52,7 @@ class TabularPipeline(AuditPipeline):
 
     job: TabularJobConfig
     sets = TABULAR_SETS
+    device_sections = True
 
     def trusted_modules(self) -> list[str]:
         """``target.trusted_modules``: extra modules a target.json's ``module`` may name."""

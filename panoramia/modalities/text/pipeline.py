@@ -74,6 +74,7 @@ class TextPipeline(AuditPipeline):
 
     job: TextJobConfig
     sets = TEXT_SETS
+    device_sections = True
     _base: StageResult | None = None
 
     def distinguisher_is_blind(self) -> bool:
