@@ -46,5 +46,5 @@ def test_held_out_drawn_follows_the_data_stage_where_it_says() -> None:
     assert _held_out_drawn(embedded, stages({"held_out_drawn": False})) is False
     hers = SimpleNamespace(data=SimpleNamespace(nonmembers_path="held_out.csv"))
     assert _held_out_drawn(hers, stages({})) is False  # tables and images: her own file
-    adult = SimpleNamespace(data=SimpleNamespace())
+    adult = SimpleNamespace(data=SimpleNamespace(nonmembers_path=None))  # every data section has it
     assert _held_out_drawn(adult, stages({})) is True
