@@ -20,7 +20,8 @@ from pathlib import Path
 import yaml
 
 from panoramia.report.pooled import pooled_verdict, run_reading
-from panoramia.report.verdict import DETECTED, verdict
+from panoramia.report.verdict import verdict
+from panoramia.report.verdict_rule import DETECTED
 
 
 def _overrides(run: Path) -> dict[str, str]:

@@ -35,7 +35,7 @@ from panoramia.report.shared_leakage import (
     RunRecord,
     version_leakage,
 )
-from panoramia.report.verdict import DETECTED
+from panoramia.report.verdict_rule import DETECTED
 
 FIRST = 600
 """The first generation seed of the judgement (trial 0's contributor 0)."""

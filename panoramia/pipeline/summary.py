@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from panoramia.measure import aggregate
-from panoramia.report.verdict import DETECTED
+from panoramia.report.verdict_rule import DETECTED
 
 QUANTITIES = ("quoted", "eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn",
               "eps_tilde_two_sided", "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip

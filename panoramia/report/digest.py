@@ -13,8 +13,9 @@ from typing import Any, cast
 
 from panoramia.measure.jsonable import JSONDict
 from panoramia.report.reference_words import NO_HELD_OUT, gave_no_held_out, reference_attack_reading
-from panoramia.report.verdict import WORDS, o1_joins, verdict
-from panoramia.report.verdict import finite_number as number
+from panoramia.report.verdict import WORDS, verdict
+from panoramia.report.verdict_rule import finite_number as number
+from panoramia.report.verdict_rule import o1_joins
 
 MAX_TEXT = 2000
 """Characters kept of one sentence."""

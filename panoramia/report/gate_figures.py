@@ -19,7 +19,8 @@ from panoramia.errors import InputError
 from panoramia.measure.jsonable import JSONDict
 from panoramia.report.attacker import LOW_FPRS
 from panoramia.report.pooled import pooled_verdict, run_reading
-from panoramia.report.verdict import GAME_WORDS, finite_number, percent, verdict
+from panoramia.report.verdict import percent, verdict
+from panoramia.report.verdict_rule import GAME_WORDS, finite_number
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from panoramia.report.reference_words import (
     gave_no_held_out,
     reference_attack_reading,
 )
-from panoramia.report.verdict import finite_number, p_text, percent
+from panoramia.report.verdict import p_text, percent
+from panoramia.report.verdict_rule import finite_number
 
 PARAGRAPH = (
     "PANORAMIA compares two classifiers on the same audit set of real members and generated "

@@ -16,7 +16,8 @@ from statistics import median
 from typing import Any
 
 from panoramia.report.pooled import run_reading
-from panoramia.report.verdict import DETECTED, PLAIN, finite_number, plain_line
+from panoramia.report.verdict import PLAIN, plain_line
+from panoramia.report.verdict_rule import DETECTED, finite_number
 
 JSONDict = dict[str, Any]
 FPR_KEY = "0.01"

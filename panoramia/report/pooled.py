@@ -25,7 +25,8 @@ from typing import Any
 
 from panoramia.measure.aggregate import aggregate
 from panoramia.measure.jsonable import JSONDict
-from panoramia.report.verdict import DETECTED, finite_number, p_text, percent
+from panoramia.report.verdict import p_text, percent
+from panoramia.report.verdict_rule import DETECTED, finite_number
 
 MAX_REPEATS = 10
 """The most runs one request may pool (the service's ``repeats``)."""

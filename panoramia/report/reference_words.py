@@ -13,7 +13,7 @@ from typing import Any
 
 from panoramia.measure.jsonable import JSONDict
 from panoramia.report.attacker import LOW_FPRS, percent_share
-from panoramia.report.verdict import finite_number as number
+from panoramia.report.verdict_rule import finite_number as number
 
 NO_HELD_OUT = (
     "Give held-out rows (records of the same kind that the model never trained on) and the "

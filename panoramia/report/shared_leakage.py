@@ -28,7 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from panoramia.report.pooled import pooled_verdict, run_reading
-from panoramia.report.verdict import DETECTED, finite_number, p_text, percent
+from panoramia.report.verdict import p_text, percent
+from panoramia.report.verdict_rule import DETECTED, finite_number
 
 RATE = 0.05
 """The model-level test's family-wise false-alarm rate α (over all its contributors)."""

@@ -27,17 +27,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from panoramia.measure import INTERPRETATION
 from panoramia.measure.jsonable import JSONDict
+from panoramia.report.verdict_rule import (
+    DETECTED,
+    TOLERANCE,
+    bounded_count,
+    finite_number,
+    games_of,
+    level_of,
+    o1_joins,
+    read_null,
+    rmia_test,
+)
 
-STRONG = math.log(2.0)
-"""ε̃ (nats) from which a detected leak is called clear when the low end of its interval
-reaches it: e^ε̃ = 2, the model doubles an attacker's odds over the generated data's."""
-TOLERANCE = 0.1
-"""The rule before the in-audit null (schema < 1.4): ε̃ (nats) up to which a run read as no
-leak."""
 LOW_FIDELITY_AUC = 0.75
 """A real-vs-synthetic AUC above this is a caveat of a quiet run: a leak can hide behind what
 the baseline already sees in the generated data."""
@@ -50,117 +55,6 @@ WORDS = {
     "inconclusive": "Inconclusive",
 }
 """Each level as a person reads it, most severe first."""
-DETECTED = ("leak_beyond_claim", "clear_leak", "leak_detected")
-"""The levels that say the model leaks."""
-GAME_WORDS = {"one_sided": "the paper's one-sided game", "two_sided": "the two-sided game"}
-
-
-def finite_number(value: object) -> float | None:
-    """``value`` as a finite float; None for anything else: bools, strings, NaN, ∞ (uploaded
-    documents vary)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value) if math.isfinite(value) else None
-    except OverflowError:  # an int too large for a float
-        return None
-
-
-MAX_COUNT = 10**9
-"""The largest count a document's test may hold (guesses, grid): more is read as unreadable."""
-
-
-def _count(value: object) -> int | None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-        return None
-    return value
-
-
-def _games(document: JSONDict) -> dict[str, JSONDict]:
-    """The games this run reports by key: the paper's one-sided game, and the two-sided one
-    where it was played; each with its figures."""
-    games: dict[str, dict[str, Any]] = {
-        "one_sided": {
-            "key": "one_sided",
-            "eps_tilde": float(document["eps_tilde"]),
-            "c_lb": float(document["c_lb"]),
-            "c_plus_eps_lb": float(document["c_plus_eps_lb"]),
-            "saturated": bool(document.get("saturated")),
-        }
-    }
-    two_sided = document.get("two_sided")
-    if isinstance(two_sided, dict) and "eps_tilde" in two_sided:
-        games["two_sided"] = {
-            "key": "two_sided",
-            "eps_tilde": float(two_sided["eps_tilde"]),
-            "c_lb": float(two_sided["c_lb"]),
-            "c_plus_eps_lb": float(two_sided["c_plus_eps_lb"]),
-            "saturated": bool(two_sided.get("saturated")),
-        }
-    for game in games.values():
-        game["game"] = GAME_WORDS[game["key"]]
-    return games
-
-
-MALFORMED = "this report's null section cannot be read or does not match its figures"
-"""Why a schema-1.4 document without a usable ``null`` section has no null to hold its gap to."""
-
-
-def read_null(document: JSONDict, games: dict[str, JSONDict] | None = None) -> JSONDict | None:
-    """The document's null test, checked against the document's own figures and recomputed
-    from its counts: ``game``, ``draws``, ``exceed``, ``p_value``, ``false_alarm_rate``,
-    ``threshold``, ``interval``, ``detected``, ``borderline``, ``ensemble``;
-    ``{"skipped": reason}`` when the audit had none or the section cannot be used (an uploaded
-    document's is not trusted: its game must be the pre-registered one, its observed gap the
-    game's ε̃, its detection its threshold's); None for a document written before the null
-    (schema < 1.4, no section)."""
-    section = document.get("null")
-    if section is None and str(document.get("schema_version", "1.4")) < "1.4":
-        return None
-    if not isinstance(section, dict):
-        return {"skipped": MALFORMED}
-    if isinstance(section.get("skipped"), str):
-        return {"skipped": section["skipped"][:500]}
-    games = games if games is not None else _games(document)
-    draws, exceed = _count(section.get("draws")), _count(section.get("exceed"))
-    rate = finite_number(section.get("false_alarm_rate"))
-    observed, threshold = (
-        finite_number(section.get("observed")),
-        finite_number(section.get("threshold")),
-    )
-    interval = section.get("interval")
-    high = finite_number(interval[1]) if isinstance(interval, list) and len(interval) == 2 else None
-    expected_game = "two_sided" if "two_sided" in games else "one_sided"
-    if (
-        section.get("game") != expected_game
-        or draws is None
-        or exceed is None
-        or not 0 <= exceed <= draws
-        or rate is None
-        or not 0 < rate < 0.5
-        or observed is None
-        or threshold is None
-        or high is None
-        or abs(max(0.0, observed) - games[expected_game]["eps_tilde"]) > 1e-6
-    ):
-        return {"skipped": MALFORMED}
-    p_value = (1 + exceed) / (draws + 1)
-    detected = p_value <= rate
-    if detected != (observed > threshold):
-        return {"skipped": MALFORMED}
-    low = max(0.0, observed - threshold)
-    return {
-        "game": expected_game,
-        "draws": draws,
-        "exceed": exceed,
-        "p_value": p_value,
-        "false_alarm_rate": rate,
-        "threshold": threshold,
-        "interval": [low, max(low, high)],
-        "detected": detected,
-        "borderline": p_value <= 2 * rate,
-        "ensemble": _count(section.get("ensemble")),
-    }
 
 
 def p_text(value: float) -> str:
@@ -171,39 +65,6 @@ def p_text(value: float) -> str:
 def percent(rate: float) -> str:
     """A rate as a person reads it: 0.05 → "5%", 0.025 → "2.5%"."""
     return f"{100 * rate:g}%"
-
-
-def _legacy_level(games: dict[str, JSONDict], claim: JSONDict) -> tuple[str, JSONDict]:
-    """The rule of schema 1.1–1.3 (no in-audit null): the larger ε̃ of the games whose c_lb
-    is above 0, against :data:`TOLERANCE`."""
-    reliable = [g for g in games.values() if g["c_lb"] > 0]
-    quoted = max(reliable or games.values(), key=lambda g: g["eps_tilde"])
-    if claim.get("violation"):
-        return "leak_beyond_claim", quoted
-    if reliable and quoted["eps_tilde"] > TOLERANCE:
-        return "leak_detected", quoted
-    loudest = max(games.values(), key=lambda g: g["eps_tilde"])
-    if not reliable and loudest["eps_tilde"] > TOLERANCE:
-        return "inconclusive", loudest
-    return "no_leak_detected", quoted
-
-
-def game_reach(document: JSONDict, quoted: JSONDict) -> float | None:
-    """The most ε̃ the quoted game could show at this audit's size, every guess right (nats):
-    the one-sided game's ``detectable.eps_tilde_max``; the two-sided game's
-    logit(α_pair^(1/m)) − c_lb. None where the document does not say."""
-    if quoted["key"] == "two_sided":
-        from panoramia.measure.bounds import saturation_ceiling
-
-        section = got if isinstance(got := document.get("two_sided"), dict) else {}
-        alpha = finite_number(section.get("alpha_per_test"))
-        m = finite_number(document.get("m"))
-        if alpha is None or m is None or not 0 < alpha < 1 or m < 1:
-            return None
-        c_lb: float = quoted["c_lb"]
-        return max(0.0, float(saturation_ceiling(int(m), alpha)) - c_lb)
-    reach = got if isinstance(got := document.get("detectable"), dict) else {}
-    return finite_number(reach.get("eps_tilde_max"))
 
 
 REFERENCE_WORDS = {
@@ -219,148 +80,6 @@ REFERENCE_MEANING = {
 }
 
 
-def o1_joins(audit: JSONDict) -> bool:
-    """Whether an O(1) section may join the decision: its held-out rows were drawn at random
-    with the members (``randomised``; absent in documents before 2026-12-02, which take it as
-    they did). A contributor's own held-out rows may differ from her members in kind (other
-    authors, dates, topics), and a model that only knows rows like them would read the same
-    (docs/SPEC.md §3.1, level 8, as amended 2026-12-02)."""
-    return audit.get("randomised", True) is True  # anything but true (0, "false") stays out
-
-
-def _counted_test(name: str, audit: JSONDict, document: JSONDict) -> JSONDict | None:
-    """A guessing game's test of ε = 0 from its own counts (O(1)'s, or the reference attack's
-    O(1) game on pairs): min(1, n_grid · P[Bin(r, ½) ≥ v]) at its best (k₊, k₋), never its
-    stored p. None where it cannot be read, its confidence is not the document's, it is
-    relaxed (δ > 0), or its bound does not follow from that p."""
-    from panoramia.measure.bounds import p_at_zero
-
-    r, v, n = _count(audit.get("r")), _count(audit.get("v")), _count(audit.get("n_grid"))
-    eps = finite_number(audit.get("eps_lb"))
-    confidence = finite_number(audit.get("confidence"))
-    expected = finite_number(document.get("confidence"))
-    if (
-        r is None or v is None or n is None or n < 1 or not 0 <= v <= r
-        or eps is None or confidence is None or expected is None
-        or not 0 < confidence < 1 or abs(confidence - expected) > 1e-9
-        or finite_number(audit.get("delta", 0.0)) != 0.0
-    ):  # fmt: skip
-        return None
-    p_value = p_at_zero([r], [v], n)
-    if (p_value <= 1 - confidence) != (eps > 0):
-        return None  # its bound does not follow from its own counts
-    found: JSONDict = {"test": name, "p_value": p_value, "eps_lb": eps, "confidence": confidence}
-    member, nonmember = _count(audit.get("k_plus")), _count(audit.get("k_minus"))
-    if member is not None and nonmember is not None and member + nonmember == r:
-        found |= {"calls": {"member": member, "nonmember": nonmember}, "right": v}
-    return found
-
-
-def o1_test(document: JSONDict) -> JSONDict | None:
-    """The O(1) reference audit's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
-    2026-11-27 03:15: RM;RN does not join, as its trained distinguisher also sees the
-    examples, and a held-out split whose rows differ from the members' — text's, by
-    document — let it call all 3 text controls of the judgement), from its own counts
-    (:func:`_counted_test`); None also where its held-out rows were not drawn at random with
-    the members (:func:`o1_joins`). Keys: ``test``, ``p_value``, ``eps_lb``, ``confidence``."""
-    section = document.get("reference_audits")
-    audit = section.get("o1") if isinstance(section, dict) else None
-    if not isinstance(audit, dict) or not o1_joins(audit):
-        return None
-    return _counted_test("o1", audit, document)
-
-
-def rmia_test(document: JSONDict) -> JSONDict | None:
-    """The reference attack's test of ε = 0 (docs/SPEC.md §3.1, level 8, as amended
-    2026-12-07): RMIA's O(1) game on fair-coin pairs of a member and a held-out row, from its
-    own counts (:func:`_counted_test`); None where the document has none, where its section
-    does not say it ``decides`` (``audit.real_nonmembers.rmia_decides``: off by default since
-    its judgement did not pass), or where its held-out rows were not drawn at random with
-    the members (``randomised`` must be true). LiRA, beside it, is a figure."""
-    section = document.get("reference_audits")
-    rmia = section.get("rmia") if isinstance(section, dict) else None
-    game = rmia.get("test") if isinstance(rmia, dict) else None
-    if not isinstance(game, dict) or rmia.get("randomised") is not True:  # type: ignore[union-attr]
-        return None
-    if rmia.get("decides") is not True:  # type: ignore[union-attr]
-        return None  # a figure: its judgement did not pass (the default since 2026-12-07)
-    if game.get("randomised") is not True:
-        return None
-    return _counted_test("rmia", game, document)
-
-
-def reference_tests(document: JSONDict) -> list[JSONDict]:
-    """The reference audits that join the decision, in order: O(1), then RMIA."""
-    return [test for test in (o1_test(document), rmia_test(document)) if test is not None]
-
-
-def decision(
-    null: JSONDict, references: list[JSONDict], reading: list[JSONDict] | None = None
-) -> JSONDict:
-    """The decision of one run (docs/SPEC.md §3.1, level 8): the in-audit null's p alone, or,
-    with reference audits, min(1, 2 · min(p, p_ref)), p_ref = min(1, R · min_j p_j);
-    ``detected`` at α, ``borderline`` at 2α or where a reference audit reads ε_lb > 0 at its
-    own confidence; ``found_by``: the tests whose own share of α calls it."""
-    rate = null["false_alarm_rate"]
-    if not references:
-        return {"p_value": null["p_value"], "detected": null["detected"],
-                "borderline": null["borderline"] or bool(reading), "references": [],
-                "reading": list(reading or []),
-                "found_by": ["null"] if null["detected"] else []}  # fmt: skip
-    p_ref = min(1.0, len(references) * min(r["p_value"] for r in references))
-    combined = min(1.0, 2 * min(null["p_value"], p_ref))
-    detected = combined <= rate
-    found_by = []
-    if detected:
-        if 2 * null["p_value"] <= rate:
-            found_by.append("null")
-        found_by += [r["test"] for r in references
-                     if 2 * len(references) * r["p_value"] <= rate]  # fmt: skip
-    reads = any(r["eps_lb"] > 0 for r in [*references, *(reading or [])])
-    return {
-        "p_value": combined,
-        "detected": detected,
-        "borderline": combined <= 2 * rate or reads,
-        "references": references,
-        "reading": list(reading or []),
-        "p_reference": p_ref,
-        "found_by": found_by,
-    }
-
-
-def _level(
-    document: JSONDict, games: dict[str, JSONDict], null: JSONDict | None, claim: JSONDict
-) -> tuple[str, JSONDict]:
-    """The level and the quoted game's figures; a no-leak run whose quoted game could not
-    have called one (:func:`game_reach`) is inconclusive (docs/SPEC.md §3.1, level 7); with
-    reference audits, the decision of level 8 (:func:`decision`), kept in the figures under
-    ``decision``."""
-    if null is None:
-        return _legacy_level(games, claim)
-    if "skipped" in null:
-        quoted = games.get("two_sided", games["one_sided"])
-    else:
-        quoted = games.get(null["game"], games["one_sided"])
-    references = reference_tests(document)
-    reading = [test for test in references if test["eps_lb"] > 0]
-    if claim.get("violation"):
-        if "skipped" not in null:
-            quoted = quoted | {"decision": decision(null, references, reading)}
-        return "leak_beyond_claim", quoted
-    if "skipped" in null:
-        if quoted["eps_tilde"] > 0:
-            return "inconclusive", quoted
-        return ("borderline" if reading else "no_leak_detected"), quoted | {"reading": reading}
-    decided = decision(null, references, reading)
-    quoted = quoted | {"decision": decided}
-    if decided["detected"]:
-        return ("clear_leak" if null["interval"][0] >= STRONG else "leak_detected"), quoted
-    reach = game_reach(document, quoted)
-    if reach is not None and reach <= null["threshold"] and not decided["borderline"]:
-        return "inconclusive", quoted | {"reach": reach}
-    return ("borderline" if decided["borderline"] else "no_leak_detected"), quoted
-
-
 def _odds(value: float) -> str:
     return f"{math.exp(value):.1f}×" if value < 20 else "more than a million times"
 
@@ -373,14 +92,14 @@ def quoted_calls(document: JSONDict, quoted: JSONDict) -> dict[str, int] | None:
         if not isinstance(point, dict):
             return None
         member, nonmember = (
-            _count(point.get("member_guesses")),
-            _count(point.get("nonmember_guesses")),
+            bounded_count(point.get("member_guesses")),
+            bounded_count(point.get("nonmember_guesses")),
         )
         if member is None or nonmember is None:
             return None
         return {"member": member, "nonmember": nonmember}
     attack = got if isinstance(got := document.get("attack"), dict) else {}
-    member = _count(attack.get("r"))
+    member = bounded_count(attack.get("r"))
     return None if member is None else {"member": member, "nonmember": 0}
 
 
@@ -390,13 +109,13 @@ def _baseline_best(document: JSONDict, quoted: JSONDict) -> tuple[int, int] | No
         point = (document.get("two_sided") or {}).get("baseline")
         if not isinstance(point, dict):
             return None
-        made = [_count(point.get(k)) for k in ("member_guesses", "nonmember_guesses")]
-        right = [_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
+        made = [bounded_count(point.get(k)) for k in ("member_guesses", "nonmember_guesses")]
+        right = [bounded_count(point.get(k)) for k in ("member_correct", "nonmember_correct")]
         if None in made or None in right:
             return None
         return sum(cast("list[int]", made)), sum(cast("list[int]", right))  # no None (above)
     baseline = got if isinstance(got := document.get("baseline"), dict) else {}
-    r, v = _count(baseline.get("r")), _count(baseline.get("v"))
+    r, v = bounded_count(baseline.get("r")), bounded_count(baseline.get("v"))
     return None if r is None or v is None else (r, v)
 
 
@@ -602,7 +321,7 @@ def _reading_sentence(said: _Said, ref: JSONDict) -> str | None:
             f"{where} has no null to hold it to. Repeat the audit with mirrored sides (the "
             "defaults) and more held-out rows before acting on it."
         )
-    assert decided is not None  # a held null always comes with its decision (_level)
+    assert decided is not None  # a held null always comes with its decision (level_of)
     if decided["detected"]:
         return None
     return (
@@ -915,16 +634,18 @@ def audited_size(document: JSONDict) -> str | None:
     split = got if isinstance(got := data.get("split"), dict) else {}
     parts = got if isinstance(got := split.get("members"), dict) else {}
     game = got if isinstance(got := data.get("game"), dict) else {}
-    given, scored = _count(data.get("members")), _count(game.get("members_in_audit"))
-    audit_part = _count(parts.get("audit"))
+    given, scored = bounded_count(data.get("members")), bounded_count(game.get("members_in_audit"))
+    audit_part = bounded_count(parts.get("audit"))
     if given is None or scored is None or audit_part is None or not given:
         return None
-    others = {key: _count(parts.get(key)) for key in ("generator", "attack_train", "attack_val")}
+    others = {
+        key: bounded_count(parts.get(key)) for key in ("generator", "attack_train", "attack_val")
+    }
     if None in others.values():
         return None
     trained = (others["attack_train"] or 0) + (others["attack_val"] or 0)
     held = got if isinstance(got := split.get("nonmembers"), dict) else {}
-    held_audit, held_given = _count(held.get("audit")), _count(data.get("nonmembers"))
+    held_audit, held_given = bounded_count(held.get("audit")), bounded_count(data.get("nonmembers"))
     held_words = (
         f"; of the {held_given:,} held-out rows, {held_audit:,} were the reference audits' "
         "non-members"
@@ -1011,9 +732,9 @@ def verdict(document: JSONDict) -> JSONDict:
     none), ``meaning`` and ``caveats`` (lists of sentences) and ``claim`` (the declared
     guarantee in words)."""
     claim = document.get("claim") or {}
-    games = _games(document)
+    games = games_of(document)
     null = read_null(document, games)
-    level, quoted = _level(document, games, null, claim)
+    level, quoted = level_of(document, games, null, claim)
     held = null if null and "skipped" not in null else None
     return {
         "level": level,

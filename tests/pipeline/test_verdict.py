@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from panoramia.report.html import _verdict_html
-from panoramia.report.verdict import STRONG, TOLERANCE, verdict
+from panoramia.report.verdict import verdict
+from panoramia.report.verdict_rule import STRONG, TOLERANCE
 from tests.service_support import report_document_for_test
 
 

@@ -30,7 +30,7 @@ from panoramia.plugins import MODALITIES
 from panoramia.report.digest import report_digest
 from panoramia.report.plain import plain_paragraph
 from panoramia.report.verdict import WORDS, split_caveats
-from panoramia.report.verdict import finite_number as number
+from panoramia.report.verdict_rule import finite_number as number
 from panoramia.service.check_pool import CheckPool
 from panoramia.service.console import sessions
 from panoramia.service.console.audit_form import add_audit_pages, retry_link
