@@ -26,10 +26,13 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from panoramia.errors import InputError
 from panoramia.settings_rule import Rule
+
+if TYPE_CHECKING:
+    from panoramia.modality_plugin import Modality
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE
 (:func:`all_choices`: with the plug-ins')."""
 
 
-def _plugins(modality: object) -> list[Any]:
+def _plugins(modality: object) -> list[Modality]:
     """The declaration of ``modality``'s plug-in, or every registered one's where ``modality``
     names none (a config that says no modality is held to every plug-in's settings)."""
     from panoramia.plugins import MODALITIES
@@ -518,12 +521,8 @@ def ranges_markdown() -> str:
     lines += ["", "Then, in this order, the rules across settings:", ""]
     lines += [f"{number}. {rule.says}" for number, rule in enumerate(RULES, 1)]
     lines += ["", "and after them, each modality's own:", ""]
-    lines += [
-        f"{number}. {entry.name}: {rule.says}"
-        for number, (entry, rule) in enumerate(
-            ((entry, rule) for entry in MODALITIES.values() for rule in entry.rules), len(RULES) + 1
-        )
-    ]
+    own = [f"{entry.name}: {rule.says}" for entry in MODALITIES.values() for rule in entry.rules]
+    lines += [f"{number}. {says}" for number, says in enumerate(own, len(RULES) + 1)]
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -168,8 +168,8 @@ class _Ensemble:
         members = [Scores.load(directory, member=k) for k in range(self.size)]
         pool_scores = None
         if self.pool is not None:
-            pooled = [m.pool_scores for m in members if m.pool_scores is not None]
-            pool_scores = np.mean(pooled, axis=0)  # every member scored the pool
+            # every member scored the pool: one without its scores fails here, as it did
+            pool_scores = np.mean([cast(np.ndarray, m.pool_scores) for m in members], axis=0)
         Scores(
             np.mean(scores, axis=0), members[0].membership, side=members[0].side,
             pool_scores=pool_scores,
