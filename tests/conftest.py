@@ -19,6 +19,7 @@ from scipy.stats import binom
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("PANORAMIA_CHECK_READS", "1")  # a stage reading an undeclared setting fails
 
 DATA = Path(__file__).parent / "fixtures"
 OFFICIAL_SCORES = DATA / "panoramia_official_adult_scores.csv"

@@ -30,6 +30,8 @@ import numpy as np
 from panoramia.audit_settings import REFERENCE
 from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_seed
+from panoramia.pipeline.settings_reads import recording
+from panoramia.pipeline.stage_reads import check_declared
 from panoramia.pipeline.stages.blind import BLIND_STAGE, build_blind_baseline
 from panoramia.pipeline.stages.distinguisher import build_distinguisher
 from panoramia.pipeline.stages.example_sets import ExampleSets
@@ -43,6 +45,7 @@ from panoramia.pipeline.stages.splits import (
     build_split,
     build_synthetic_split,
 )
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, SEED
 from panoramia.pipeline.stages.stand_in import build_stand_in
 from panoramia.pipeline.stages.target import build_target
 
@@ -250,6 +253,7 @@ class AuditPipeline(ABC):
         self.runner = runner
         self.seed = job.seed
         self.generation_seed = job.seed if job.generation_seed is None else job.generation_seed
+        runner.bind(job, {SEED: self.seed, GENERATION_SEED: self.generation_seed})
         runner.total = len(self.planned_stages())
 
     def graph(self) -> tuple[StageSpec, ...]:
@@ -270,7 +274,10 @@ class AuditPipeline(ABC):
         for spec in self.graph():
             if not spec.planned(self):
                 continue
-            made = spec.build(self, {name: built[name] for name in spec.inputs if name in built})
+            before = len(self.runner.results)
+            with recording(self.job) as reads:
+                made = spec.build(self, {n: built[n] for n in spec.inputs if n in built})
+            check_declared(spec.name, reads, self.runner.results[before:], self.runner.declared)
             if made is not None:
                 built[spec.name] = made
         stages: dict[str, StageResult] = {}

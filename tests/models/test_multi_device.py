@@ -80,6 +80,7 @@ def test_a_rank_lost_mid_training_leaves_no_stage_behind(tmp_path) -> None:  # t
     from rich.console import Console
 
     from panoramia.pipeline.stages import StageRunner
+    from panoramia.pipeline.stages.stage_key import StageKey
     from panoramia.pipeline.store import ArtifactStore
 
     rng = np.random.default_rng(0)
@@ -93,7 +94,7 @@ def test_a_rank_lost_mid_training_leaves_no_stage_behind(tmp_path) -> None:  # t
 
     runner = StageRunner(ArtifactStore(tmp_path), console=Console(quiet=True))
     with pytest.raises(Exception, match=r"process 1 terminated|rank 1 lost"):
-        runner.run("target", build, config={"x": 1}, inputs=[])
+        runner.run(StageKey("target"), build, config={"x": 1}, inputs=[])
     assert not any(tmp_path.rglob("_done.json"))
     assert not any(path.name.startswith(".partial") for path in tmp_path.rglob("*"))
 

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
+from panoramia.pipeline.stages.stage_key import StageKey
 from panoramia.pipeline.store import ArtifactStore
 
 
@@ -29,31 +30,33 @@ def test_stage_is_built_once_and_reused(tmp_path: Path) -> None:
         (directory / "out.txt").write_text("42")
         return {"answer": 42}
 
-    first = _runner(tmp_path).run("alpha", build, config={"x": 1}, inputs=[])
-    second = _runner(tmp_path).run("alpha", build, config={"x": 1}, inputs=[])
+    first = _runner(tmp_path).run(StageKey("alpha"), build, config={"x": 1}, inputs=[])
+    second = _runner(tmp_path).run(StageKey("alpha"), build, config={"x": 1}, inputs=[])
     assert len(calls) == 1
     assert second.reused
     assert not first.reused
     assert (second.directory / "out.txt").read_text() == "42"
     assert second.info == {"answer": 42}
-    changed = _runner(tmp_path).run("alpha", build, config={"x": 2}, inputs=[])
+    changed = _runner(tmp_path).run(StageKey("alpha"), build, config={"x": 2}, inputs=[])
     assert len(calls) == 2
     assert changed.key != first.key
-    downstream = _runner(tmp_path).run("beta", build, config={}, inputs=[first])
-    other = _runner(tmp_path).run("beta", build, config={}, inputs=[changed])
+    downstream = _runner(tmp_path).run(StageKey("beta"), build, config={}, inputs=[first])
+    other = _runner(tmp_path).run(StageKey("beta"), build, config={}, inputs=[changed])
     assert downstream.key != other.key  # keys follow their inputs
 
 
 def test_a_crash_leaves_no_artifact_and_keeps_earlier_ones(tmp_path: Path) -> None:
     runner = _runner(tmp_path)
-    done = runner.run("alpha", lambda d: (d / "a").write_text("a") and None, config={}, inputs=[])
+    done = runner.run(
+        StageKey("alpha"), lambda d: (d / "a").write_text("a") and None, config={}, inputs=[]
+    )
 
     def crash(directory: Path) -> dict:
         (directory / "half").write_text("half")
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        runner.run("beta", crash, config={}, inputs=[done])
+        runner.run(StageKey("beta"), crash, config={}, inputs=[done])
     store = ArtifactStore(tmp_path)
     assert store.is_done("alpha", done.key)
     assert not list((tmp_path / "beta").glob("*"))  # neither the half artifact nor its temp dir
@@ -124,7 +127,7 @@ def test_runs_that_need_the_same_stage_build_it_once(tmp_path: Path) -> None:
     first: list[StageResult] = []
     builder = threading.Thread(
         target=lambda: first.append(
-            _runner(tmp_path).run("alpha", slow_build, config={}, inputs=[])
+            _runner(tmp_path).run(StageKey("alpha"), slow_build, config={}, inputs=[])
         )
     )
     builder.start()
@@ -134,7 +137,7 @@ def test_runs_that_need_the_same_stage_build_it_once(tmp_path: Path) -> None:
     runner = StageRunner(store, total=1, console=Console(quiet=True))
     second = threading.Thread(
         target=lambda: waited.append(
-            runner.run("alpha", slow_build, config={}, inputs=[]).directory.name
+            runner.run(StageKey("alpha"), slow_build, config={}, inputs=[]).directory.name
         )
     )
     second.start()

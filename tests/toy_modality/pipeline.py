@@ -13,12 +13,23 @@ from panoramia.mia.selection import CandidateRecord, validation_lower_bound
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import POOL_SET, SYNTHETIC_SETS, build_synthetic
+from panoramia.pipeline.stages.splits import (
+    POOL_SET,
+    SYNTHETIC_SETS,
+    build_synthetic,
+    synthetic_key,
+)
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from tests.toy_modality.config import ToyJobConfig
 from tests.toy_modality.data import CONTROL_POOL, MEMBERS, build_data, data_identity
 from tests.toy_modality.points import PointSet
 from tests.toy_modality.sets import TOY_SETS
 from tests.toy_modality.targets import train_linear_directory
+
+DATA = StageKey("data", also_reads=("data",))
+GENERATOR = StageKey("generator", settings={"generator": "generator"}, seeds=(GENERATION_SEED,))
+SYNTHETIC = synthetic_key(1, "generator", "helper.n_points")
+HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
 
 
 @dataclass
@@ -55,7 +66,7 @@ class ToyPipeline(AuditPipeline):
 
     def data(self) -> StageResult:
         return self.runner.run(
-            "data", lambda d: build_data(self.job.data, d),
+            DATA, lambda d: build_data(self.job.data, d),
             config=data_identity(self.job.data), inputs=[],
         )  # fmt: skip
 
@@ -76,8 +87,7 @@ class ToyPipeline(AuditPipeline):
                      share=np.array([real.y.mean()]))  # fmt: skip
             return {"trained_on": len(real)}
 
-        config = {**asdict(self.job.generator), "generation_seed": self.generation_seed}
-        return self.runner.run("generator", build, config=config, inputs=[data, known])
+        return self.runner.run(GENERATOR, build, inputs=[data, known])
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         def draw(work: Any) -> dict:
@@ -101,7 +111,7 @@ class ToyPipeline(AuditPipeline):
 
         return build_synthetic(
             self, data, known, gen, helper=self.job.helper.n_points,
-            settings=asdict(self.job.generator), draw=draw,
+            settings=asdict(self.job.generator), draw=draw, spec=SYNTHETIC,
         )  # fmt: skip
 
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
@@ -114,8 +124,7 @@ class ToyPipeline(AuditPipeline):
                 features=config.features, seed=child_seed(self.generation_seed, "helper"),
             )  # fmt: skip
 
-        config_key = {**asdict(config), "generation_seed": self.generation_seed}
-        return self.runner.run("helper", build, config=config_key, inputs=[data, synthetic])
+        return self.runner.run(HELPER, build, config=asdict(config), inputs=[data, synthetic])
 
     def train_stand_in(self, data: StageResult, examples: PointSet, directory: Path,
                        seed: int) -> dict:  # fmt: skip

@@ -28,7 +28,8 @@ from panoramia.modalities.image.sets import IMAGE_SETS
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic
+from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic, synthetic_key
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.pipeline.synthetic_draw import (
     MARGIN,
     SAMPLING_ONLY,
@@ -48,6 +49,15 @@ IMAGE_SAMPLING_ONLY = (
     "loss_matching",
 )  # fmt: skip
 """Generator settings that only the synthetic stage uses."""
+
+DATA = StageKey("data", also_reads=("data",))
+"""The images' identity (:func:`~panoramia.modalities.image.data.image_data_identity`)."""
+GENERATOR = StageKey(
+    "generator", seeds=(GENERATION_SEED,),
+    also_reads=("generator",),  # every setting but those of IMAGE_SAMPLING_ONLY
+)  # fmt: skip
+SYNTHETIC = synthetic_key(1, "generator", "helper.n_images", "helper.training_data")
+HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
 
 
 class ImagePipeline(AuditPipeline):
@@ -91,7 +101,7 @@ class ImagePipeline(AuditPipeline):
     def data(self) -> StageResult:
         identity = image_data_identity(self.job.data)
         return self.runner.run(
-            "data", lambda d: build_image_data(self.job.data, d), config=identity, inputs=[]
+            DATA, lambda d: build_image_data(self.job.data, d), config=identity, inputs=[]
         )
 
     def train_demo_target(self, data: StageResult, directory: Path) -> dict:
@@ -128,9 +138,8 @@ class ImagePipeline(AuditPipeline):
         fit_config = {
             k: v for k, v in asdict(self.job.generator).items() if k not in IMAGE_SAMPLING_ONLY
         }
-        fit_config["generation_seed"] = self.generation_seed
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, known],
+            GENERATOR, build, config=fit_config, inputs=[data, known],
             label=f"generator ({model})",
         )  # fmt: skip
 
@@ -142,7 +151,7 @@ class ImagePipeline(AuditPipeline):
             settings.pop("loss_matching")
         return build_synthetic(
             self, data, known, gen, settings=settings, draw=self._draw_synthetic,
-            helper=helper.n_images if helper.training_data == "synthetic" else 0,
+            helper=helper.n_images if helper.training_data == "synthetic" else 0, spec=SYNTHETIC,
         )  # fmt: skip
 
     def _draw_synthetic(self, work: SyntheticWork) -> dict:
@@ -211,9 +220,9 @@ class ImagePipeline(AuditPipeline):
             )  # fmt: skip
 
         return self.runner.run(
-            "helper",
+            HELPER,
             build,
-            config={**asdict(config), "generation_seed": self.generation_seed},
+            config=asdict(config),
             inputs=[data, known] if real else [data, synthetic],
             label=f"helper h ({config.arch}, {config.training_data} images)",
         )

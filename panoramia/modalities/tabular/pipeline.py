@@ -28,7 +28,13 @@ from panoramia.modalities.tabular.sets import TABULAR_SETS
 from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
-from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic, member_parts_of
+from panoramia.pipeline.stages.splits import (
+    SyntheticWork,
+    build_synthetic,
+    member_parts_of,
+    synthetic_key,
+)
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.pipeline.synthetic_draw import (
     MARGIN,
     SAMPLING_ONLY,
@@ -44,6 +50,17 @@ if TYPE_CHECKING:
     from panoramia.modalities.tabular.table import TabularSchema
 
 TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
+
+DATA = StageKey("data", also_reads=("data",))
+"""The table's identity (:func:`~panoramia.modalities.tabular.data.data_identity`)."""
+GENERATOR = StageKey(
+    "generator",
+    version=4,  # 4: the CART pickle names panoramia.modalities.tabular (the plug-in move)
+    seeds=(GENERATION_SEED,),
+    also_reads=("generator",),  # every setting but those read only when sampling
+)
+SYNTHETIC = synthetic_key(5, "generator", "helper.n_rows")
+HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
 """Settings of the synthetic stage that the generator's fit does not use."""
 
 
@@ -107,7 +124,7 @@ class TabularPipeline(AuditPipeline):
     def data(self) -> StageResult:
         identity = data_identity(self.job.data)
         result = self.runner.run(
-            "data", lambda d: build_data(self.job.data, d), config=identity, inputs=[]
+            DATA, lambda d: build_data(self.job.data, d), config=identity, inputs=[]
         )
         config = self.job.data
         if config.source == "csv" and not (config.categorical or config.continuous):
@@ -169,13 +186,11 @@ class TabularPipeline(AuditPipeline):
 
         # Every generator setting except those used only when sampling (a new field counts).
         fit_config = {k: v for k, v in asdict(config).items() if k not in TABULAR_SAMPLING_ONLY}
-        fit_config["generation_seed"] = self.generation_seed
         return self.runner.run(
-            "generator",
+            GENERATOR,
             build,
             config=fit_config,
             inputs=[data, known],
-            version=4,  # 4: the CART pickle names panoramia.modalities.tabular (the plug-in move)
             label=f"generator ({config.synthesizer})",
         )
 
@@ -183,7 +198,7 @@ class TabularPipeline(AuditPipeline):
         # The whole generator section: every setting of sampling, labelling and filtering.
         return build_synthetic(
             self, data, known, gen, helper=self.job.helper.n_rows,
-            settings=asdict(self.job.generator), draw=self._draw_synthetic, version=5,
+            settings=asdict(self.job.generator), draw=self._draw_synthetic, spec=SYNTHETIC,
         )  # fmt: skip
 
     def _draw_synthetic(self, work: SyntheticWork) -> dict:
@@ -259,12 +274,9 @@ class TabularPipeline(AuditPipeline):
             )  # fmt: skip
 
         return self.runner.run(
-            "helper",
-            build,
-            config={**asdict(self.job.helper), "generation_seed": self.generation_seed},
-            inputs=[data, synthetic],
+            HELPER, build, config=asdict(self.job.helper), inputs=[data, synthetic],
             label="helper h",
-        )
+        )  # fmt: skip
 
 
 def _fit_labeler(

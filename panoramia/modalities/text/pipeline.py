@@ -10,7 +10,7 @@ tokenizer and chunks, the generator, the synthetic chunks and h.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -40,7 +40,9 @@ from panoramia.pipeline.stages.splits import (
     SYNTHETIC_SETS,
     SyntheticWork,
     build_synthetic,
+    synthetic_key,
 )
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.pipeline.synthetic_draw import deal
 
 if TYPE_CHECKING:
@@ -51,6 +53,29 @@ if TYPE_CHECKING:
 EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 PROMPTS = "prompts.npz"
+
+DATA = StageKey("data", also_reads=("data", "target"))
+"""The corpus, its split and tokenizer (:func:`text_data_identity`: the data settings, and
+the target's where they pick the tokenizer)."""
+PUBLIC_BASE = StageKey(
+    "base",
+    also_reads=(
+        "base", "data.chunk_length", "target", "generator.dropout", "generator.base_model",
+        "helper.base_model", "generator.weight_decay", "generator.precision",
+    ),
+)  # fmt: skip
+"""The public base LM: its settings, the chunk length, the architecture (the target's, at
+the generator's dropout), the installed versions of the packages it reads, whether it is
+wanted (no base model of their own for the generator and h, or a LoRA target on it) and
+the generator's training settings it trains with (:func:`_borrowed_training`)."""
+GENERATOR = StageKey(
+    "generator", seeds=(GENERATION_SEED,),
+    also_reads=("generator", "data.chunk_length", "target"),  # "generator": but SAMPLING
+)  # fmt: skip
+SYNTHETIC = synthetic_key(1, "generator", "helper.n_chunks")
+HELPER = StageKey(
+    "helper", seeds=(GENERATION_SEED,), also_reads=("helper", "data.chunk_length", "target")
+)
 
 
 def _package_versions(packages: list[str]) -> dict[str, str]:
@@ -155,7 +180,7 @@ class TextPipeline(AuditPipeline):
     def data(self) -> StageResult:
         identity = text_data_identity(self.job.data, self.job.target)
         return self.runner.run(
-            "data",
+            DATA,
             lambda d: build_text_data(self.job.data, self.job.target, d),
             config=identity,
             inputs=[],
@@ -253,6 +278,7 @@ class TextPipeline(AuditPipeline):
             )
             identity["architecture"] = architecture_key(architecture)
             identity["versions"] = _package_versions(config.packages)
+            identity.update(_borrowed_training(generator))
 
         def build(directory: Path) -> dict:
             if not wanted:
@@ -260,7 +286,7 @@ class TextPipeline(AuditPipeline):
             return _pretrain_base(self.job, data, architecture, directory)
 
         self._base = self.runner.run(
-            "base", build, config=identity, inputs=[data], label="public base LM"
+            PUBLIC_BASE, build, config=identity, inputs=[data], label="public base LM"
         )
         return self._base
 
@@ -286,11 +312,9 @@ class TextPipeline(AuditPipeline):
         settings = asdict(self.job.generator)  # the base, if any, is an input (its key)
         fit_config = {k: v for k, v in settings.items() if k not in SAMPLING}
         shape = with_context(architecture, 2 * self.job.data.chunk_length, dropout=config.dropout)
-        fit_config.update(
-            generation_seed=self.generation_seed, architecture=architecture_key(shape)
-        )
+        fit_config.update(architecture=architecture_key(shape))
         return self.runner.run(
-            "generator", build, config=fit_config, inputs=[data, known, base],
+            GENERATOR, build, config=fit_config, inputs=[data, known, base],
             label="generator (LM)",
         )  # fmt: skip
 
@@ -299,6 +323,7 @@ class TextPipeline(AuditPipeline):
             self, data, known, gen, helper=self.job.helper.n_chunks,
             settings=asdict(self.job.generator),
             draw=lambda work: _sample_synthetic(work, self.generation_seed, self.job.generator),
+            spec=SYNTHETIC,
         )  # fmt: skip
 
     def stand_in_key(self, data: StageResult) -> tuple[dict, list[StageResult]]:
@@ -358,12 +383,28 @@ class TextPipeline(AuditPipeline):
 
         config = {
             **asdict(self.job.helper),  # the base, if any, is an input (its key)
-            "generation_seed": self.generation_seed,
             "architecture": architecture_key(with_context(architecture, length, dropout=dropout)),
         }
         return self.runner.run(
-            "helper", build, config=config, inputs=[data, synthetic, base], label="helper h (LM)"
+            HELPER, build, config=config, inputs=[data, synthetic, base], label="helper h (LM)"
         )
+
+
+BORROWED_FROM_GENERATOR = ("weight_decay", "precision")
+"""The generator's settings the public base trains with (beside its own ``base.*``)."""
+
+
+def _borrowed_training(generator: Any) -> dict:
+    """What the public base's key holds of :data:`BORROWED_FROM_GENERATOR`: those that differ
+    from their defaults, under ``generator_training`` (none at the defaults, so that bases
+    built before they entered the key keep it)."""
+    defaults = {entry.name: entry.default for entry in fields(generator)}
+    changed = {
+        name: getattr(generator, name)
+        for name in BORROWED_FROM_GENERATOR
+        if getattr(generator, name) != defaults[name]
+    }
+    return {"generator_training": changed} if changed else {}
 
 
 def _pretrain_base(

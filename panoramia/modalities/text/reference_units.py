@@ -23,8 +23,12 @@ from panoramia.pipeline.stages.artifacts import UnitLosses
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import model_directory
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import StageKey
 from panoramia.pipeline.stages.units import STAGE
 from panoramia.targets import load_target
+
+UNIT_LOSSES = StageKey(STAGE)
+"""f's losses per document: what it scores is its inputs' (f, the data stage's documents)."""
 
 
 def document_losses(
@@ -65,7 +69,7 @@ def build_reference_units(audit: Audit, target: StageResult, data: StageResult) 
         }
 
     return audit.runner.run(
-        STAGE, build, config={"unit": "document"}, inputs=[target, data],
+        UNIT_LOSSES, build, config={"unit": "document"}, inputs=[target, data],
         label="losses under target, per document",
     )  # fmt: skip
 

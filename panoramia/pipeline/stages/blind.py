@@ -18,8 +18,11 @@ from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages.artifacts import GameDraw, Scores
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import SEED, StageKey
 
 BLIND_STAGE = "baseline_blind"
+BLIND = StageKey(BLIND_STAGE, seeds=(SEED,))
+"""Its key: the seed and the classifier's own key (what it is, as the modality describes it)."""
 
 
 def build_blind_baseline(
@@ -44,8 +47,8 @@ def build_blind_baseline(
         Scores(model.probabilities(slots), coins).save(directory)
         return {"model": model.description, "trained_on": len(labels)}
 
-    config = {"seed": audit.seed, "model": audit.blind_classifier(seed).key()}
+    config = {"model": audit.blind_classifier(seed).key()}
     return audit.runner.run(
-        BLIND_STAGE, build, config=config, inputs=[split, synthetic, game],
+        BLIND, build, config=config, inputs=[split, synthetic, game],
         label="blind baseline (no model)",
     )  # fmt: skip

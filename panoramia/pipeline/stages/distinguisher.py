@@ -9,12 +9,20 @@ from typing import Any, cast
 
 import numpy as np
 
-from panoramia.hashing import settings_key
 from panoramia.pipeline.stages.artifacts import GameDraw, Scores
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import side_losses_of
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import POOL_SET
+from panoramia.pipeline.stages.stage_key import SEED, StageKey
+
+DISTINGUISHER = StageKey(
+    "baseline", settings={"distinguisher": "distinguisher"}, seeds=(SEED,),
+    also_reads=("audit.ensemble", "audit.attack_side", "audit.baseline_side"),
+)  # fmt: skip
+"""The distinguisher stages (``baseline``, ``attack``, ``attack_rmrn``): the distinguisher's
+settings, the seed, whether the non-members are real and, where it has several, the
+ensemble's size and which losses each member sees (the sides)."""
 
 
 def build_distinguisher(
@@ -56,17 +64,14 @@ def build_distinguisher(
     if pool is not None:
         inputs.append(pool)
     return audit.runner.run(
-        name, build, config=config, inputs=[data, split, synthetic, *inputs, game]
-    )
+        DISTINGUISHER, build, name=name, config=config,
+        inputs=[data, split, synthetic, *inputs, game],
+    )  # fmt: skip
 
 
 def _stage_config(audit: Audit, sides: list[list[StageResult]], real_nonmembers: bool) -> dict:
     """The distinguisher stage's key inputs (beside its input stages)."""
-    config: dict[str, Any] = {
-        "distinguisher": settings_key(audit.job.distinguisher),
-        "seed": audit.seed,
-        "real_nonmembers": real_nonmembers,
-    }
+    config: dict[str, Any] = {"real_nonmembers": real_nonmembers}
     if len(sides) > 1:
         config["ensemble"] = len(sides)
     if any(len(losses) > 2 for losses in sides):

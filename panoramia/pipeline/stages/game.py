@@ -10,6 +10,9 @@ from panoramia.pipeline.seeds import child_rng
 from panoramia.pipeline.stages.artifacts import GameDraw
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import SEED, StageKey
+
+GAME = StageKey("game", seeds=(SEED,))
 
 
 def build_game(audit: Audit, split: StageResult, synthetic: StageResult) -> StageResult:
@@ -36,4 +39,4 @@ def build_game(audit: Audit, split: StageResult, synthetic: StageResult) -> Stag
             "m_reference": 0 if reference_coins is None else int(reference_coins.size),
         }
 
-    return audit.runner.run("game", build, config={"seed": audit.seed}, inputs=[split, synthetic])
+    return audit.runner.run(GAME, build, inputs=[split, synthetic])

@@ -11,11 +11,15 @@ from panoramia.pipeline.stages.artifacts import Losses
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import POOL_SET
+from panoramia.pipeline.stages.stage_key import StageKey
 from panoramia.targets import load_target
 
 SEQUENCES = "sequences"
 """The folder of per-token losses (text): ``<set>.npy`` (n, T) float64 each, written a set at
 a time, beside their means in ``losses.npz``."""
+LOSSES = StageKey("losses")
+"""The losses stages (``losses_<which>``): what they score is their inputs' (the model, the
+sets); ``which`` names the side in the key."""
 SEQUENCE_LOSSES = "sequence_losses.npz"
 """Where stores built before :data:`SEQUENCES` keep the per-token losses (one archive)."""
 
@@ -48,8 +52,9 @@ def build_losses(
         return {"mean_loss": {k: round(float(v.mean()), 5) for k, v in losses.items()}}
 
     return audit.runner.run(
-        f"losses_{which}",
+        LOSSES,
         build,
+        name=f"losses_{which}",
         config={"which": which},
         inputs=[model, split, synthetic, *([pool] if pool is not None else [])],
         label=f"losses under {which}",

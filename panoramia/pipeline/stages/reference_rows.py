@@ -10,7 +10,6 @@ the attack's OUT reference models; the stage costs forward passes only. It depen
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import model_directory
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.splits import member_parts_of
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.targets import load_target
 
 STAGE = "reference_rows"
@@ -35,6 +35,9 @@ members outside D_G): fewer tell an attacker's rates nothing."""
 RESERVED_SHARE = 0.5
 """The share of the held-out rows the stand-ins never train on, where the reference attack
 runs: the rows it scores against the members."""
+REFERENCE_ROWS = StageKey(STAGE, settings={"fractions": "data.split"}, seeds=(GENERATION_SEED,))
+"""Its key: the reserved share (a constant, in the key), the split that leaves the members
+outside D_G and the generation seed that draws D_G and the reserved rows."""
 
 
 def reserved_nonmembers(generation_seed: int, n_nonmembers: int) -> np.ndarray:
@@ -123,13 +126,9 @@ def build_reference_rows(
                 "references": len(stand_ins)}  # fmt: skip
 
     return audit.runner.run(
-        STAGE,
+        REFERENCE_ROWS,
         build,
-        config={
-            "reserved_share": RESERVED_SHARE,
-            "generation_seed": audit.generation_seed,
-            "fractions": asdict(audit.job.data.split),
-        },
+        config={"reserved_share": RESERVED_SHARE},
         inputs=[data, target, *stand_ins],
         label=f"reference rows (f, {len(stand_ins)} stand-ins)",
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from panoramia.pipeline.stages.stage_key import StageKey
 from panoramia.pipeline.store import ArtifactStore
 
 log = logging.getLogger("panoramia.pipeline")
@@ -69,6 +70,16 @@ class StageRunner:
         self.progress_file = progress_file
         """If set, rewritten (atomically) as each stage starts and ends, for a service to poll."""
         self.results: list[StageResult] = []
+        self.job: object = None
+        """The job whose settings the stages' keys read (:meth:`bind`)."""
+        self.seeds: dict[str, int] = {}
+        """The audit's seeds by name (``seed``, ``generation_seed``), for the keys."""
+        self.declared: dict[str, frozenset[str]] = {}
+        """Each stage's key → the settings it and every stage it builds on declare."""
+
+    def bind(self, job: object, seeds: dict[str, int]) -> None:
+        """The job and seeds that the stages' keys read what they declare from."""
+        self.job, self.seeds = job, dict(seeds)
 
     def _report_progress(self, stage: str, state: str) -> None:
         if self.progress_file is None:
@@ -81,16 +92,24 @@ class StageRunner:
 
     def run(
         self,
-        name: str,
+        spec: StageKey,
         build: Callable[[Path], dict | None],
         *,
-        config: object,
         inputs: list[StageResult],
-        version: int = 1,
+        config: object = None,
+        name: str | None = None,
         label: str | None = None,
     ) -> StageResult:
-        """Reuse ``name``'s artifact for this key, or ``build(directory)`` it now."""
-        key = stage_key(name, version, config, inputs, self.environment)
+        """Reuse the stage's artifact for its key, or ``build(directory)`` it now. The key
+        holds ``spec``'s version, the settings and seeds it declares and what the caller
+        computed (``config``); ``name``: the stage's own where a spec makes several
+        (``stand_in_2``), default ``spec.name``."""
+        name = name or spec.name
+        config = spec.config(self.job, self.seeds, config)
+        key = stage_key(name, spec.version, config, inputs, self.environment)
+        self.declared[key] = spec.reads().union(
+            *(self.declared.get(stage.key, frozenset()) for stage in inputs)
+        )
         shown = label or name
         step = f"[{len(self.results) + 1}/{self.total}]"
         if not self.store.is_done(name, key):

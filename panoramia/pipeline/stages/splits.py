@@ -17,11 +17,18 @@ from panoramia.errors import InputError
 from panoramia.pipeline.seeds import child_rng
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, SEED, StageKey
 
 MEMBER_SETS = ("generator", "attack_train", "attack_val", "audit")
 """The parts of the known members: D_G, D_in^tr, D_in^val, D_in^te."""
 SYNTHETIC_SETS = ("attack_train", "attack_val", "audit", "helper")
 """The disjoint synthetic sets: the distinguishers' train/val, the audit, h's training set."""
+
+GENERATOR_DATA = StageKey(
+    "generator_data", settings={"fractions": "data.split"}, seeds=(GENERATION_SEED,)
+)
+SPLIT = StageKey("split", settings={"fractions": "data.split"}, seeds=(GENERATION_SEED, SEED))
+SYNTHETIC_SPLIT = StageKey("synthetic_split", seeds=(SEED,))
 
 
 def split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
@@ -65,7 +72,6 @@ def member_parts_of(audit: Audit, data: StageResult) -> tuple[Any, dict[str, np.
 def build_generator_data(audit: Audit, data: StageResult) -> StageResult:
     """D_G: the known members the generator (and the labeler) learn from; it depends on
     ``generation_seed`` only. Its info records the size of every member part."""
-    fractions = asdict(audit.job.data.split)
 
     def build(directory: Path) -> dict:
         members, parts = member_parts_of(audit, data)
@@ -75,9 +81,8 @@ def build_generator_data(audit: Audit, data: StageResult) -> StageResult:
         return {"members": {name: int(part.size) for name, part in parts.items()}}
 
     return audit.runner.run(
-        "generator_data",
+        GENERATOR_DATA,
         build,
-        config={"fractions": fractions, "generation_seed": audit.generation_seed},
         inputs=[data],
         label="D_G (generator's members)",
     )
@@ -86,7 +91,6 @@ def build_generator_data(audit: Audit, data: StageResult) -> StageResult:
 def build_split(audit: Audit, data: StageResult) -> StageResult:
     """The known members outside D_G into attack train/val and audit (by ``seed``); real
     non-members (if any) into attack train/val/audit, for RM;RN and O(1)."""
-    fractions = asdict(audit.job.data.split)
 
     def build(directory: Path) -> dict:
         members, parts = member_parts_of(audit, data)
@@ -108,8 +112,7 @@ def build_split(audit: Audit, data: StageResult) -> StageResult:
                 start += size
         return info
 
-    config = {"fractions": fractions, "generation_seed": audit.generation_seed}
-    return audit.runner.run("split", build, config={**config, "seed": audit.seed}, inputs=[data])
+    return audit.runner.run(SPLIT, build, inputs=[data])
 
 
 def build_synthetic_split(audit: Audit, pool: StageResult) -> StageResult:
@@ -134,10 +137,7 @@ def build_synthetic_split(audit: Audit, pool: StageResult) -> StageResult:
             )
         return dict(zip(names, sizes, strict=True))
 
-    return audit.runner.run(
-        "synthetic_split", build, config={"seed": audit.seed}, inputs=[pool],
-        label="synthetic split",
-    )  # fmt: skip
+    return audit.runner.run(SYNTHETIC_SPLIT, build, inputs=[pool], label="synthetic split")
 
 
 def synthetic_sizes(known: StageResult, helper: int) -> dict[str, int]:
@@ -198,25 +198,29 @@ def build_synthetic(
     helper: int,
     settings: dict,
     draw: Callable[[SyntheticWork], dict],
-    version: int = 1,
+    spec: StageKey,
 ) -> StageResult:
     """The synthetic stage, after the generator ``gen`` and D_G (``known``): ``draw(work)``
     fills ``work.directory`` with the sets :func:`synthetic_sizes` asks for (``helper`` for h)
-    and the attacker's pool (:func:`fpr_pool_size`) and returns the stage's info. Its key:
-    the generator's ``settings`` (those the modality's sampling reads), the sizes, the
-    generation seed and the pool's size (:func:`with_pool`)."""
+    and the attacker's pool (:func:`fpr_pool_size`) and returns the stage's info. Its key
+    (``spec``: the modality's, a :func:`synthetic_key`): the generator's ``settings`` (those
+    the modality's sampling reads), the sizes, the generation seed and the pool's size
+    (:func:`with_pool`)."""
     needed = synthetic_sizes(known, helper)
     pool = fpr_pool_size(audit, needed)
 
     def build(directory: Path) -> dict:
         return draw(SyntheticWork(data, known, gen, needed, pool, directory))
 
-    sample_config = {
-        "generator": settings,
-        "needed": needed,
-        "generation_seed": audit.generation_seed,
-    }
-    return audit.runner.run(
-        "synthetic", build, config=with_pool(sample_config, pool), inputs=[gen, known],
-        version=version,
+    sample_config = {"generator": settings, "needed": needed}
+    return audit.runner.run(spec, build, config=with_pool(sample_config, pool), inputs=[gen, known])
+
+
+def synthetic_key(version: int, *also_reads: str) -> StageKey:
+    """A modality's synthetic stage: its ``version``, the generation seed, the sizes
+    (``audit.fpr_negatives`` and the parts of ``data.split``) and what its sampling reads
+    (``also_reads``: the generator's settings, h's set size)."""
+    return StageKey(
+        "synthetic", version=version, seeds=(GENERATION_SEED,),
+        also_reads=("audit.fpr_negatives", "data.split", *also_reads),
     )  # fmt: skip

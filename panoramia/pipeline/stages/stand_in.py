@@ -17,6 +17,18 @@ from panoramia.pipeline.stages.reference_rows import (
     reserved_nonmembers,
 )
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
+
+STAND_IN = StageKey(
+    "stand_in", seeds=(GENERATION_SEED,),
+    also_reads=(
+        "helper", "audit.stand_in", "audit.ensemble", "data.split", "audit.real_nonmembers"
+    ),
+)  # fmt: skip
+"""The stand-in stages (``stand_in_<index>``): the recipe (h's settings as the stand-in
+trains with them, or the target's where ``audit.stand_in.recipe`` says so: the plug-in's
+:meth:`stand_in_recipe_key`), which files it trains on, how many, the generation seed, its
+index and, where the reference attack reserves held-out rows, their share."""
 
 
 def build_stand_in(
@@ -77,14 +89,13 @@ def build_stand_in(
         **audit.stand_in_recipe_key(),
         "training_data": [source.name for source in sources],
         "max_examples": cap,
-        "generation_seed": audit.generation_seed,
         "index": index,
         # only where it applies, so that the stand-ins of audits without it keep their keys
         **({"reserved_share": RESERVED_SHARE} if reserve else {}),
         **extra_config,
     }
     return audit.runner.run(
-        f"stand_in_{index}", build, config=config,
+        STAND_IN, build, name=f"stand_in_{index}", config=config,
         inputs=[data, *([known] if generator_data in sources else []), *extra_inputs],
         label=f"stand-in f̂_{index} ({shown})",
     )  # fmt: skip

@@ -9,7 +9,19 @@ from pathlib import Path
 from panoramia.hashing import settings_key
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import StageKey
 from panoramia.targets import load_target
+
+DEMO_TARGET = StageKey(
+    "target",
+    version=3,  # 2: initial weights follow train_seed; 3: identity in the record
+    # Its key is the target section (a plug-in's target_key may reshape it), less who may be
+    # imported and, for plain training, the DP fields; a control trained beside D_G adds
+    # the split and the generation seed that draw D_G.
+    also_reads=("target", "data.split", "generation_seed"),
+)
+BROUGHT_TARGET = StageKey("target", also_reads=("target",))
+"""A brought model's target stage: its settings and identity (format, file hashes)."""
 
 
 def build_target(audit: Audit, data: StageResult) -> StageResult:
@@ -35,12 +47,11 @@ def build_target(audit: Audit, data: StageResult) -> StageResult:
         return {**metrics, "identity": load_target(directory).identity()}
 
     return audit.runner.run(
-        "target",
+        DEMO_TARGET,
         build,
         config=config,
         inputs=[data, *audit.target_inputs(data)],
         label=f"target {audit.job.target.name}",
-        version=3,  # 2: initial weights follow train_seed; 3: identity in the record
     )
 
 
@@ -58,7 +69,7 @@ def external_target(audit: Audit, config: dict, data: StageResult) -> StageResul
         return {"identity": identity}
 
     return audit.runner.run(
-        "target",
+        BROUGHT_TARGET,
         build,
         config={**config, "identity": identity},
         inputs=[],
