@@ -5,11 +5,12 @@ audit form both submit here."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from panoramia.audit_cost import CostEstimate
 from panoramia.plugins import MODALITIES
+from panoramia.service.contributor_files import UPLOADED_KEYS
 from panoramia.service.routing import Queue
 from panoramia.service.schemas import CONTROL_SUFFIX, MAX_NAME_CHARS, AuditRequest
 from panoramia.service.settings import ServiceSettings
@@ -23,17 +24,18 @@ from panoramia.service.submission.audit_size import (
     size_refusal,
     size_split,
 )
-from panoramia.service.submission.command import RequestProblem, audit_overrides, check_composes
+from panoramia.service.submission.command import RequestProblem, audit_plan, check_composes
 from panoramia.service.submission.cost import check_budget, data_rows, estimate_cost
-from panoramia.service.submission.repeats import seeded_overrides
+from panoramia.service.submission.plan import (
+    AuditPlan,
+    PlanError,
+    PlannedFile,
+    repeated,
+    split_seed,
+)
 from panoramia.service.submission.usage import usage
 from panoramia.service.uploads.checks import MAX_VALUES
-from panoramia.service.uploads.naming import (
-    check_columns,
-    check_data_kinds,
-    portable_overrides,
-    upload_resolver,
-)
+from panoramia.service.uploads.naming import check_columns, check_data_kinds, upload_resolver
 from panoramia.store.repository import ModelRef, Principal, ReportStore, StorageFull
 from panoramia.store.tables import Audit, Upload
 from panoramia.store.uploads import UploadRows
@@ -42,19 +44,54 @@ from panoramia.store.uploads import UploadRows
 @dataclass(frozen=True)
 class Checked:
     """A request checked at the door, nothing queued: the request as audited (a shared
-    model's resolved), its runs' and its control's runs' overrides (one list per seed),
-    which uploads each reads (role → upload id) and those uploads as the door read them, the
-    version her control's runs are kept under (None without a control), and the shared
-    model it names."""
+    model's resolved), its runs' and its control's runs' plans (one per seed; her uploads by
+    reference), the same as the door composes them (``at_door``, ``control_runs``: each
+    file at its path on the service's disk), which uploads each reads (role → upload id) and those
+    uploads as the door read them, the version her control's runs are kept under (None
+    without a control), and the shared model it names."""
 
     body: AuditRequest
     shared: SharedTarget | None
-    runs: list[list[str]]
+    plans: list[AuditPlan]
+    control_plans: list[AuditPlan]
+    at_door: list[AuditPlan]
     control_runs: list[list[str]]
     named: dict[str, str]
     control_named: dict[str, str]
     uploads: dict[str, Upload | None]
     control_model: str | None
+
+    @property
+    def runs(self) -> list[list[str]]:
+        """Her runs' command lines as the door composes them (each file at its path)."""
+        return [plan.command_line() for plan in self.at_door]
+
+
+def _referenced(plan: AuditPlan, named: dict[str, str], shared: SharedTarget | None) -> AuditPlan:
+    """``plan`` with each file that is one of her uploads (``named``: role → upload id) or a
+    shared model's upload named by its id: what the audit keeps and a worker copies."""
+    files = dict(plan.files)
+    for key, role in UPLOADED_KEYS.items():
+        if key not in files:
+            continue
+        if key == "target.path" and shared is not None and shared.upload_id is not None:
+            files[key] = PlannedFile(upload=shared.upload_id)
+        elif role in named and not (key == "target.path" and shared is not None):
+            files[key] = PlannedFile(upload=named[role])
+    return plan.with_files(files)
+
+
+def _repeats(plan: AuditPlan, body: AuditRequest, *, seeded: bool = False) -> list[AuditPlan]:
+    """The request's plans, one per repeat: at her seed s (0 without one), s + 1, …; where
+    she asks for one run, the plan as it is (her seed, if any) unless ``seeded`` (a control's
+    runs always name their seed: they are paired with hers by it)."""
+    if body.repeats <= 1 and not seeded:
+        return [plan]
+    _, _, position = split_seed(list(body.overrides))  # her text, read as she wrote it
+    try:
+        return repeated(plan, max(1, body.repeats), position)
+    except PlanError as error:
+        raise RequestProblem(("overrides", error.position), str(error)) from None
 
 
 def check_request(
@@ -68,13 +105,13 @@ def check_request(
     if shared is not None:
         body = shared.request
 
-    def command(request: AuditRequest, named: dict[str, str]) -> list[str]:
-        """The request's overrides, recording in ``named`` which of her uploads it reads."""
+    def planned(request: AuditRequest, named: dict[str, str]) -> AuditPlan:
+        """The request's plan, recording in ``named`` which of her uploads it reads."""
         resolver = upload_resolver(
             settings, store, principal.contributor_id, named,
             own_folder=settings.data_dir / principal.name,
         )  # fmt: skip
-        return audit_overrides(
+        return audit_plan(
             request,
             contributor=principal.name,
             data_dir=settings.data_dir,
@@ -89,26 +126,32 @@ def check_request(
         else None
     )
     named: dict[str, str] = {}
-    overrides = command(body, named)
+    plan = planned(body, named)
     found = UploadRows(store)
     control_named: dict[str, str] = {}
     uploads = {role: found.get(upload_id) for role, upload_id in named.items()}
     if shared is not None:
         uploads["target"] = shared.upload
     check_at_door(body, uploads)
-    runs = seeded_overrides(overrides, body.repeats) if body.repeats > 1 else [overrides]
-    control_runs: list[list[str]] = []
+    at_door = _repeats(plan, body)
+    control_at_door: list[AuditPlan] = []
+    control_plans: list[AuditPlan] = []
     if body.control is not None:  # the same request on her control model, at the same seeds
         aside = body.model_copy(update={"target": body.control})
-        control_overrides = command(aside, control_named)
+        control_plan = planned(aside, control_named)
         control_upload = found.get(control_named.get("target", ""))
         check_model_fits(aside, control_upload)
         for role in ("members", "nonmembers"):
             check_model_columns(aside, uploads.get(role), control_upload, role)
             check_label_classes(aside, uploads.get(role), control_upload)
-        control_runs = seeded_overrides(control_overrides, body.repeats)
-        check_composes(control_runs[0], settings.limits)
-    return Checked(body, shared, runs, control_runs, named, control_named, uploads, control_model)
+        control_at_door = _repeats(control_plan, body, seeded=True)
+        check_composes(control_at_door[0].command_line(), settings.limits)
+        control_plans = [_referenced(p, control_named, None) for p in control_at_door]
+    return Checked(
+        body, shared, [_referenced(p, named, shared) for p in at_door], control_plans,
+        at_door, [p.command_line() for p in control_at_door],
+        named, control_named, uploads, control_model,
+    )  # fmt: skip
 
 
 def submit_audits(
@@ -133,13 +176,13 @@ def submit_audits(
     common = body.model_dump(mode="json") | {"cost": estimate.total, "uploads": named}
     if shared is not None:  # her request keeps the shared model's key, never its file
         common["target"] = None
+    plans = checked.plans
     requests = [
-        common | {
-            "overrides_resolved": portable_overrides(run, settings.uploads_dir),
-            **({"repeat": {"index": index, "of": len(runs), "seed": int(run[-1][5:])}}
-               if len(runs) > 1 else {}),
-        }
-        for index, run in enumerate(runs)
+        common | _planned(plan) | (
+            {"repeat": {"index": index, "of": len(plans), "seed": plan.seed}}
+            if len(plans) > 1 else {}
+        )
+        for index, plan in enumerate(plans)
     ]  # fmt: skip
     target = ModelRef(body.model.name, body.model.version, body.model.declared, body.model.claim)
     models = [target] * len(requests)
@@ -147,12 +190,11 @@ def submit_audits(
         control = ModelRef(body.model.name, control_model)
         aside_common = common | {"uploads": named | control_named}  # what its audits read
         requests += [
-            aside_common | {
-                "overrides_resolved": portable_overrides(run, settings.uploads_dir),
-                "repeat": {"index": index, "of": len(runs), "seed": int(run[-1][5:]),
+            aside_common | _planned(plan) | {
+                "repeat": {"index": index, "of": len(plans), "seed": plan.seed,
                            "role": "control"},
             }
-            for index, run in enumerate(control_runs)
+            for index, plan in enumerate(checked.control_plans)
         ]  # fmt: skip
         models += [control] * len(control_runs)
     audits = store.create_audits(
@@ -167,6 +209,13 @@ def submit_audits(
     for audit in audits:
         queue.submit(audit.id)
     return audits
+
+
+def _planned(plan: AuditPlan) -> dict[str, Any]:
+    """What a stored request keeps of its plan: the plan itself, which the worker launches,
+    and its command line as a record for people (uploads as ``upload:<id>``), never read
+    back."""
+    return {"plan": plan.as_json(), "overrides_resolved": plan.command_line()}
 
 
 def check_at_door(body: AuditRequest, uploads: dict[str, Upload | None]) -> None:
@@ -314,8 +363,10 @@ def quote_audits(
     checked = check_request(settings, store, principal, body)
     runs, controls = checked.runs, len(checked.control_runs)
     estimate, total, first = _priced(settings, store, principal, runs, controls)
-    base = [line for line in runs[0] if not line.startswith("data.split.")]
-    asked_own_split = base != runs[0]
+    first_plan = checked.at_door[0]
+    own = tuple(line for line in first_plan.overrides if not line.startswith("data.split."))
+    asked_own_split = own != first_plan.overrides  # her own text, read as she wrote it
+    base = replace(first_plan, overrides=own).command_line()
     composed = check_composes(base, settings.limits) if asked_own_split else first
     split = {str(k): float(v) for k, v in (composed.get("data") or {}).get("split", {}).items()}
     rows = _member_rows(checked, composed)

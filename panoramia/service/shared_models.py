@@ -113,6 +113,9 @@ class SharedTarget:
     request: AuditRequest
     upload: Upload | None
     path: Path | None
+    upload_id: str | None = None
+    """The owner's model upload the audit copies (None for a placed folder): what its plan
+    names, never the file's path."""
 
     def resolver(self, base: UploadResolver) -> UploadResolver:
         """``base``, with the target's role answered by the shared model's file."""
@@ -158,7 +161,7 @@ def resolve_shared(
     stand_in = None
     if upload is not None:  # the door's checks read its summary, named as the shared model
         stand_in = Upload(name=shared_label(entry), kind="model", summary=upload.summary)
-    return SharedTarget(entry, request, stand_in, path)
+    return SharedTarget(entry, request, stand_in, path, upload_id)
 
 
 def leakage_for(store: ReportStore, principal: Principal, entry: SharedEntry) -> VersionLeakage:

@@ -32,6 +32,7 @@ def test_a_worker_on_another_disk_runs_an_audit_of_uploads_and_keeps_nothing(
     tmp_path: Path, database_url: str
 ) -> None:
     from panoramia.modalities.tabular.adult import load_adult
+    from panoramia.service.submission.plan import AuditPlan, PlannedFile
     from panoramia.service.worker.run import run_audit
     from panoramia.store.repository import AuditStatus
 
@@ -43,9 +44,14 @@ def test_a_worker_on_another_disk_runs_an_audit_of_uploads_and_keeps_nothing(
             upload_id = _send(alice, "census", members)
             body = BODY | {"data": {"source": "csv", "members": "census", "label": "income"}}
             audit_id = alice.post("/v1/audits", json=body).json()["id"]
-            stored = service.store.get_audit(None, audit_id).request["overrides_resolved"]
+            request = service.store.get_audit(None, audit_id).request
+            stored = request["overrides_resolved"]
             assert f"data.members_path='upload:{upload_id}'" in stored  # no server path kept
             assert str(tmp_path) not in str(stored)
+            plan = AuditPlan.from_json(request["plan"])  # what the worker launches
+            assert plan.files["data.members_path"] == PlannedFile(upload=upload_id)
+            assert str(tmp_path) not in str(request["plan"])
+            assert plan.command_line() == stored  # the record is the plan's command line
         with service.client(worker_token) as worker:
             # the upload is not in a running audit yet: nothing to read; other routes: none
             assert worker.get(f"/v1/worker/uploads/{upload_id}").status_code == 404

@@ -33,8 +33,13 @@ def _model_view(audit: Audit) -> ModelRef:
     )
 
 
+SERVICE_ONLY = ("overrides_resolved", "plan")
+"""What a stored request keeps for the service alone (its command line, its plan: server
+paths of operator-placed files), never shown."""
+
+
 def _audit_view(audit: Audit, report_id: str | None) -> AuditView:
-    request = {k: v for k, v in audit.request.items() if k != "overrides_resolved"}
+    request = {k: v for k, v in audit.request.items() if k not in SERVICE_ONLY}
     return AuditView(
         id=audit.id,
         status=cast(Any, audit.status),  # a str column; pydantic checks it against the Literal

@@ -1,4 +1,5 @@
-"""From an :class:`AuditRequest` to the ``panoramia-audit`` command line a worker runs.
+"""From an :class:`AuditRequest` to the audit's plan (:mod:`.plan`), whose command line a
+worker runs.
 
 The request's data source picks the audit (the primary config: ``config`` for tabular data,
 ``image``, ``text``). A contributor controls only the audit's own settings: overrides may
@@ -39,6 +40,12 @@ from panoramia.plugins import modality
 from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
 from panoramia.service.resource_limits import AuditLimits, check_limits
 from panoramia.service.schemas import INTERPOLATION, AuditRequest
+from panoramia.service.submission.plan import (
+    AuditPlan,
+    PlannedFile,
+    quoted,
+    split_seed,
+)
 from panoramia.service.target_configs import fits
 
 GROUPS = ("generator", "helper", "distinguisher", "audit")
@@ -87,7 +94,7 @@ class RequestProblem(Exception):
 
 
 def _quoted(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return quoted(value)
 
 
 def _quoted_list(values: list[str]) -> str:
@@ -218,7 +225,7 @@ def _check_model_format(directory: Path, *, allow_torchscript: bool) -> None:
         )
 
 
-def audit_overrides(
+def audit_plan(
     request: AuditRequest,
     *,
     contributor: str,
@@ -226,11 +233,13 @@ def audit_overrides(
     models_dir: Path,
     allow_torchscript: bool = False,
     uploads: UploadResolver | None = None,
-) -> list[str]:
-    """The command-line arguments of this audit (without the service's own: paths, threads):
-    ``--config-name`` for image and text audits, then Hydra overrides. ``uploads`` finds her
-    uploads by name or id (:mod:`panoramia.service.uploads.naming`); a name that is not one
-    is looked up in her data folder, or for a model in the shared models folder."""
+) -> AuditPlan:
+    """The audit's plan (:class:`~panoramia.service.submission.plan.AuditPlan`: the service's
+    settings, the files it reads, her overrides and seed); each file as the path the door
+    found (an upload's server path; the caller replaces her uploads by their ids, which its
+    ``uploads`` resolver records). ``uploads`` finds her uploads by name or id
+    (:mod:`panoramia.service.uploads.naming`); a name that is not one is looked up in her
+    data folder, or for a model in the shared models folder."""
 
     def uploaded(role: str, name: str, field: tuple[str, ...]) -> Path | None:
         try:
@@ -239,11 +248,13 @@ def audit_overrides(
             raise RequestProblem(field, str(error), error.status) from None
 
     check_overrides(request.overrides)
+    overrides, seed, _ = split_seed(list(request.overrides))
     target, data = request.target, request.data
     assert target is not None
     assert request.model is not None
     entry = modality(data.modality)
     lines = entry.command_line()
+    files: dict[str, PlannedFile] = {}
     if target.config is not None:
         path = config_dir() / "target" / f"{target.config}.yaml"
         if not path.is_file():
@@ -259,7 +270,8 @@ def audit_overrides(
         if directory is None:  # checked on arrival otherwise
             directory = _inside(models_dir, target.path or "", ("target", "path"))
             _check_model_format(directory, allow_torchscript=allow_torchscript)
-        lines += [f"target={entry.path_target}", f"target.path={_quoted(str(directory))}"]
+        lines.append(f"target={entry.path_target}")
+        files["target.path"] = PlannedFile(path=str(directory))
     lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
     lines.append(f"data={data.source}")
@@ -267,7 +279,7 @@ def audit_overrides(
         if given is None:
             continue
         path = uploaded(role, given, ("data", role)) or _inside(own, given, ("data", role))
-        lines.append(f"data.{role}_path={_quoted(str(path))}")
+        files[f"data.{role}_path"] = PlannedFile(path=str(path))
     if data.source == "csv":
         lines += [
             f"data.label={_quoted(data.label or '')}",
@@ -276,7 +288,8 @@ def audit_overrides(
         ]
         if data.slices:
             lines.append(f"audit.slices={_quoted_list(data.slices)}")
-    return lines + claim_overrides(request.model.claim) + list(request.overrides)
+    lines += claim_overrides(request.model.claim)
+    return AuditPlan(entry.name, tuple(lines), files, tuple(overrides), seed)
 
 
 def claim_overrides(claim: dict | None) -> list[str]:
@@ -334,11 +347,17 @@ def job_command(
     artifacts_dir: Path,
     threads: int,
     trusted_modules: tuple[str, ...] = (),
+    modality_name: str | None = None,
 ) -> list:
     """The worker's command line for one audit run in ``run_dir``; ``trusted_modules`` are the
-    operator's extra module prefixes for model manifests (text targets name no module)."""
+    operator's extra module prefixes for model manifests (text targets name no module);
+    ``modality_name``: the plan's (an audit stored before plans: read off ``overrides``)."""
     trust = []
-    entry = modality_of_command_line(overrides)
+    entry = (
+        modality(modality_name)
+        if modality_name is not None
+        else modality_of_command_line(overrides)
+    )
     names = entry.target_settings() if entry else frozenset()
     if trusted_modules and "trusted_modules" in names:
         trust = [f"target.trusted_modules={_quoted_list(list(trusted_modules))}"]

@@ -3,43 +3,20 @@ and the pooled verdict of their reports once all have ended."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from panoramia.report.plain import pooled_paragraph
 from panoramia.report.pooled import paired_difference, pooled_verdict, run_reading
-from panoramia.service.submission.command import RequestProblem
+from panoramia.service.submission.plan import MAX_SEED as PLAN_MAX_SEED
 from panoramia.store.repository import Principal, ReportStore
 from panoramia.store.tables import Audit
 
 ENDED = ("succeeded", "failed", "cancelled")
 
 
-MAX_SEED = 2**32 - 1
-"""The largest seed an audit takes (numpy's)."""
-
-
-def seeded_overrides(overrides: list[str], repeats: int) -> list[list[str]]:
-    """One override list per repeat: ``overrides`` without its own ``seed=`` (whose value is
-    the first repeat's seed; 0 without one), then ``seed=s+i``. RequestProblem naming the
-    override where that seed is not a whole number or the last repeat's would pass
-    :data:`MAX_SEED`. Overrides were checked (``check_overrides``) before this."""
-    base = 0
-    kept = []
-    for position, line in enumerate(overrides):
-        key, _, value = line.partition("=")
-        if key.strip() == "seed":
-            if not re.fullmatch(r"[0-9]{1,10}", value.strip()):
-                raise RequestProblem(("overrides", position), "seed: a whole number, 0 or more")
-            base = int(value.strip())
-            if base + repeats - 1 > MAX_SEED:
-                raise RequestProblem(
-                    ("overrides", position),
-                    f"seed: {repeats} repeats from {base} pass {MAX_SEED}, the largest seed",
-                )
-            continue
-        kept.append(line)
-    return [[*kept, f"seed={base + index}"] for index in range(repeats)]
+MAX_SEED = PLAN_MAX_SEED
+"""The largest seed an audit takes (numpy's); a repeat's seed is its plan's
+(:func:`panoramia.service.submission.plan.repeated`)."""
 
 
 def repeat_summary(store: ReportStore, principal: Principal, group: str) -> dict[str, Any] | None:

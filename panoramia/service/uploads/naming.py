@@ -1,6 +1,6 @@
 """An audit names an upload by its id or name; this finds it, on the service's disk.
 
-:func:`upload_resolver` gives :func:`panoramia.service.submission.command.audit_overrides` a
+:func:`upload_resolver` gives :func:`panoramia.service.submission.command.audit_plan` a
 function from (role, the name she gave) to the ready upload's data path (its checked file or
 unpacked folder), or None where she has no upload of that name (the name may then be an
 operator-placed file: her data folder, the shared models folder). It records which upload
@@ -87,32 +87,6 @@ def _placed(root: Path, name: str) -> bool:
         return candidate.is_relative_to(base) and candidate.exists()
     except (OSError, RuntimeError, ValueError):
         return False
-
-
-def portable_overrides(overrides: list[str], uploads_dir: Path) -> list[str]:
-    """``overrides`` with each path of an upload (under ``uploads_dir``, as
-    :func:`upload_resolver` gave it) replaced by ``upload:<id>``: what the audit keeps and a
-    worker stages, wherever it runs."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from panoramia.service.contributor_files import UPLOAD_PREFIX as PREFIX
-    from panoramia.service.contributor_files import UPLOADED_KEYS
-
-    parser = OverridesParser.create()
-    root = uploads_dir.resolve()
-    kept = []
-    for line in overrides:
-        key = line.split("=", 1)[0]
-        if key in UPLOADED_KEYS:
-            (parsed,) = parser.parse_overrides([line])
-            try:
-                _owner, upload_id, *_ = Path(str(parsed.value())).relative_to(root).parts
-            except ValueError:
-                kept.append(line)
-                continue
-            line = f"{key}='{PREFIX}{upload_id}'"
-        kept.append(line)
-    return kept
 
 
 def check_columns(data: DataRef, uploads: dict[str, Upload | None]) -> None:

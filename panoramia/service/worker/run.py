@@ -30,6 +30,7 @@ from panoramia.errors import InputError
 from panoramia.sandbox import landlock_abi, launcher
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import job_command
+from panoramia.service.submission.plan import AuditPlan
 from panoramia.service.worker.launch import (
     audit_confinement,
     audit_environment,
@@ -47,7 +48,7 @@ from panoramia.service.worker.record import (
     store_report,
     titled,
 )
-from panoramia.service.worker.staging import stage_data_files
+from panoramia.service.worker.staging import stage_data_files, stage_plan_files
 from panoramia.service.worker.upload_sources import LocalUploads, RemoteUploads, UploadSource
 from panoramia.store.repository import AuditStatus, ReportContent, ReportStore, as_utc
 from panoramia.store.tables import Audit
@@ -159,16 +160,30 @@ def _run_claimed(
 def _staged(
     store: ReportStore, settings: ServiceSettings, audit: Audit, worker: str, run_dir: Path
 ) -> tuple[list[str], dict[str, str]]:
-    """The audit's overrides with each data path a copy under ``run_dir``, and each copy's
-    name as she knows it (:func:`stage_data_files`, heartbeats sent meanwhile); ``_Ended``
-    where a copy fails (FAILED, recorded) or the claim was lost while copying (None)."""
+    """The audit's overrides with each file a copy under ``run_dir`` (its plan's command line
+    with the copies' paths; an audit stored before plans: its stored command line with each
+    data path replaced), and each copy's name as she knows it (heartbeats sent meanwhile);
+    ``_Ended`` where a copy fails (FAILED, recorded) or the claim was lost while copying
+    (None)."""
     audit_id = audit.id
+    try:
+        plan = _plan(audit)
+    except (ValueError, TypeError, KeyError) as error:
+        store.release(audit_id, worker, AuditStatus.FAILED, f"its stored plan: {error}", {})
+        raise _Ended(AuditStatus.FAILED) from None
     try:  # the child reads copies made now, never the contributor's paths (no window)
         with HeartbeatWhile(store, audit_id, worker, settings.heartbeat_s) as beating:
-            overrides, staged_names = stage_data_files(
-                list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
-                upload_source(store, settings), shared_label=_shared_label(audit),
-            )  # fmt: skip
+            source, label = upload_source(store, settings), _shared_label(audit)
+            if plan is not None:
+                paths, staged_names = stage_plan_files(
+                    plan, settings.data_dir, run_dir, source, shared_label=label
+                )
+                overrides = plan.command_line(paths)
+            else:
+                overrides, staged_names = stage_data_files(
+                    list(audit.request["overrides_resolved"]), settings.data_dir, run_dir,
+                    source, shared_label=label,
+                )  # fmt: skip
     except InputError as error:
         store.release(audit_id, worker, AuditStatus.FAILED, str(error), {})
         raise _Ended(AuditStatus.FAILED) from None
@@ -176,6 +191,13 @@ def _staged(
         log.warning("audit %s: claim lost while copying its data; stopped", audit_id)
         raise _Ended(None)
     return overrides, staged_names
+
+
+def _plan(audit: Audit) -> AuditPlan | None:
+    """The audit's stored plan; None for an audit stored before plans (its command line is
+    kept under ``overrides_resolved``)."""
+    stored = (audit.request or {}).get("plan")
+    return AuditPlan.from_json(stored) if isinstance(stored, dict) else None
 
 
 def _child_command(
@@ -192,12 +214,14 @@ def _child_command(
     artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
     if settings.remote_worker:  # nothing of hers outlives the audit on this machine
         artifacts_dir = run_dir / "stages"
+    plan = _plan(audit)
     command = job_command(
         overrides,
         run_dir=run_dir,
         artifacts_dir=artifacts_dir,
         threads=settings.audit_threads,
         trusted_modules=settings.trusted_modules,
+        modality_name=plan.modality if plan is not None else None,
     )
     env = audit_environment(run_dir, settings.audit_threads)
     try:
