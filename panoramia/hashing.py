@@ -4,7 +4,7 @@ what of a settings dataclass a stage key holds (:func:`settings_key`)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,22 @@ def settings_key(config: Any) -> dict[str, Any]:
         if settings[entry.name] == entry.default:
             del settings[entry.name]
     return settings
+
+
+@dataclass
+class _Box:
+    value: Any
+
+
+def settings_but(config: Any, but: tuple[str, ...] | frozenset[str]) -> dict[str, Any]:
+    """``asdict(config)`` less the fields named in ``but``, which are never read: a stage
+    whose key leaves a setting out does not read it (the graph records what a stage reads,
+    :mod:`panoramia.pipeline.settings_reads`). The same dict, key order included."""
+    return {
+        entry.name: asdict(_Box(getattr(config, entry.name)))["value"]
+        for entry in fields(config)
+        if entry.name not in but
+    }
 
 
 def file_sha256(path: Path) -> str:

@@ -251,10 +251,24 @@ class AuditPipeline(ABC):
         """``job``: the modality's job schema (a ``JobConfigBase``); sets ``runner.total``."""
         self.job = job
         self.runner = runner
-        self.seed = job.seed
-        self.generation_seed = job.seed if job.generation_seed is None else job.generation_seed
         runner.bind(job, {SEED: self.seed, GENERATION_SEED: self.generation_seed})
         runner.total = len(self.planned_stages())
+
+    @property
+    def seed(self) -> int:
+        """The audit seed (``job.seed``), read from the job each time, so that a stage that
+        reads it is seen to (:mod:`panoramia.pipeline.settings_reads`)."""
+        return int(self.job.seed)
+
+    @property
+    def generation_seed(self) -> int:
+        """``job.generation_seed``, or the audit seed where it is unset (then its value: a
+        stage keyed by the generation seed holds it, so the fallback is not a read of
+        ``seed``)."""
+        chosen = self.job.generation_seed
+        if chosen is None:
+            chosen = object.__getattribute__(self.job, "seed")  # not recorded as ``seed``
+        return int(chosen)
 
     def graph(self) -> tuple[StageSpec, ...]:
         """The stages this modality runs: :data:`STAGE_GRAPH` (text adds its public base)."""

@@ -80,17 +80,18 @@ def recording(job: Any) -> Iterator[set[str]]:
         return
     sections = _sections_of(job)
     classes = {type(node) for node, _ in sections.values()}
-    with _lock:
-        for cls in classes:
-            if cls.__dict__.get("__getattribute__") is not None and cls not in _wrapped:
-                continue  # a class with a lookup of its own: left alone, not recorded
-            if _wrapped.get(cls, 0) == 0:
-                _wrap(cls)
-            _wrapped[cls] = _wrapped.get(cls, 0) + 1
-        held = {cls for cls in classes if cls in _wrapped}
-        for key, (_, path) in sections.items():
-            _sections[key] = (path, reads)
+    held: set[type] = set()
     try:
+        with _lock:
+            for cls in classes:
+                if cls.__dict__.get("__getattribute__") is not None and cls not in _wrapped:
+                    continue  # a class with a lookup of its own: left alone, not recorded
+                if _wrapped.get(cls, 0) == 0:
+                    _wrap(cls)
+                _wrapped[cls] = _wrapped.get(cls, 0) + 1
+                held.add(cls)
+            for key, (_, path) in sections.items():
+                _sections[key] = (path, reads)
         yield reads
     finally:
         with _lock:

@@ -88,7 +88,7 @@ def test_a_key_derives_its_settings_and_seeds_and_keeps_what_the_caller_computed
         spec.config(job, {SEED: 3, GENERATION_SEED: 7}, {"seed": 3})
     with pytest.raises(ValueError, match="not seeds"):
         StageKey("x", seeds=("train_seed",))
-    assert spec.reads() == frozenset({"data.split"})
+    assert spec.reads() == frozenset({"data.split", "generation_seed", "seed"})
     assert covered("data.split.train", {"data.split"})
     assert not covered("data.rows", {"data.split"})
 

@@ -47,6 +47,8 @@ def test_a_stored_plan_reads_back_as_it_was_and_a_malformed_one_is_refused() -> 
     assert AuditPlan.from_json(stored) == PLAN
     for broken in ({**stored, "version": 2}, {**stored, "seed": -1},
                    {**stored, "lines": [3]}, {**stored, "files": {"data.label": {"path": "x"}}},
+                   {**stored, "seed": True}, {**stored, "lines": "target=x"},
+                   {**stored, "modality": "not-installed"},
                    {**stored, "files": {"target.path": {}}}):  # fmt: skip
         with pytest.raises((ValueError, TypeError)):
             AuditPlan.from_json(broken)
@@ -55,13 +57,15 @@ def test_a_stored_plan_reads_back_as_it_was_and_a_malformed_one_is_refused() -> 
 def test_her_seed_is_read_once_from_her_text_and_repeats_change_the_plans_seed() -> None:
     assert split_seed(["a.b=1", "seed=12", "c=2"]) == (["a.b=1", "c=2"], 12, 1)
     assert split_seed(["a.b=1"]) == (["a.b=1"], None, -1)
-    for bad in ("seed=-1", "seed=1.5", f"seed={MAX_SEED + 1}", "seed=x"):
+    for bad in ("seed=-1", "seed=1.5", "seed=x"):
         # left among her overrides for the composed config's check to name, as before
         kept, seed, where = split_seed(["a.b=1", bad])
         assert (kept, seed) == (["a.b=1", bad], None)
         with pytest.raises(PlanError) as refused:  # and refused where she asks for repeats
             repeated(AuditPlan("tabular", (), overrides=tuple(kept)), 2, where)
         assert refused.value.position == 1
+    # a whole number past the largest seed is hers: the composed config or the count refuses it
+    assert split_seed([f"seed={MAX_SEED + 1}"]) == ([], MAX_SEED + 1, 0)
     runs = repeated(PLAN, 3)
     assert [run.seed for run in runs] == [7, 8, 9]
     assert [run.command_line()[-1] for run in runs] == ["seed=7", "seed=8", "seed=9"]

@@ -27,7 +27,7 @@ from tests.toy_modality.sets import TOY_SETS
 from tests.toy_modality.targets import train_linear_directory
 
 DATA = StageKey("data", also_reads=("data",))
-GENERATOR = StageKey("generator", settings={"generator": "generator"}, seeds=(GENERATION_SEED,))
+GENERATOR = StageKey("generator", seeds=(GENERATION_SEED,), also_reads=("generator",))
 SYNTHETIC = synthetic_key(1, "generator", "helper.n_points")
 HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
 
@@ -87,7 +87,8 @@ class ToyPipeline(AuditPipeline):
                      share=np.array([real.y.mean()]))  # fmt: skip
             return {"trained_on": len(real)}
 
-        return self.runner.run(GENERATOR, build, inputs=[data, known])
+        return self.runner.run(GENERATOR, build, config=asdict(self.job.generator),
+                               inputs=[data, known])  # fmt: skip
 
     def synthetic(self, data: StageResult, known: StageResult, gen: StageResult) -> StageResult:
         def draw(work: Any) -> dict:

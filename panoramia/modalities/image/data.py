@@ -8,12 +8,12 @@ training set) and the rest (real non-members for the reference audits). User dat
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from panoramia.errors import InputError
+from panoramia.hashing import settings_but
 from panoramia.modalities.image.config import ImageDataConfig
 from panoramia.modalities.image.images import ImageSet, read_images
 from panoramia.pipeline.data_identity import input_paths_identity
@@ -26,8 +26,7 @@ NONMEMBERS = "nonmembers.npz"
 
 def image_data_identity(config: ImageDataConfig) -> dict:
     """What the data stage's key hashes: the config and the content of every input file."""
-    identity = asdict(config)
-    identity.pop("split")
+    identity = settings_but(config, ("split",))  # the split is the later stages' to key
     if config.source == "files":  # data.source's choices: panoramia.audit_settings
         identity.update(input_paths_identity(config))
     return identity

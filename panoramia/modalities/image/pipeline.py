@@ -8,14 +8,19 @@ generator, the synthetic sets and h.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from panoramia.modalities.image.config import ImageGeneratorSettings, ImageJobConfig
+from panoramia.hashing import settings_but
+from panoramia.modalities.image.config import (
+    ImageDataConfig,
+    ImageGeneratorSettings,
+    ImageJobConfig,
+)
 from panoramia.modalities.image.data import (
     CONTROL_POOL,
     MEMBERS,
@@ -29,7 +34,7 @@ from panoramia.pipeline.graph import AuditPipeline
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.stages.splits import SyntheticWork, build_synthetic, synthetic_key
-from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey, fields_of
 from panoramia.pipeline.synthetic_draw import (
     MARGIN,
     SAMPLING_ONLY,
@@ -50,11 +55,12 @@ IMAGE_SAMPLING_ONLY = (
 )  # fmt: skip
 """Generator settings that only the synthetic stage uses."""
 
-DATA = StageKey("data", also_reads=("data",))
-"""The images' identity (:func:`~panoramia.modalities.image.data.image_data_identity`)."""
+DATA = StageKey("data", also_reads=fields_of("data", ImageDataConfig, but=("split",)))
+"""The images' identity (:func:`~panoramia.modalities.image.data.image_data_identity`): the
+data settings but the split, which the stages that read it key themselves."""
 GENERATOR = StageKey(
     "generator", seeds=(GENERATION_SEED,),
-    also_reads=("generator",),  # every setting but those of IMAGE_SAMPLING_ONLY
+    also_reads=fields_of("generator", ImageGeneratorSettings, but=IMAGE_SAMPLING_ONLY),
 )  # fmt: skip
 SYNTHETIC = synthetic_key(1, "generator", "helper.n_images", "helper.training_data")
 HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
@@ -116,12 +122,34 @@ class ImagePipeline(AuditPipeline):
         )  # fmt: skip
 
     def _generator_config(self):  # -> panoramia.modalities.image.generator.ImageGeneratorConfig
+        """The generator's settings as its fit takes them: those of :data:`IMAGE_SAMPLING_ONLY`
+        left at their defaults (the generator stage's key does not hold them; the synthetic
+        stage samples with the job's own, :meth:`_sampling_generator`)."""
         from panoramia.modalities.image.generator import ImageGeneratorConfig
 
-        names = {f.name for f in fields(ImageGeneratorConfig)}
+        settings = self.job.generator  # read field by field: the stage declares which
+        given = {f.name for f in fields(settings)} - set(IMAGE_SAMPLING_ONLY)
         return ImageGeneratorConfig(
-            **{k: v for k, v in asdict(self.job.generator).items() if k in names}
-        )
+            **{f.name: getattr(settings, f.name) for f in fields(ImageGeneratorConfig)
+               if f.name in given}
+        )  # fmt: skip
+
+    def _sampling_generator(self, directory: Path):  # -> ImageGenerator
+        """The generator stage's generator, sampling with this job's sampling settings: the
+        stage is reused across them (its key leaves them out), and the settings it saved are
+        the ones it was fitted beside, not necessarily this job's (a stale ``sampling_steps``
+        or ``guidance`` was read from there before 2026-12-07)."""
+        from panoramia.modalities.image.generator import ImageGenerator, ImageGeneratorConfig
+
+        generator = ImageGenerator.load(directory)
+        settings = self.job.generator
+        given = {f.name for f in fields(settings)}
+        sampling = {
+            f.name: getattr(settings, f.name) for f in fields(ImageGeneratorConfig)
+            if f.name in IMAGE_SAMPLING_ONLY and f.name in given
+        }  # fmt: skip
+        generator.config = replace(generator.config, **sampling)
+        return generator
 
     def generator(self, data: StageResult, known: StageResult) -> StageResult:
         from panoramia.modalities.image.generator import ImageGenerator
@@ -135,9 +163,7 @@ class ImagePipeline(AuditPipeline):
             generator.save(directory)
             return {"trained_on": len(members), "kind": f"conditional {model}"}
 
-        fit_config = {
-            k: v for k, v in asdict(self.job.generator).items() if k not in IMAGE_SAMPLING_ONLY
-        }
+        fit_config = settings_but(self.job.generator, IMAGE_SAMPLING_ONLY)
         return self.runner.run(
             GENERATOR, build, config=fit_config, inputs=[data, known],
             label=f"generator ({model})",
@@ -157,10 +183,9 @@ class ImagePipeline(AuditPipeline):
     def _draw_synthetic(self, work: SyntheticWork) -> dict:
         """The synthetic stage's work: draw, screen and deal the synthetic images (and the
         attacker's pool) into ``work.directory``; its info."""
-        from panoramia.modalities.image.generator import ImageGenerator
 
         config, directory = self.job.generator, work.directory
-        generator = ImageGenerator.load(work.gen.directory)
+        generator = self._sampling_generator(work.gen.directory)
         real = read_npz(work.known.directory / "member_generator.npz")
         n_classes = int(work.data.info["n_classes"])
         labeler = _fit_labeler(config, real, n_classes, directory, self.generation_seed)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import pandas as pd
 
 from panoramia.data.files import read_frame
 from panoramia.errors import InputError
-from panoramia.hashing import file_sha256
+from panoramia.hashing import file_sha256, settings_but
 from panoramia.modalities.tabular.config import TabularDataConfig
 from panoramia.modalities.tabular.table import TabularSchema, check_label, infer_schema, read_table
 from panoramia.pipeline.data_identity import by_name
@@ -25,8 +24,7 @@ SCHEMA = "schema.json"
 
 def data_identity(config: TabularDataConfig) -> dict:
     """What the data stage's key hashes: the config and the content of every input file."""
-    identity = asdict(config)
-    identity.pop("split")
+    identity = settings_but(config, ("split",))  # the split is the later stages' to key
     if config.source == "csv":
         for field in ("members_path", "label"):
             if not getattr(config, field):

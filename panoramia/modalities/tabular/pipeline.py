@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from panoramia.modalities.tabular.config import TabularGeneratorSettings, TabularJobConfig
+from panoramia.hashing import settings_but
+from panoramia.modalities.tabular.config import (
+    TabularDataConfig,
+    TabularGeneratorSettings,
+    TabularJobConfig,
+)
 from panoramia.modalities.tabular.data import (
     CONTROL_POOL,
     MEMBERS,
@@ -31,10 +36,10 @@ from panoramia.pipeline.stages import StageResult
 from panoramia.pipeline.stages.splits import (
     SyntheticWork,
     build_synthetic,
-    member_parts_of,
+    generator_part_of,
     synthetic_key,
 )
-from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey, fields_of
 from panoramia.pipeline.synthetic_draw import (
     MARGIN,
     SAMPLING_ONLY,
@@ -50,18 +55,19 @@ if TYPE_CHECKING:
     from panoramia.modalities.tabular.table import TabularSchema
 
 TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
+"""Settings of the synthetic stage that the generator's fit does not use."""
 
-DATA = StageKey("data", also_reads=("data",))
-"""The table's identity (:func:`~panoramia.modalities.tabular.data.data_identity`)."""
+DATA = StageKey("data", also_reads=fields_of("data", TabularDataConfig, but=("split",)))
+"""The table's identity (:func:`~panoramia.modalities.tabular.data.data_identity`): the data
+settings but the split, which the stages that read it key themselves."""
 GENERATOR = StageKey(
     "generator",
     version=4,  # 4: the CART pickle names panoramia.modalities.tabular (the plug-in move)
     seeds=(GENERATION_SEED,),
-    also_reads=("generator",),  # every setting but those read only when sampling
+    also_reads=fields_of("generator", TabularGeneratorSettings, but=TABULAR_SAMPLING_ONLY),
 )
 SYNTHETIC = synthetic_key(5, "generator", "helper.n_rows")
 HELPER = StageKey("helper", seeds=(GENERATION_SEED,), also_reads=("helper",))
-"""Settings of the synthetic stage that the generator's fit does not use."""
 
 
 class TabularPipeline(AuditPipeline):
@@ -137,8 +143,8 @@ class TabularPipeline(AuditPipeline):
         members = self.job.target.members
         rows = pd.read_parquet(data.directory / (MEMBERS if members == "same" else CONTROL_POOL))
         if members == "disjoint+generator_data":  # a control that knows D_G, never D_in
-            known, parts = member_parts_of(self, data)
-            rows = pd.concat([rows, known.iloc[parts["generator"]]], ignore_index=True)
+            known, generator = generator_part_of(self, data)
+            rows = pd.concat([rows, known.iloc[generator]], ignore_index=True)
         schema = load_schema(data.directory)
         return {"trained_on": len(rows), **self._fit_demo_target(rows, schema, directory)}
 
@@ -185,7 +191,7 @@ class TabularPipeline(AuditPipeline):
             return {"trained_on": len(members)}
 
         # Every generator setting except those used only when sampling (a new field counts).
-        fit_config = {k: v for k, v in asdict(config).items() if k not in TABULAR_SAMPLING_ONLY}
+        fit_config = settings_but(config, TABULAR_SAMPLING_ONLY)
         return self.runner.run(
             GENERATOR,
             build,

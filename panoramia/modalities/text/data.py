@@ -12,13 +12,12 @@ document has chunks in two pools. Every part is an ``.npz`` TextSet.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from panoramia.errors import InputError
-from panoramia.hashing import tree_sha256
+from panoramia.hashing import settings_but, tree_sha256
 from panoramia.modalities.text.config import TextDataConfig, TextTargetConfig
 from panoramia.modalities.text.documents import TextSet, chunk_documents, read_documents
 from panoramia.modalities.text.targets import text_model_folders
@@ -41,8 +40,7 @@ def _embedded(source: str) -> list[str]:
 
 def text_data_identity(config: TextDataConfig, target: TextTargetConfig) -> dict:
     """What the data stage's key hashes: the config, the text and the tokenizer's files."""
-    identity = asdict(config)
-    identity.pop("split")
+    identity = settings_but(config, ("split",))  # the split is the later stages' to key
     if config.source == "files":
         identity.update(input_paths_identity(config))
     else:

@@ -18,7 +18,7 @@ import numpy as np
 
 from panoramia.errors import InputError
 from panoramia.hashing import settings_key
-from panoramia.modalities.text.config import TextJobConfig
+from panoramia.modalities.text.config import TextDataConfig, TextJobConfig
 from panoramia.modalities.text.data import (
     CONTROL_POOL,
     MEMBERS,
@@ -42,7 +42,7 @@ from panoramia.pipeline.stages.splits import (
     build_synthetic,
     synthetic_key,
 )
-from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey, fields_of
 from panoramia.pipeline.synthetic_draw import deal
 
 if TYPE_CHECKING:
@@ -54,7 +54,13 @@ EXAMPLES = 6
 """Chunks of each kind shown in the report."""
 PROMPTS = "prompts.npz"
 
-DATA = StageKey("data", also_reads=("data", "target"))
+DATA = StageKey(
+    "data",
+    also_reads=(
+        *fields_of("data", TextDataConfig, but=("split",)),
+        "target.kind", "target.path", "target.base_model",  # where the tokenizer comes from
+    ),
+)  # fmt: skip
 """The corpus, its split and tokenizer (:func:`text_data_identity`: the data settings, and
 the target's where they pick the tokenizer)."""
 PUBLIC_BASE = StageKey(

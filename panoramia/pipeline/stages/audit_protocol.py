@@ -18,8 +18,12 @@ class Audit(Protocol):
 
     job: Any
     runner: StageRunner
-    seed: int
-    generation_seed: int
+
+    @property
+    def seed(self) -> int: ...
+    @property
+    def generation_seed(self) -> int: ...
+
     sets: ExampleSets
     rows_are_units: bool
     """Whether an example is the unit membership was drawn by (not text's chunks)."""

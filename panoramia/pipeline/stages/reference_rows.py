@@ -19,7 +19,7 @@ from panoramia.pipeline.stages.artifacts import ReferenceRows
 from panoramia.pipeline.stages.audit_protocol import Audit
 from panoramia.pipeline.stages.losses import model_directory
 from panoramia.pipeline.stages.runner import StageResult
-from panoramia.pipeline.stages.splits import member_parts_of
+from panoramia.pipeline.stages.splits import generator_part_of
 from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.targets import load_target
 
@@ -55,8 +55,8 @@ def scored_indices(
     stage's known members (every one outside D_G, ascending: D_G, and so they, depend on
     ``generation_seed`` and the split's fractions only) and into its real non-members
     (:func:`reserved_nonmembers`)."""
-    members, parts = member_parts_of(audit, data)
-    outside = np.setdiff1d(np.arange(len(members)), parts["generator"])  # D_G's by gen. seed
+    members, generator = generator_part_of(audit, data)
+    outside = np.setdiff1d(np.arange(len(members)), generator)  # D_G's by gen. seed
     return outside, reserved_nonmembers(audit.generation_seed, n_nonmembers)
 
 

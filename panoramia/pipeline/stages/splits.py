@@ -48,7 +48,7 @@ def member_parts(
 
     D_G depends on ``generation_seed`` alone; the other parts are drawn by ``seed`` among the
     members D_G leaves, so changing ``seed`` never moves an example into or out of D_G."""
-    order = child_rng(generation_seed, "split/members").permutation(n)
+    order = _generator_order(n, generation_seed)
     n_generator = sizes["generator"]
     rest = order[n_generator:]
     rest = rest[child_rng(seed, "split/rest").permutation(rest.size)]
@@ -57,6 +57,19 @@ def member_parts(
         parts[name] = rest[start : start + sizes[name]]
         start += sizes[name]
     return parts
+
+
+def _generator_order(n: int, generation_seed: int) -> np.ndarray:
+    """The known members' order whose first ones are D_G (by ``generation_seed`` alone)."""
+    return child_rng(generation_seed, "split/members").permutation(n)
+
+
+def generator_part_of(audit: Audit, data: StageResult) -> tuple[Any, np.ndarray]:
+    """The known members and the indices of D_G among them: what
+    :func:`member_parts_of` gives as its ``generator`` part, read without ``seed``."""
+    members = audit.sets.read(data.directory / audit.sets.members_file)
+    sizes = split_sizes(len(members), asdict(audit.job.data.split))
+    return members, _generator_order(len(members), audit.generation_seed)[: sizes["generator"]]
 
 
 def member_parts_of(audit: Audit, data: StageResult) -> tuple[Any, dict[str, np.ndarray]]:
@@ -74,11 +87,10 @@ def build_generator_data(audit: Audit, data: StageResult) -> StageResult:
     ``generation_seed`` only. Its info records the size of every member part."""
 
     def build(directory: Path) -> dict:
-        members, parts = member_parts_of(audit, data)
-        audit.sets.write(
-            members, parts["generator"], directory / f"member_generator{audit.sets.suffix}"
-        )
-        return {"members": {name: int(part.size) for name, part in parts.items()}}
+        members, generator = generator_part_of(audit, data)
+        audit.sets.write(members, generator, directory / f"member_generator{audit.sets.suffix}")
+        sizes = split_sizes(len(members), asdict(audit.job.data.split))
+        return {"members": {name: int(sizes[name]) for name in MEMBER_SETS}}
 
     return audit.runner.run(
         GENERATOR_DATA,

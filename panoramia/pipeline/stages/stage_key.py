@@ -17,7 +17,7 @@ artifact. The suite fails on one (``PANORAMIA_CHECK_READS=1``); an audit logs it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from panoramia.hashing import settings_key
@@ -49,8 +49,9 @@ class StageKey:
             raise ValueError(f"stage {self.name}: {sorted(clash)} both a setting and a seed")
 
     def reads(self) -> frozenset[str]:
-        """Every setting path it declares it depends on (its ``settings`` and ``also_reads``)."""
-        return frozenset((*self.settings.values(), *self.also_reads))
+        """Every setting path it declares it depends on (its ``settings``, seeds and
+        ``also_reads``)."""
+        return frozenset((*self.settings.values(), *self.seeds, *self.also_reads))
 
     def config(self, job: Any, seeds: Mapping[str, int], given: object) -> object:
         """The key's config: its ``settings`` read from ``job`` and its ``seeds``, with what
@@ -68,6 +69,13 @@ class StageKey:
         if repeated:
             raise ValueError(f"stage {self.name}: {sorted(repeated)} are derived from its key")
         return {**given, **derived}
+
+
+def fields_of(section: str, schema: type, *, but: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The dotted paths of ``schema``'s fields under ``section``, less those named in ``but``:
+    a declaration of a section's settings but some (a data stage's, without the split that
+    later stages read and key themselves)."""
+    return tuple(f"{section}.{entry.name}" for entry in fields(schema) if entry.name not in but)
 
 
 def _value(job: Any, path: str) -> Any:

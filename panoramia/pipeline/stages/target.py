@@ -16,10 +16,12 @@ DEMO_TARGET = StageKey(
     "target",
     version=3,  # 2: initial weights follow train_seed; 3: identity in the record
     # Its key is the target section (a plug-in's target_key may reshape it), less who may be
-    # imported and, for plain training, the DP fields; a control trained beside D_G adds
-    # the split and the generation seed that draw D_G.
-    also_reads=("target", "data.split", "generation_seed"),
+    # imported and, for plain training, the DP fields.
+    also_reads=("target",),
 )
+BESIDE_D_G = StageKey("target", version=3, also_reads=("target", "data.split", "generation_seed"))
+"""A control trained on D_G too (``target.members=disjoint+generator_data``): its key adds
+the split and the generation seed that draw D_G."""
 BROUGHT_TARGET = StageKey("target", also_reads=("target",))
 """A brought model's target stage: its settings and identity (format, file hashes)."""
 
@@ -47,7 +49,7 @@ def build_target(audit: Audit, data: StageResult) -> StageResult:
         return {**metrics, "identity": load_target(directory).identity()}
 
     return audit.runner.run(
-        DEMO_TARGET,
+        BESIDE_D_G if "generator_data" in config else DEMO_TARGET,
         build,
         config=config,
         inputs=[data, *audit.target_inputs(data)],

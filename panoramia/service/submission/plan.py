@@ -113,13 +113,21 @@ class AuditPlan:
         """A stored plan (:meth:`as_json`); ValueError where it is not one."""
         if stored.get("version") != PLAN_VERSION:
             raise ValueError(f"plan version {stored.get('version')!r} is not {PLAN_VERSION}")
+        from panoramia.plugins import MODALITIES
+
         files = stored.get("files") or {}
         seed = stored.get("seed")
-        if not (seed is None or (isinstance(seed, int) and 0 <= seed <= MAX_SEED)):
+        if not (seed is None or (type(seed) is int and 0 <= seed <= MAX_SEED)):
             raise ValueError(f"plan seed {seed!r}")
-        texts = [*stored.get("lines", []), *stored.get("overrides", [])]
-        if not all(isinstance(text, str) for text in texts) or not isinstance(files, dict):
-            raise ValueError("a plan's lines and overrides are strings, its files a mapping")
+        if stored.get("modality") not in MODALITIES:
+            raise ValueError(f"plan modality {stored.get('modality')!r} is not installed")
+        lines, overrides = stored.get("lines"), stored.get("overrides")
+        if not (isinstance(lines, list) and isinstance(overrides, list)):
+            raise ValueError("a plan's lines and overrides are lists")
+        if not all(isinstance(text, str) for text in [*lines, *overrides]):
+            raise ValueError("a plan's lines and overrides are strings")
+        if not isinstance(files, dict):
+            raise ValueError("a plan's files are a mapping")
         return cls(
             modality=str(stored["modality"]),
             lines=tuple(stored["lines"]),
@@ -135,21 +143,23 @@ _ORDER = {"target.path": 0, "data.members_path": 1, "data.nonmembers_path": 2}
 
 def split_seed(overrides: list[str]) -> tuple[list[str], int | None, int]:
     """Her overrides without her ``seed=``, that seed (None without one) and its position
-    (-1 without one). A seed that is not a whole number from 0 to :data:`MAX_SEED` stays
-    among her overrides (the composed config's check names it, as for any setting), its
-    position given as ``-2 - position``, which :func:`repeated` refuses. Her text is read
-    here once; it was checked (``check_overrides``)."""
+    (-1 without one). A seed that is not a whole number (up to ten digits) stays among her
+    overrides (the composed config's check names it, as for any setting), its position given
+    as ``-2 - position``, which :func:`repeated` refuses; one past :data:`MAX_SEED` is taken
+    and refused by that check, or by :func:`repeated`'s count. Her text is read here once;
+    it was checked (``check_overrides``)."""
     kept, seed, where = [], None, -1
     for position, line in enumerate(overrides):
         key, _, value = line.partition("=")
         if key.strip() != SEED:
             kept.append(line)
             continue
-        if not re.fullmatch(r"[0-9]{1,10}", value.strip()) or int(value) > MAX_SEED:
+        if not re.fullmatch(r"[0-9]{1,10}", value.strip()):
             kept.append(line)
-            where = -2 - position
+            where = -2 - position if where >= -1 else where  # the first unreadable one
             continue
-        seed, where = int(value.strip()), position
+        seed = int(value.strip())
+        where = position if where >= -1 else where
     return kept, seed, where
 
 

@@ -214,15 +214,19 @@ def _child_command(
     artifacts_dir = settings.artifacts_dir / str(audit.contributor_id)
     if settings.remote_worker:  # nothing of hers outlives the audit on this machine
         artifacts_dir = run_dir / "stages"
-    plan = _plan(audit)
-    command = job_command(
-        overrides,
-        run_dir=run_dir,
-        artifacts_dir=artifacts_dir,
-        threads=settings.audit_threads,
-        trusted_modules=settings.trusted_modules,
-        modality_name=plan.modality if plan is not None else None,
-    )
+    plan = _plan(audit)  # read in _staged already: it reads
+    try:
+        command = job_command(
+            overrides,
+            run_dir=run_dir,
+            artifacts_dir=artifacts_dir,
+            threads=settings.audit_threads,
+            trusted_modules=settings.trusted_modules,
+            modality_name=plan.modality if plan is not None else None,
+        )
+    except InputError as error:
+        store.release(audit.id, worker, AuditStatus.FAILED, str(error), {})
+        raise _Ended(AuditStatus.FAILED) from None
     env = audit_environment(run_dir, settings.audit_threads)
     try:
         confinement = settings.check_sandbox()
