@@ -93,12 +93,8 @@ class RequestProblem(Exception):
         self.status = status
 
 
-def _quoted(value: str) -> str:
-    return quoted(value)
-
-
 def _quoted_list(values: list[str]) -> str:
-    return "[" + ",".join(_quoted(v) for v in values) + "]"
+    return "[" + ",".join(quoted(v) for v in values) + "]"
 
 
 def _inside(root: Path, relative: str, field: tuple[str | int, ...]) -> Path:
@@ -272,7 +268,7 @@ def audit_plan(
             _check_model_format(directory, allow_torchscript=allow_torchscript)
         lines.append(f"target={entry.path_target}")
         files["target.path"] = PlannedFile(path=str(directory))
-    lines.append(f"target.name={_quoted(f'{request.model.name}-{request.model.version}')}")
+    lines.append(f"target.name={quoted(f'{request.model.name}-{request.model.version}')}")
     own = data_dir / contributor
     lines.append(f"data={data.source}")
     for role, given in (("members", data.members), ("nonmembers", data.nonmembers)):
@@ -282,7 +278,7 @@ def audit_plan(
         files[f"data.{role}_path"] = PlannedFile(path=str(path))
     if data.source == "csv":
         lines += [
-            f"data.label={_quoted(data.label or '')}",
+            f"data.label={quoted(data.label or '')}",
             f"data.categorical={_quoted_list(data.categorical)}",
             f"data.continuous={_quoted_list(data.continuous)}",
         ]
@@ -367,7 +363,7 @@ def job_command(
         "panoramia.pipeline.app",
         *overrides,
         *trust,
-        f"artifacts_dir={_quoted(str(artifacts_dir))}",
+        f"artifacts_dir={quoted(str(artifacts_dir))}",
         f"threads={threads}",
-        f"hydra.run.dir={_quoted(str(run_dir))}",
+        f"hydra.run.dir={quoted(str(run_dir))}",
     ]
