@@ -36,9 +36,12 @@ ATTACK_FPRS = (0.001, 0.01)
 is wrongly flagged)."""
 LIRA_MIN_PROBABILITY = 1e-12
 """The probabilities LiRA's logit scaling is clipped to (1e-12 … 1 − 1e-12)."""
-ATTACKS = ("rmia", "lira")
-"""The reference attacks, in the order the report lists them; RMIA joins the verdict's
-decision where its split was drawn at random (docs/SPEC.md §3.1, level 8), LiRA is a figure."""
+ATTACKS = ("rmia", "lira", "loss")
+"""The attacks on real rows, in the order the report lists them: the two reference attacks and
+the plain loss attack (f's loss alone, no reference model: the yardstick of what the
+references add). RMIA joins the verdict's decision where its split was drawn at random and
+``audit.real_nonmembers.rmia_decides`` says so (docs/SPEC.md §3.1, level 8); LiRA and the
+loss attack are figures."""
 
 
 def _losses(target_loss: object, reference_losses: object) -> tuple[np.ndarray, np.ndarray]:
@@ -94,6 +97,13 @@ def lira_offline_scores(target_loss: object, reference_losses: object) -> np.nda
     return np.asarray((phi_target - mu) / max(float(np.sqrt(variance)), 1e-12), dtype=float)
 
 
+def loss_scores(target_loss: object) -> np.ndarray:
+    """The plain loss attack's score, shape (n,): −loss_f(x) (a row the target fits better is
+    more member-like; Yeom et al. 2018). It uses no reference model."""
+    target = check_scores(target_loss, name="target losses", n=np.asarray(target_loss).size)
+    return np.asarray(-target, dtype=float)
+
+
 def tpr_at_fpr_exact(scores: object, membership: object, fpr: float) -> tuple[float, float]:
     """(TPR, realised FPR) of the rule "score ≥ τ" at the τ with the largest TPR whose FPR is
     at most ``fpr``, read from every distinct score (ties fall on one side together)."""
@@ -132,13 +142,13 @@ class ReferenceAttackResult:
     whether the audit drew the split (only then does RMIA's test join the verdict)."""
 
     attack: str
-    """``rmia`` or ``lira``."""
+    """``rmia``, ``lira`` or ``loss``."""
     members: int
     """Members scored: every known member no reference model trained on."""
     nonmembers: int
     """Held-out rows scored: those no reference model trained on."""
     references: int
-    """OUT reference models (the audit's stand-ins)."""
+    """OUT reference models (the audit's stand-ins; 0 for the loss attack, which uses none)."""
     auc: float
     auc_interval: tuple[float, float]
     tpr_at_fpr: dict[float, tuple[float, float] | None]
@@ -204,7 +214,7 @@ def reference_attack(
     offline_a: float = OFFLINE_A,
     decides: bool = False,
 ) -> ReferenceAttackResult:
-    """Score ``attack`` (``rmia`` or ``lira``) on the rows and read its figures.
+    """Score ``attack`` (``rmia``, ``lira`` or ``loss``) on the rows and read its figures.
 
     ``target_loss`` (n,) and ``reference_losses`` (k, n): per-row losses in nats under the
     target and under k OUT reference models; ``membership`` (n,) 0/1, 1 = a member of the
@@ -217,6 +227,8 @@ def reference_attack(
         scores = rmia_offline_scores(target_loss, reference_losses, offline_a=offline_a)
     elif attack == "lira":
         scores = lira_offline_scores(target_loss, reference_losses)
+    elif attack == "loss":
+        scores = loss_scores(target_loss)
     else:
         raise ValueError(f"attack: {attack!r} is not one of {', '.join(ATTACKS)}")
     if scores.size != labels.size:
@@ -231,7 +243,7 @@ def reference_attack(
         attack=attack,
         members=int(labels.sum()),
         nonmembers=int(labels.size - labels.sum()),
-        references=int(np.asarray(reference_losses).shape[0]),
+        references=0 if attack == "loss" else int(np.asarray(reference_losses).shape[0]),
         auc=auc_exact(scores, labels),
         auc_interval=intervals.auc,
         tpr_at_fpr={

@@ -69,7 +69,7 @@ def report_document(
                 "Reference audits use real held-out non-members; they bound ε only if "
                 "membership was randomised, and approximate that game post hoc. RMIA and "
                 "LiRA use the audit's stand-ins as reference models that never saw the "
-                "rows they score."
+                "rows they score; the loss attack reads the model's loss alone."
             ),
         },
         "seed": seed,

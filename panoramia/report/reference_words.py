@@ -67,7 +67,8 @@ def _attack(found: JSONDict) -> JSONDict | None:
 
 
 def reference_attack_reading(document: JSONDict) -> JSONDict | None:
-    """``rmia`` and ``lira`` figures (each None where unreadable), the scored counts, whether
+    """``rmia``, ``lira`` and ``loss`` figures (each None where unreadable; ``loss`` is the
+    plain loss attack, absent before schema 1.10), the scored counts, whether
     the split was drawn at random (``randomised``: only then does RMIA's test join the
     verdict), the ``sentence`` and ``attacks`` (the readable ones, each with its ``name``, in
     the order a table shows them); None where the document has no RMIA section."""
@@ -79,16 +80,22 @@ def reference_attack_reading(document: JSONDict) -> JSONDict | None:
     if figures is None:
         return None
     lira = _attack(_section(reference, "lira"))
+    loss = _attack(_section(reference, "loss"))
     reading = {
         "rmia": figures,
         "lira": lira,
+        "loss": loss,
         "members": _count(rmia.get("members")),
         "nonmembers": _count(rmia.get("nonmembers")),
         "references": _count(rmia.get("references")),
         "randomised": rmia.get("randomised") is True,
         "interval_level": number(rmia.get("interval_level")),
     }
-    named = [("RMIA", figures), ("LiRA (offline)", lira)]
+    named = [
+        ("RMIA", figures),
+        ("LiRA (offline)", lira),
+        ("Loss alone (no reference models)", loss),
+    ]
     return reading | {
         "sentence": reference_attack_sentence(reading),
         "attacks": [{"name": name} | found for name, found in named if found is not None],

@@ -25,11 +25,11 @@ def _finite(value: float) -> float:
 
 
 class ReportDocument(BaseModel):
-    """``report.json`` of schema version 1.0 to 1.9 (1.1 adds ``verdict``, 1.2
+    """``report.json`` of schema version 1.0 to 1.10 (1.1 adds ``verdict``, 1.2
     ``detectable``, 1.3 ``gdp``, 1.4 ``null``, 1.5 ``attacker`` and ``exposure``, 1.6 the
     reference audits' p-values, groups tested against chance and the attacker's intervals, 1.7
     the groups' two statistics, 1.8 ``baseline.blind``, 1.9 the reference
-    attack).
+    attack, 1.10 the plain loss attack beside it).
     Figures in nats; ``confidence`` a probability; ``m`` the audit set's size."""
 
     model_config = ConfigDict(extra="allow")

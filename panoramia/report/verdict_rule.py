@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from panoramia.measure.jsonable import JSONDict
+from panoramia.report import SCHEMA_VERSIONS
 
 STRONG = math.log(2.0)
 """ε̃ (nats) from which a detected leak is called clear when the low end of its interval
@@ -80,6 +81,12 @@ MALFORMED = "this report's null section cannot be read or does not match its fig
 """Why a schema-1.4 document without a usable ``null`` section has no null to hold its gap to."""
 
 
+def _before_null(version: object) -> bool:
+    """Whether a document of schema ``version`` was written before the null section (1.4):
+    versions compare by their numbers (1.10 comes after 1.4); an unknown one is not."""
+    return str(version) in SCHEMA_VERSIONS[: SCHEMA_VERSIONS.index("1.4")]
+
+
 def read_null(document: JSONDict, games: dict[str, JSONDict] | None = None) -> JSONDict | None:
     """The document's null test, checked against the document's own figures and recomputed
     from its counts: ``game``, ``draws``, ``exceed``, ``p_value``, ``false_alarm_rate``,
@@ -89,7 +96,7 @@ def read_null(document: JSONDict, games: dict[str, JSONDict] | None = None) -> J
     game's ε̃, its detection its threshold's); None for a document written before the null
     (schema < 1.4, no section)."""
     section = document.get("null")
-    if section is None and str(document.get("schema_version", "1.4")) < "1.4":
+    if section is None and _before_null(document.get("schema_version", "1.4")):
         return None
     if not isinstance(section, dict):
         return {"skipped": MALFORMED}

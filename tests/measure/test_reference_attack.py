@@ -12,6 +12,7 @@ from panoramia.measure.reference_attack import (
     OFFLINE_A,
     auc_exact,
     lira_offline_scores,
+    loss_scores,
     reference_attack,
     rmia_offline_scores,
     tpr_at_fpr_exact,
@@ -135,6 +136,22 @@ def test_a_leak_is_read_in_attacker_terms_with_intervals() -> None:
     assert "offline_a" not in lira.to_dict()
     with pytest.raises(ValueError, match="attack"):
         reference_attack("mystery", target, references, member)
+
+
+def test_the_loss_attack_reads_the_target_alone_and_the_references_add_to_it() -> None:
+    """The plain loss attack (−loss_f, no reference model) on the same rows: where rows differ
+    in difficulty far more than the leak moves a member's loss, it catches few members at
+    1 % FPR, and RMIA, which divides each row's difficulty out, catches many more."""
+    rng = np.random.default_rng(11)
+    target, references, member = _losses(rng, 4000, 3, leak=0.3)
+    assert loss_scores(target) == pytest.approx(-target)
+    loss = reference_attack("loss", target, references, member, draws=99)
+    rmia = reference_attack("rmia", target, references, member, draws=99)
+    assert loss.references == 0 and loss.to_dict()["attack"] == "loss"
+    assert "offline_a" not in loss.to_dict()
+    assert loss.auc == pytest.approx(roc_auc_score(member, -target))
+    assert rmia.tpr_at_fpr[0.01][0] > 3 * loss.tpr_at_fpr[0.01][0]
+    assert rmia.auc > loss.auc
 
 
 def test_groups_are_tested_family_wise_by_one_permutation_of_the_labels() -> None:

@@ -60,7 +60,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
         "versions",
     ):
         assert key in report, key
-    assert report["schema_version"] == "1.9"
+    assert report["schema_version"] == "1.10"
     attacker = report["attacker"]  # what an attacker gains, beside what the data alone gives
     for side in ("attack", "baseline"):
         terms = attacker[side]
