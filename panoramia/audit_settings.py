@@ -139,20 +139,6 @@ REFERENCE = "+reference_models"
 """The ending of the sides whose distinguishers also see the other stand-ins' losses."""
 
 
-class DataSource(StrEnum):
-    """``data.source``: the embedded data sets and the user's files, narrowed by modality
-    (each plug-in's ``choices``; the files' value is its ``file_source_values``)."""
-
-    ADULT = "adult"
-    CSV = "csv"
-    MNIST = "mnist"
-    DIGITS = "digits"
-    PYTHON_DOCS = "python_docs"
-    PYDOC = "pydoc"
-    AUSTEN = "austen"
-    FILES = "files"
-
-
 class GroupStatistic(StrEnum):
     """``audit.group_statistic``: what decides that a group of members stands out
     (docs/SPEC.md §3, ``exposure``): the share flagged at ``audit.group_fpr``, or the group's
@@ -178,12 +164,11 @@ class StandInData(StrEnum):
 
 
 class TargetKind(StrEnum):
-    """``target.kind``: a demo target trained here (by modality: ``train``; tables: ``mlp``,
-    ``xgboost``) or a model directory (``path``)."""
+    """``target.kind``: a demo target trained here by the plug-in's recipe (``train``) or a
+    model directory (``path``); a plug-in may name its own recipes instead of ``train``
+    (tables: ``mlp``, ``xgboost``, declared in its folder) through its narrowing."""
 
     TRAIN = "train"
-    MLP = "mlp"
-    XGBOOST = "xgboost"
     PATH = "path"
 
 
@@ -216,15 +201,16 @@ CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "audit.group_statistic": GroupStatistic,
     "audit.stand_in.recipe": StandInRecipe,
     "audit.stand_in.training_data": StandInData,
-    "data.source": DataSource,
     "target.kind": TargetKind,
     "target.members": TargetMembers,
 }
 """The type of each shared setting that takes one of a list of values, by its whole key (a
-plug-in's own are its ``Modality.choice_types``, :func:`plugin_choice_types`)."""
+plug-in's own are its ``Modality.choice_types``, :func:`plugin_choice_types`). ``data.source``
+has none: every value of it is a plug-in's (its ``choices``), so the engine names no data
+set; :func:`shared_choices` joins them."""
 CHOICES: dict[str, tuple[str, ...]] = {key: values(kind) for key, kind in CHOICE_TYPES.items()}
-"""The values of each shared choice setting (plain strings), checked with the ranges
-(:func:`all_choices`: with the plug-ins')."""
+"""The values of each shared choice setting the engine declares (plain strings); with the
+plug-ins' narrowings joined in: :func:`shared_choices`."""
 
 
 def _plugins(modality: object) -> list[Modality]:
@@ -247,11 +233,24 @@ def plugin_choice_types(modality: object = None) -> dict[str, type[StrEnum]]:
     return found
 
 
+def shared_choices() -> dict[str, tuple[str, ...]]:
+    """The values of each shared choice setting, whatever the modality: the engine's own
+    (:data:`CHOICES`), then every registered plug-in's narrowing values not yet listed (its
+    ``Modality.choices``: its data sets under ``data.source``, its recipes under
+    ``target.kind``), in the registry's order."""
+    joined = {key: list(allowed) for key, allowed in CHOICES.items()}
+    for entry in _plugins(None):
+        for key, allowed in entry.choices.items():
+            listed = joined.setdefault(key, [])
+            listed += [value for value in allowed if value not in listed]
+    return {key: tuple(allowed) for key, allowed in joined.items()}
+
+
 def all_choices() -> dict[str, tuple[str, ...]]:
-    """Every choice setting's values: the shared ones (:data:`CHOICES`) and each plug-in's,
-    by whole key, sorted."""
+    """Every choice setting's values: the shared ones (:func:`shared_choices`) and each
+    plug-in's own, by whole key, sorted."""
     plugins = {key: values(kind) for key, kind in plugin_choice_types().items()}
-    return dict(sorted((CHOICES | plugins).items()))
+    return dict(sorted((shared_choices() | plugins).items()))
 
 
 def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
@@ -263,8 +262,9 @@ def choices_of(key: str, modality: object = None) -> tuple[str, ...] | None:
     entry = MODALITIES.get(modality) if isinstance(modality, str) else None
     if entry is not None and key in entry.choices:
         return entry.choices[key]
-    if key in CHOICES:
-        return CHOICES[key]
+    shared = shared_choices()
+    if key in shared:
+        return shared[key]
     kind = plugin_choice_types(modality).get(key)
     return values(kind) if kind is not None else None
 

@@ -117,7 +117,9 @@ def reference_attack_sentence(reading: JSONDict) -> str:
     never seen your records, it would catch about as many as it wrongly flags, 0.99%. Scored
     on 9,000 of your members against 8,140 held-out rows that none of its 3 reference models
     saw." Where the audit did not draw the held-out rows, the clause on a model that never
-    saw her records is left out (her rows may differ from her members in kind)."""
+    saw her records is left out (her rows may differ from her members in kind); where the
+    plain loss attack was read (schema 1.10), one sentence gives its rate at 1 in 100: what
+    the reference models add."""
     figures = reading["rmia"]
     realised = figures["realised_fpr"]["0.01"]
     in_fact = f" ({realised:.2%} in fact)" if realised is not None else ""
@@ -140,10 +142,17 @@ def reference_attack_sentence(reading: JSONDict) -> str:
             f"{reading['nonmembers']:,} held-out rows that none of {models} reference "
             "models saw."
         )
+    loss = reading.get("loss")
+    alone = (
+        f" The model's loss alone, without reference models, catches "
+        f"{_rate(loss, '0.01')} at 1 in 100."
+        if loss is not None
+        else ""
+    )
     return (
         "An attacker with reference models (RMIA: models of this kind that never saw the "
         f"records scored) catches {_rate(figures, '0.01')} of your records while wrongly "
-        f"flagging 1 in 100 of your held-out rows{in_fact}{low}{chance}.{counts}"
+        f"flagging 1 in 100 of your held-out rows{in_fact}{low}{chance}.{alone}{counts}"
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
-from panoramia.modalities.image.settings import CHOICE_TYPES, RULES
+from panoramia.audit_settings import TargetKind, TargetMembers, values
+from panoramia.modalities.image.settings import CHOICE_TYPES, RULES, ImageSource
 from panoramia.modality_plugin import Modality
 
 
@@ -30,11 +30,11 @@ PLUGIN = Modality(
     choices={
         "target.kind": values((TargetKind.TRAIN, TargetKind.PATH)),
         "target.members": values((TargetMembers.SAME, TargetMembers.DISJOINT)),
-        "data.source": values((DataSource.MNIST, DataSource.DIGITS, DataSource.FILES)),
+        "data.source": values(ImageSource),
     },
     choice_types=CHOICE_TYPES,
     rules=RULES,
-    file_source_values=(DataSource.FILES.value,),
+    file_source_values=(ImageSource.FILES.value,),
     data_noun="images",
     target_formats=("hf-image-classification", "torch-safetensors", "torchscript", "onnx"),
     own_formats=("hf-image-classification",),

@@ -43,6 +43,14 @@ class HelperData(StrEnum):
     REAL = "real"
 
 
+class ImageSource(StrEnum):
+    """``data.source`` in an image audit: MNIST, scikit-learn's 8×8 digits, or her files."""
+
+    MNIST = "mnist"
+    DIGITS = "digits"
+    FILES = "files"
+
+
 CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "generator.model": ImageGeneratorModel,
     "helper.arch": ImageArch,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from panoramia.audit_settings import TargetKind
 from panoramia.modalities.tabular.distinguisher import XGBoostDistinguisherConfig
 from panoramia.modalities.tabular.generator import TabularGeneratorConfig
+from panoramia.modalities.tabular.settings import TabularTargetKind
 from panoramia.modalities.tabular.training import MlpConfig
 from panoramia.pipeline.config import (
     DataConfigBase,
@@ -33,7 +33,7 @@ class TabularDataConfig(DataConfigBase):
 class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
     """The audited model: a demo target trained here (mlp, xgboost) or a directory (path)."""
 
-    kind: str = TargetKind.MLP.value
+    kind: str = TabularTargetKind.MLP.value
     name: str = "mlp"
     n_estimators: int = 300
     max_depth: int = 6

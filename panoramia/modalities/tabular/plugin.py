@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from panoramia.audit_settings import DataSource, TargetKind, values
-from panoramia.modalities.tabular.settings import CHOICE_TYPES, RULES
+from panoramia.modalities.tabular.settings import CHOICE_TYPES, NARROWED, RULES, TabularSource
 from panoramia.modality_plugin import Modality
 
 PLUGIN = Modality(
@@ -15,13 +14,10 @@ PLUGIN = Modality(
     path_target="path",
     data_sources=("adult", "csv"),
     file_data_sources=("csv",),
-    choices={
-        "target.kind": values((TargetKind.MLP, TargetKind.XGBOOST, TargetKind.PATH)),
-        "data.source": values((DataSource.ADULT, DataSource.CSV)),
-    },
+    choices=NARROWED,
     choice_types=CHOICE_TYPES,
     rules=RULES,
-    file_source_values=(DataSource.CSV.value,),
+    file_source_values=(TabularSource.CSV.value,),
     data_noun="a table",
     target_formats=(
         "torch-safetensors",

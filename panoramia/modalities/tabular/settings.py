@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from panoramia.audit_settings import TargetKind, settings_at
+from panoramia.audit_settings import TargetKind, settings_at, values
 from panoramia.errors import InputError
 from panoramia.settings_rule import Rule
 
@@ -23,13 +23,34 @@ class Synthesizer(StrEnum):
     TVAE = "tvae"
 
 
+class TabularSource(StrEnum):
+    """``data.source`` in a tabular audit: the embedded Adult census, or her CSV files."""
+
+    ADULT = "adult"
+    CSV = "csv"
+
+
+class TabularTargetKind(StrEnum):
+    """``target.kind`` in a tabular audit: the demo recipes trained here (an MLP, gradient-
+    boosted trees), or a brought model (``path``)."""
+
+    MLP = "mlp"
+    XGBOOST = "xgboost"
+    PATH = TargetKind.PATH.value
+
+
 CHOICE_TYPES: dict[str, type[StrEnum]] = {"generator.synthesizer": Synthesizer}
 """The choice settings this plug-in owns, by their whole key."""
+NARROWED: dict[str, tuple[str, ...]] = {
+    "target.kind": values(TabularTargetKind),
+    "data.source": values(TabularSource),
+}
+"""The values this plug-in allows of shared choice settings (its ``Modality.choices``)."""
 
 
 def _dp_target(config: Mapping[str, Any]) -> None:
     found = settings_at(config, "target.dp_epsilon", "target.kind")
-    if found and found[0] is not None and found[1] != TargetKind.MLP:
+    if found and found[0] is not None and found[1] != TabularTargetKind.MLP:
         raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
 
 

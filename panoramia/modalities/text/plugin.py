@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from panoramia.audit_settings import DataSource, TargetKind, TargetMembers, values
-from panoramia.modalities.text.settings import CHOICE_TYPES, RULES
+from panoramia.audit_settings import TargetKind, TargetMembers, values
+from panoramia.modalities.text.settings import CHOICE_TYPES, RULES, TextSource
 from panoramia.modality_plugin import Modality
 
 
@@ -55,13 +55,11 @@ PLUGIN = Modality(
     choices={
         "target.kind": values((TargetKind.TRAIN, TargetKind.PATH)),
         "target.members": values((TargetMembers.SAME, TargetMembers.DISJOINT)),
-        "data.source": values(
-            (DataSource.PYTHON_DOCS, DataSource.PYDOC, DataSource.AUSTEN, DataSource.FILES)
-        ),
+        "data.source": values(TextSource),
     },
     choice_types=CHOICE_TYPES,
     rules=RULES,
-    file_source_values=(DataSource.FILES.value,),
+    file_source_values=(TextSource.FILES.value,),
     data_noun="text",
     target_formats=("hf-causal-lm", "peft", "onnx"),
     own_formats=("hf-causal-lm", "peft"),

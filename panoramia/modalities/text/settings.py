@@ -44,6 +44,16 @@ class PublicBaseSource(StrEnum):
     NONE = "none"
 
 
+class TextSource(StrEnum):
+    """``data.source`` in a text audit: the installed packages' documentation (by module, or
+    pydoc's pages), Jane Austen's novels, or her files."""
+
+    PYTHON_DOCS = "python_docs"
+    PYDOC = "pydoc"
+    AUSTEN = "austen"
+    FILES = "files"
+
+
 CHOICE_TYPES: dict[str, type[StrEnum]] = {
     "base.source": PublicBaseSource,
     "distinguisher.features": TextFeatures,
