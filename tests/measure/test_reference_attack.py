@@ -147,7 +147,8 @@ def test_the_loss_attack_reads_the_target_alone_and_the_references_add_to_it() -
     assert loss_scores(target) == pytest.approx(-target)
     loss = reference_attack("loss", target, references, member, draws=99)
     rmia = reference_attack("rmia", target, references, member, draws=99)
-    assert loss.references == 0 and loss.to_dict()["attack"] == "loss"
+    assert loss.references == 0
+    assert loss.to_dict()["attack"] == "loss"
     assert "offline_a" not in loss.to_dict()
     assert loss.auc == pytest.approx(roc_auc_score(member, -target))
     assert rmia.tpr_at_fpr[0.01][0] > 3 * loss.tpr_at_fpr[0.01][0]
