@@ -202,6 +202,15 @@ def trained_stages(
             stages.append(StageCost("stand-ins", trees(config, "target"), rows, 1, ensemble))
         else:
             stages.append(StageCost("stand-ins", network(recipe), rows, epochs, ensemble))
+        if (
+            tree_target
+            and kind != "path"
+            and value(config, "audit.real_nonmembers.reference_attack") is not False
+        ):
+            # the reference attack's models of a tree target's recipe, each on half the rows
+            stages.append(
+                StageCost("reference models", trees(config, "target"), rows / 2, 1, ensemble)
+            )
     helper_rows = max(
         number(config, "helper.n_rows"),
         number(config, "helper.n_images"),

@@ -37,6 +37,10 @@ from panoramia.pipeline.stages.distinguisher import build_distinguisher
 from panoramia.pipeline.stages.example_sets import ExampleSets
 from panoramia.pipeline.stages.game import build_game
 from panoramia.pipeline.stages.losses import build_losses
+from panoramia.pipeline.stages.reference_models import (
+    build_reference_model,
+    reference_model_names,
+)
 from panoramia.pipeline.stages.reference_rows import STAGE as REFERENCE_ROWS
 from panoramia.pipeline.stages.reference_rows import build_reference_rows, reference_attack_planned
 from panoramia.pipeline.stages.runner import StageResult, StageRunner
@@ -189,8 +193,19 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
         "losses_target", ("target", "split", "synthetic_split", "synthetic"), _losses("target")
     ),
     StageSpec(
-        REFERENCE_ROWS, ("data", "target", "stand_in"),
-        lambda a, b: build_reference_rows(a, b["data"], b["target"], b.get("stand_in", [])),
+        "reference_model", ("data", "generator_data"),
+        lambda a, b: [
+            build_reference_model(a, b["data"], b["generator_data"], i)
+            for i in range(1, a.job.audit.ensemble + 1)
+        ],
+        names=reference_model_names,
+    ),
+    StageSpec(
+        REFERENCE_ROWS, ("data", "target", "stand_in", "reference_model"),
+        lambda a, b: build_reference_rows(
+            a, b["data"], b["target"], b.get("reference_model") or b.get("stand_in", []),
+            own_recipe=bool(b.get("reference_model")),
+        ),
         names=lambda a: [REFERENCE_ROWS] if reference_attack_planned(a) and a.uses_stand_in else [],
     ),
     StageSpec(
@@ -361,6 +376,19 @@ class AuditPipeline(ABC):
         """What the stand-in stage's key holds of ``audit.stand_in.recipe`` (nothing for h's
         recipe, so that stand-ins trained before the setting existed are reused)."""
         return {}
+
+    def reference_recipe_key(self) -> dict | None:
+        """The target's recipe as the reference attack's own reference models train with it
+        (their stages' key), where the stand-ins are of another family than the target; None
+        (the default): the stand-ins are the reference attack's reference models."""
+        return None
+
+    def train_reference_model(
+        self, data: StageResult, examples: Any, directory: Path, seed: int
+    ) -> dict:
+        """Train one reference model of the target's recipe on ``examples`` into
+        ``directory`` (only where :meth:`reference_recipe_key` names one)."""
+        raise NotImplementedError(f"{type(self).__name__} names no reference recipe")
 
     def distinguisher_seed(self, index: int) -> int:
         """The seed of the ``index``-th distinguisher of each side's ensemble (0: the paper's

@@ -15,12 +15,14 @@ def test_every_stage_of_the_graph_is_said_in_words() -> None:
 
     for node in STAGE_GRAPH:
         name = getattr(node, "name", node)
-        shown = f"{name}_0" if name in NUMBERED else name  # stand_in_0, losses_stand_in_0
+        shown = f"{name}_1" if name in NUMBERED else name  # stand_in_1, losses_stand_in_1
         assert stage_words(shown), name
+    # the graph numbers its stand-ins from 1 (stand_in_1 … stand_in_3), as the words do
     assert stage_words("stand_in_2") == (
-        "training stand-in model 3 (the model's recipe, without your records)"
+        "training stand-in model 2 (the model's recipe, without your records)"
     )
-    assert stage_words("losses_stand_in_0") == "scoring every record with stand-in model 1"
+    assert stage_words("losses_stand_in_1") == "scoring every record with stand-in model 1"
+    assert stage_words("reference_model_3").startswith("training reference model 3")
     for forged in ("<script>", "x" * 100, 17, None, "unknown_stage"):
         assert stage_words(forged) is None
 

@@ -268,6 +268,37 @@ class TabularPipeline(AuditPipeline):
             validation_fraction=recipe.validation_fraction,
         )  # fmt: skip
 
+    def reference_recipe_key(self) -> dict | None:
+        """A tree target's recipe (``target.kind=xgboost``): the stand-ins are MLPs of h's
+        recipe whatever the target, a poor reference for a boosted model (docs/RESULTS.md
+        §28), so the reference attack trains models of the target's recipe; None for an MLP
+        target or a brought model (the stand-ins are its references)."""
+        target = self.job.target
+        if target.kind != "xgboost":
+            return None
+        return {
+            "kind": target.kind, "n_estimators": target.n_estimators,
+            "max_depth": target.max_depth, "xgb_learning_rate": target.xgb_learning_rate,
+        }  # fmt: skip
+
+    def train_reference_model(
+        self, data: StageResult, examples: pd.DataFrame, directory: Path, seed: int
+    ) -> dict:
+        """The demo target's tree recipe on ``examples`` (an XGBoost JSON directory, read by
+        the target loader as the target is)."""
+        from panoramia.modalities.tabular.training import (
+            XGBoostTargetConfig,
+            train_xgboost_directory,
+        )
+
+        target = self.job.target
+        recipe = XGBoostTargetConfig(
+            target.n_estimators, target.max_depth, target.xgb_learning_rate
+        )
+        return train_xgboost_directory(
+            examples, load_schema(data.directory), recipe, directory, seed=seed
+        )
+
     def helper(self, data: StageResult, known: StageResult, synthetic: StageResult) -> StageResult:
         from panoramia.modalities.tabular.helper import train_helper
 

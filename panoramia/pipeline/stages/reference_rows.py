@@ -91,10 +91,17 @@ def _losses(audit: Audit, model: StageResult, which: str, sets: list[object]) ->
 
 
 def build_reference_rows(
-    audit: Audit, data: StageResult, target: StageResult, stand_ins: list[StageResult]
+    audit: Audit,
+    data: StageResult,
+    target: StageResult,
+    stand_ins: list[StageResult],
+    *,
+    own_recipe: bool = False,
 ) -> StageResult | None:
-    """The losses of f and of each stand-in on the scored rows (:data:`ROWS`); None where the
-    data has no real non-members, no stand-in ran, or either side would hold fewer than
+    """The losses of f and of each reference model on the scored rows (:data:`ROWS`; the
+    reference models are the stand-ins, or models of the target's recipe where
+    ``own_recipe``: :mod:`~panoramia.pipeline.stages.reference_models`); None where the data
+    has no real non-members, no reference model ran, or either side would hold fewer than
     :data:`MIN_SCORED_ROWS` rows."""
     nonmembers_path = data.directory / audit.sets.nonmembers_file
     if not nonmembers_path.exists() or not stand_ins:
@@ -123,14 +130,16 @@ def build_reference_rows(
             member_index=outside, nonmember_index=reserved,
         ).save(directory)  # fmt: skip
         return {"members": int(outside.size), "nonmembers": int(reserved.size),
-                "references": len(stand_ins)}  # fmt: skip
+                "references": len(stand_ins),
+                **({"reference_recipe": "target"} if own_recipe else {})}  # fmt: skip
 
+    references = "reference models of its recipe" if own_recipe else "stand-ins"
     return audit.runner.run(
         REFERENCE_ROWS,
         build,
         config={"reserved_share": RESERVED_SHARE},
         inputs=[data, target, *stand_ins],
-        label=f"reference rows (f, {len(stand_ins)} stand-ins)",
+        label=f"reference rows (f, {len(stand_ins)} {references})",
     )
 
 

@@ -31,6 +31,65 @@ trains with them, or the target's where ``audit.stand_in.recipe`` says so: the p
 index and, where the reference attack reserves held-out rows, their share."""
 
 
+def training_sources(audit: Audit, data: StageResult, known: StageResult) -> tuple[list[Path], str]:
+    """The files the stand-ins draw their examples from (``audit.stand_in.training_data``: the
+    real non-members, D_G, or both; D_G alone when the data has no real non-members), and
+    how a label names them."""
+    setting = audit.job.audit.stand_in
+    nonmembers = data.directory / audit.sets.nonmembers_file
+    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
+    sources = {
+        "real_nonmembers": [nonmembers], "generator_data": [generator_data],
+        "real_nonmembers+generator_data": [nonmembers, generator_data],
+    }[setting.training_data]  # fmt: skip
+    if not nonmembers.exists():  # no real non-members: D_G alone
+        sources = [generator_data]
+    shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
+    return sources, shown
+
+
+def reserves_rows(audit: Audit, data: StageResult, sources: list[Path]) -> bool:
+    """Whether the reference attack's held-out rows are kept out of these sources (it runs,
+    the real non-members are among them and both of its sides are large enough)."""
+    nonmembers = data.directory / audit.sets.nonmembers_file
+    return reference_attack_planned(audit) and nonmembers in sources and enough_rows(audit, data)
+
+
+def draw_training_examples(
+    audit: Audit, data: StageResult, known: StageResult, directory: Path, name: str
+) -> tuple[Any, int]:
+    """The stand-ins' training examples, written to ``directory / name`` (+ the sets'
+    suffix) and read back, with their count: at most ``audit.stand_in.max_examples`` (default:
+    as many as the known members) of :func:`training_sources`, drawn by ``generation_seed``,
+    the reference attack's held-out rows never among them (:func:`reserves_rows`)."""
+    sources, _ = training_sources(audit, data, known)
+    nonmembers = data.directory / audit.sets.nonmembers_file
+    reserve = reserves_rows(audit, data, sources)
+    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
+
+    def read(source: Path) -> Any:
+        examples = audit.sets.read(source)
+        if source != nonmembers or not reserve:
+            return examples
+        kept = np.setdiff1d(
+            np.arange(len(examples)), reserved_nonmembers(audit.generation_seed, len(examples))
+        )
+        pool = directory / f"stand_in_pool{audit.sets.suffix}"
+        audit.sets.write(examples, kept, pool)
+        kept_examples = audit.sets.read(pool)
+        pool.unlink()
+        return kept_examples
+
+    examples = read(sources[0])
+    for source in sources[1:]:
+        examples = audit.sets.stack(examples, read(source))
+    rng = child_rng(audit.generation_seed, "stand_in/examples")
+    order = rng.permutation(len(examples))[:cap]
+    training = directory / f"{name}{audit.sets.suffix}"
+    audit.sets.write(examples, order, training)
+    return audit.sets.read(training), int(order.size)
+
+
 def build_stand_in(
     audit: Audit, data: StageResult, known: StageResult, index: int = 1
 ) -> StageResult:
@@ -45,44 +104,18 @@ def build_stand_in(
     reference attack runs, the held-out rows it scores
     (:func:`~panoramia.pipeline.stages.reference_rows.reserved_nonmembers`) are never among
     them, so that every stand-in is an OUT reference model for them."""
-    setting = audit.job.audit.stand_in
-    nonmembers = data.directory / audit.sets.nonmembers_file
+    sources, shown = training_sources(audit, data, known)
     generator_data = known.directory / f"member_generator{audit.sets.suffix}"
-    sources = {
-        "real_nonmembers": [nonmembers], "generator_data": [generator_data],
-        "real_nonmembers+generator_data": [nonmembers, generator_data],
-    }[setting.training_data]  # fmt: skip
-    if not nonmembers.exists():  # no real non-members: D_G alone
-        sources = [generator_data]
-    shown = " + ".join("real non-members" if s == nonmembers else "D_G" for s in sources)
-    cap = setting.max_examples or int(data.info["members"])
+    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
     extra_config, extra_inputs = audit.stand_in_key(data)
-    reserve = reference_attack_planned(audit) and nonmembers in sources and enough_rows(audit, data)
-
-    def read(source: Path, directory: Path) -> Any:
-        examples = audit.sets.read(source)
-        if source != nonmembers or not reserve:
-            return examples
-        kept = np.setdiff1d(
-            np.arange(len(examples)), reserved_nonmembers(audit.generation_seed, len(examples))
-        )
-        pool = directory / f"stand_in_pool{audit.sets.suffix}"
-        audit.sets.write(examples, kept, pool)
-        kept_examples = audit.sets.read(pool)
-        pool.unlink()
-        return kept_examples
+    reserve = reserves_rows(audit, data, sources)
 
     def build(directory: Path) -> dict:
-        examples = read(sources[0], directory)
-        for source in sources[1:]:
-            examples = audit.sets.stack(examples, read(source, directory))
-        rng = child_rng(audit.generation_seed, "stand_in/examples")
-        order = rng.permutation(len(examples))[:cap]
-        training = directory / f"stand_in_training{audit.sets.suffix}"  # kept beside f̂
-        audit.sets.write(examples, order, training)
+        # kept beside f̂
+        examples, count = draw_training_examples(audit, data, known, directory, "stand_in_training")
         seed = child_seed(audit.generation_seed, "stand_in" + (f"/{index}" if index > 1 else ""))
-        metrics = audit.train_stand_in(data, audit.sets.read(training), directory, seed)
-        return {"training_data": shown, "examples": int(order.size), **metrics}
+        metrics = audit.train_stand_in(data, examples, directory, seed)
+        return {"training_data": shown, "examples": count, **metrics}
 
     config = {
         "helper": asdict(audit.stand_in_recipe()),

@@ -31,13 +31,18 @@ STAGE_WORDS = {
     "attack": "training the attack (with the model)",
     "attack_rmrn": "the attack on your held-out rows",
     "reference_units": "scoring your documents as wholes",
-    "reference_rows": "scoring your members and held-out rows with the model and the stand-ins",
+    "reference_rows": "scoring your members and held-out rows with the model and the "
+    "reference models",
 }
 """Each stage of the audit's graph in words; a numbered stage (``stand_in_2``) is below."""
 NUMBERED = {
     "stand_in": "training stand-in model {n} (the model's recipe, without your records)",
     "losses_stand_in": "scoring every record with stand-in model {n}",
+    "reference_model": "training reference model {n} (the model's own recipe, without your "
+    "records)",
 }
+"""The numbered stages' words; the graph numbers them from 1 (``stand_in_1`` …), as the
+words do."""
 STAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 MAX_STAGES = 1000
 
@@ -51,7 +56,7 @@ def stage_words(stage: object) -> str | None:
         return STAGE_WORDS[stage]
     base, _, number = stage.rpartition("_")
     if base in NUMBERED and number.isdigit():
-        return NUMBERED[base].format(n=int(number) + 1)
+        return NUMBERED[base].format(n=int(number))
     return None
 
 

@@ -446,6 +446,59 @@ def _planned(spec, report: dict) -> list[str]:  # type: ignore[no-untyped-def]
     return [name for name in report["timings"] if _spec_of(name) == spec.name]
 
 
+def test_a_tree_target_is_attacked_with_reference_models_of_its_recipe(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """A gradient-boosted target's reference attack reads reference models of its own recipe
+    (docs/SPEC.md §2.4), one per stand-in, each trained on its own half of the stand-ins'
+    examples, never on a scored row; the stand-ins, the game and its figures are those of
+    the same audit without them, and an MLP target keeps the stand-ins as references."""
+    from panoramia.pipeline.stages.reference_rows import reserved_nonmembers
+
+    trees = ["target=xgboost", "target.n_estimators=30", "target.max_depth=3"]
+    done = audit(*trees, artifacts=artifacts, run_dir=tmp_path / "trees")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "trees" / "report.json").read_text())
+    models = [f"reference_model_{i}" for i in (1, 2, 3)]
+    assert set(models) <= set(report["timings"])
+    rows_stage = stage_directory(artifacts, report, "reference_rows")
+    record = json.loads((rows_stage / "_done.json").read_text())
+    assert set(record["inputs"]) >= set(models)
+    assert not {f"stand_in_{i}" for i in (1, 2, 3)} & set(record["inputs"])
+    assert record["info"]["reference_recipe"] == "target"
+    nonmembers = pd.read_parquet(stage_directory(artifacts, report, "data") / "nonmembers.parquet")
+    scored = nonmembers.iloc[reserved_nonmembers(report["config"]["generation_seed"] or 0,
+                                                 len(nonmembers))]  # fmt: skip
+    halves = []
+    for name in models:
+        directory = stage_directory(artifacts, report, name)
+        manifest = json.loads((directory / "target.json").read_text())
+        assert manifest["format"] == "xgboost-json"
+        training = pd.read_parquet(directory / "reference_training.parquet")
+        halves.append(training)
+        # no scored held-out row is among its examples but as a duplicate of an unscored one
+        unscored = nonmembers.drop(index=scored.index)
+        assert len(training.merge(scored.drop_duplicates())) <= len(
+            scored.drop_duplicates().merge(pd.concat([unscored, training]).drop_duplicates())
+        )
+    assert len({len(h) for h in halves}) == 1
+    assert not halves[0].equals(halves[1])  # each its own half
+    rmia = report["reference_audits"]["rmia"]
+    assert rmia["references"] == 3
+    rows = np.load(rows_stage / "reference_rows.npz")
+    assert rows["stand_ins"].shape == (3, rmia["members"] + rmia["nonmembers"])
+    assert not np.allclose(rows["stand_ins"][0], rows["stand_ins"][1])
+    # an MLP target's reference rows read the stand-ins, as before
+    plain = audit(artifacts=artifacts, run_dir=tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    mlp = json.loads((tmp_path / "plain" / "report.json").read_text())
+    assert not any(name.startswith("reference_model") for name in mlp["timings"])
+    inputs = json.loads(
+        (stage_directory(artifacts, mlp, "reference_rows") / "_done.json").read_text()
+    )
+    assert {f"stand_in_{i}" for i in (1, 2, 3)} <= set(inputs["inputs"])
+
+
 def test_multirun_ends_with_a_summary(artifacts: Path, tmp_path: Path) -> None:
     done = run_command(
         ["-m", *TINY, f"artifacts_dir={artifacts}", "seed=0,7", f"hydra.sweep.dir={tmp_path}"]

@@ -1,0 +1,95 @@
+"""Reference models of the target's own recipe for the reference attack (docs/SPEC.md §2.4):
+where the plug-in says the stand-ins are of another family than the target (tables: an MLP
+of h's recipe beside a gradient-boosted target), RMIA and LiRA read models of the target's
+recipe instead, as their authors train them. Each trains on its own random half of the
+stand-ins' training examples (the reference attack's held-out rows are never among them), so
+every one is an OUT reference model for every scored row and the references differ where the
+recipe itself draws nothing at random (a tree ensemble without subsampling)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from panoramia.pipeline.seeds import child_rng, child_seed
+from panoramia.pipeline.stages.audit_protocol import Audit
+from panoramia.pipeline.stages.reference_rows import RESERVED_SHARE, reference_attack_planned
+from panoramia.pipeline.stages.runner import StageResult
+from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
+from panoramia.pipeline.stages.stand_in import (
+    draw_training_examples,
+    reserves_rows,
+    training_sources,
+)
+
+REFERENCE_MODEL = StageKey(
+    "reference_model", seeds=(GENERATION_SEED,),
+    also_reads=(
+        "target", "audit.stand_in", "audit.ensemble", "data.split", "audit.real_nonmembers"
+    ),
+)  # fmt: skip
+"""The reference model stages (``reference_model_<index>``): the target's recipe (the
+plug-in's :meth:`reference_recipe_key`), the stand-ins' training files and cap, the share
+each trains on, the generation seed, its index and the reserved share of held-out rows."""
+TRAINING_SHARE = 0.5
+"""The share of the stand-ins' training examples each reference model trains on (RMIA's and
+LiRA's reference models each see a random half of the population data)."""
+
+
+def reference_models_planned(audit: Audit) -> bool:
+    """Whether the reference attack trains models of the target's recipe: it runs, the
+    baseline trains stand-ins (whose examples these draw from), and the plug-in names a
+    recipe for them (:meth:`reference_recipe_key` not None)."""
+    return (
+        reference_attack_planned(audit)
+        and audit.uses_stand_in
+        and audit.reference_recipe_key() is not None
+    )
+
+
+def reference_model_names(audit: Audit) -> list[str]:
+    """The stage names of the reference models (one per stand-in), or none."""
+    if not reference_models_planned(audit):
+        return []
+    return [f"reference_model_{index}" for index in range(1, audit.job.audit.ensemble + 1)]
+
+
+def build_reference_model(
+    audit: Audit, data: StageResult, known: StageResult, index: int
+) -> StageResult:
+    """The ``index``-th reference model (1 … ``audit.ensemble``): the target's recipe
+    trained on a random half (drawn by ``generation_seed``, one draw per index) of the
+    stand-ins' training examples (:func:`~panoramia.pipeline.stages.stand_in.
+    draw_training_examples`), which never hold the rows the reference attack scores."""
+    sources, shown = training_sources(audit, data, known)
+    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
+    recipe = audit.reference_recipe_key()
+    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
+    reserve = reserves_rows(audit, data, sources)
+
+    def build(directory: Path) -> dict:
+        pool, count = draw_training_examples(audit, data, known, directory, "reference_pool")
+        rng = child_rng(audit.generation_seed, f"reference_model/{index}")
+        half = np.sort(rng.permutation(count)[: int(TRAINING_SHARE * count)])
+        training = directory / f"reference_training{audit.sets.suffix}"
+        audit.sets.write(pool, half, training)
+        (directory / f"reference_pool{audit.sets.suffix}").unlink()
+        examples = audit.sets.read(training)
+        seed = child_seed(audit.generation_seed, f"reference_model/{index}/train")
+        metrics = audit.train_reference_model(data, examples, directory, seed)
+        return {"training_data": shown, "examples": int(half.size), **metrics}
+
+    config = {
+        "recipe": recipe,
+        "training_data": [source.name for source in sources],
+        "max_examples": cap,
+        "training_share": TRAINING_SHARE,
+        "index": index,
+        **({"reserved_share": RESERVED_SHARE} if reserve else {}),
+    }
+    return audit.runner.run(
+        REFERENCE_MODEL, build, name=f"reference_model_{index}", config=config,
+        inputs=[data, *([known] if generator_data in sources else [])],
+        label=f"reference model {index} (the target's recipe, half of {shown})",
+    )  # fmt: skip
