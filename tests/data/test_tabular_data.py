@@ -72,3 +72,38 @@ def test_encoder_round_trip(adult: tuple[pd.DataFrame, pd.DataFrame], tmp_path: 
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(InputError, match="not a panoramia encoder"):
         TabularEncoder.load(tmp_path / "bad.json")
+
+
+def test_adult_held_out_rows_drawn_by_the_audit(
+    adult: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    """``data.held_out=drawn``: one permutation of adult.data and adult.test pooled deals the
+    members, the control pool and the held-out rows, disjoint, from both files, and the data
+    stage says it drew them; the default keeps UCI's test file and the data key it had."""
+    from panoramia.modalities.tabular.config import TabularDataConfig
+    from panoramia.modalities.tabular.data import build_data, data_identity
+
+    train, test = adult
+    for name in ("drawn", "file", "big"):
+        (tmp_path / name).mkdir()
+    drawn = TabularDataConfig(source="adult", pool_size=2000, held_out="drawn")
+    info = build_data(drawn, tmp_path / "drawn")
+    members = pd.read_parquet(tmp_path / "drawn" / "members.parquet")
+    control = pd.read_parquet(tmp_path / "drawn" / "control_pool.parquet")
+    held_out = pd.read_parquet(tmp_path / "drawn" / "nonmembers.parquet")
+    assert info["held_out_drawn"] is True
+    assert (len(members), len(control)) == (2000, 2000)
+    assert len(held_out) == info["nonmembers"] == len(train) + len(test) - 4000
+    # each side holds rows of both files (adult.test is a third of the pooled rows)
+    test_rows = set(map(tuple, test.astype(str).to_numpy()))
+    for part in (members, held_out):
+        share = np.mean([tuple(row) in test_rows for row in part.astype(str).to_numpy()])
+        assert 0.25 < share < 0.42
+    assert "held_out" in data_identity(drawn)
+    plain = TabularDataConfig(source="adult", pool_size=2000)
+    assert "held_out" not in data_identity(plain)  # the data key it always had
+    assert "held_out_drawn" not in build_data(plain, tmp_path / "file")
+    assert len(pd.read_parquet(tmp_path / "file" / "nonmembers.parquet")) == len(test)
+    with pytest.raises(InputError, match=r"^data\.pool_size: at most"):
+        build_data(TabularDataConfig(source="adult", pool_size=22_200, held_out="drawn"),
+                   tmp_path / "big")  # fmt: skip

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from panoramia.modalities.tabular.distinguisher import XGBoostDistinguisherConfig
 from panoramia.modalities.tabular.generator import TabularGeneratorConfig
-from panoramia.modalities.tabular.settings import TabularTargetKind
+from panoramia.modalities.tabular.settings import AdultHeldOut, TabularTargetKind
 from panoramia.modalities.tabular.training import MlpConfig
 from panoramia.pipeline.config import (
     DataConfigBase,
@@ -27,6 +27,9 @@ class TabularDataConfig(DataConfigBase):
     continuous: list[str] = field(default_factory=list)
     pool_size: int = 15000
     """adult: rows in each pool (the target's training set)."""
+    held_out: str = AdultHeldOut.FILE.value
+    """adult: the real non-members, UCI's test file (``file``) or drawn with the pools from
+    both files pooled (``drawn``); in the data stage's key only where not ``file``."""
 
 
 @dataclass

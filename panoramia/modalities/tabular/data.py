@@ -13,6 +13,7 @@ from panoramia.data.files import read_frame
 from panoramia.errors import InputError
 from panoramia.hashing import file_sha256, settings_but
 from panoramia.modalities.tabular.config import TabularDataConfig
+from panoramia.modalities.tabular.settings import AdultHeldOut
 from panoramia.modalities.tabular.table import TabularSchema, check_label, infer_schema, read_table
 from panoramia.pipeline.data_identity import by_name
 
@@ -20,11 +21,15 @@ MEMBERS = "members.parquet"
 CONTROL_POOL = "control_pool.parquet"
 NONMEMBERS = "nonmembers.parquet"
 SCHEMA = "schema.json"
+MIN_DRAWN_HELD_OUT = 1000
+"""The fewest held-out rows ``data.held_out=drawn`` leaves once both pools are dealt."""
 
 
 def data_identity(config: TabularDataConfig) -> dict:
     """What the data stage's key hashes: the config and the content of every input file."""
     identity = settings_but(config, ("split",))  # the split is the later stages' to key
+    if config.held_out == AdultHeldOut.FILE:  # the key it always had
+        identity.pop("held_out")
     if config.source == "csv":
         for field in ("members_path", "label"):
             if not getattr(config, field):
@@ -53,13 +58,19 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
 
         train, test = load_adult()
         schema = ADULT_SCHEMA
-        order = np.random.default_rng(config.pool_seed).permutation(len(train))
-        if 2 * config.pool_size > len(train):
-            raise InputError(f"data.pool_size: at most {len(train) // 2} for Adult")
-        members = train.iloc[order[: config.pool_size]]
-        control = train.iloc[order[config.pool_size : 2 * config.pool_size]]
+        drawn = config.held_out == AdultHeldOut.DRAWN
+        rows = pd.concat([train, test], ignore_index=True) if drawn else train
+        order = np.random.default_rng(config.pool_seed).permutation(len(rows))
+        most = (len(rows) - MIN_DRAWN_HELD_OUT) // 2 if drawn else len(rows) // 2
+        if config.pool_size > most:
+            raise InputError(f"data.pool_size: at most {most} for Adult")
+        members = rows.iloc[order[: config.pool_size]]
+        control = rows.iloc[order[config.pool_size : 2 * config.pool_size]]
         control.reset_index(drop=True).to_parquet(directory / CONTROL_POOL)
-        nonmembers: pd.DataFrame | None = test
+        # UCI's test file, or the rows left once both pools are dealt (drawn with them)
+        nonmembers: pd.DataFrame | None = (
+            rows.iloc[order[2 * config.pool_size :]] if drawn else test
+        )
     else:
         assert config.members_path is not None  # data_identity requires it (data=csv)
         schema = user_schema(config)
@@ -76,6 +87,8 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
         "members": len(members),
         "nonmembers": 0 if nonmembers is None else len(nonmembers),
         "has_control_pool": config.source == "adult",
+        # only where the audit drew them, so that the data stages built before keep their info
+        **({"held_out_drawn": True} if config.held_out == AdultHeldOut.DRAWN else {}),
     }
 
 

@@ -39,7 +39,21 @@ class TabularTargetKind(StrEnum):
     PATH = TargetKind.PATH.value
 
 
-CHOICE_TYPES: dict[str, type[StrEnum]] = {"generator.synthesizer": Synthesizer}
+class AdultHeldOut(StrEnum):
+    """``data.held_out`` (embedded Adult): where the real non-members come from. ``file``:
+    UCI's ``adult.test`` beside the members drawn from ``adult.data`` (the split is UCI's, not
+    the audit's); ``drawn``: one permutation of both files pooled deals the members, the
+    control pool and the held-out rows, so the audit draws them at random together
+    (docs/SPEC.md §3.1 level 8, the open finding of 2026-12-07)."""
+
+    FILE = "file"
+    DRAWN = "drawn"
+
+
+CHOICE_TYPES: dict[str, type[StrEnum]] = {
+    "generator.synthesizer": Synthesizer,
+    "data.held_out": AdultHeldOut,
+}
 """The choice settings this plug-in owns, by their whole key."""
 NARROWED: dict[str, tuple[str, ...]] = {
     "target.kind": values(TabularTargetKind),
@@ -54,7 +68,17 @@ def _dp_target(config: Mapping[str, Any]) -> None:
         raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
 
 
+def _held_out(config: Mapping[str, Any]) -> None:
+    found = settings_at(config, "data.held_out", "data.source")
+    if found and found[0] == AdultHeldOut.DRAWN and found[1] != "adult":
+        raise InputError(
+            f"data.held_out: drawn deals the embedded Adult's rows, not data={found[1]}'s "
+            "(give your own held-out rows as data.nonmembers_path)"
+        )
+
+
 RULES: tuple[Rule, ...] = (
     Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
+    Rule("`data.held_out=drawn` only with `data.source=adult`", _held_out),
 )
 """The rules across this plug-in's settings, checked after the shared ones."""
