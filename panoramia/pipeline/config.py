@@ -67,9 +67,9 @@ class RealNonmembersConfig:
     never train on (docs/SPEC.md §2.4); off for text, whose unit is the document."""
     rmia_decides: bool = False
     """Whether RMIA's test joins the verdict's decision beside O(1) where the split was drawn
-    (docs/SPEC.md §3.1, level 8). False: none of its three pre-registered judgements of
-    2026-12-07 passed (docs/RESULTS.md §28), so it is a figure; a later judgement may turn it
-    on."""
+    (docs/SPEC.md §3.1, level 8). False here, a figure; the tabular audit's primary config sets
+    it true (its fourth judgement, 2026-12-07, passed on Adult's held-out rows drawn by the
+    audit: docs/RESULTS.md §28); images and text have not been judged with it."""
 
 
 @dataclass

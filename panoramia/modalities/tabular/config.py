@@ -28,8 +28,10 @@ class TabularDataConfig(DataConfigBase):
     pool_size: int = 15000
     """adult: rows in each pool (the target's training set)."""
     held_out: str = AdultHeldOut.FILE.value
-    """adult: the real non-members, UCI's test file (``file``) or drawn with the pools from
-    both files pooled (``drawn``); in the data stage's key only where not ``file``."""
+    """adult: the real non-members, drawn with the pools from both files pooled (``drawn``,
+    what ``conf/data/adult.yaml`` sets) or UCI's test file (``file``: the audit did not draw
+    them, so its reference audits are figures); in the data stage's key only where not
+    ``file``. Other sources ignore it (their held-out rows are ``nonmembers_path``)."""
 
 
 @dataclass

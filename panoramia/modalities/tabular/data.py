@@ -87,8 +87,13 @@ def build_data(config: TabularDataConfig, directory: Path) -> dict:
         "members": len(members),
         "nonmembers": 0 if nonmembers is None else len(nonmembers),
         "has_control_pool": config.source == "adult",
-        # only where the audit drew them, so that the data stages built before keep their info
-        **({"held_out_drawn": True} if config.held_out == AdultHeldOut.DRAWN else {}),
+        # Adult: whether the audit drew the held-out rows with the members (UCI's test file:
+        # not; the reference audits are then figures beside the verdict, docs/SPEC.md §3.1)
+        **(
+            {"held_out_drawn": config.held_out == AdultHeldOut.DRAWN}
+            if config.source == "adult"
+            else {}
+        ),
     }
 
 

@@ -57,7 +57,11 @@ if TYPE_CHECKING:
 TABULAR_SAMPLING_ONLY = (*SAMPLING_ONLY, "support_novelty", "match_marginals")
 """Settings of the synthetic stage that the generator's fit does not use."""
 
-DATA = StageKey("data", also_reads=fields_of("data", TabularDataConfig, but=("split",)))
+DATA = StageKey(
+    "data",
+    version=2,  # 2: Adult says whether the audit drew its held-out rows (held_out_drawn)
+    also_reads=fields_of("data", TabularDataConfig, but=("split",)),
+)
 """The table's identity (:func:`~panoramia.modalities.tabular.data.data_identity`): the data
 settings but the split, which the stages that read it key themselves."""
 GENERATOR = StageKey(

@@ -68,17 +68,7 @@ def _dp_target(config: Mapping[str, Any]) -> None:
         raise InputError(f"target.dp_epsilon: DP-SGD trains mlp targets, not {found[1]}")
 
 
-def _held_out(config: Mapping[str, Any]) -> None:
-    found = settings_at(config, "data.held_out", "data.source")
-    if found and found[0] == AdultHeldOut.DRAWN and found[1] != "adult":
-        raise InputError(
-            f"data.held_out: drawn deals the embedded Adult's rows, not data={found[1]}'s "
-            "(give your own held-out rows as data.nonmembers_path)"
-        )
-
-
 RULES: tuple[Rule, ...] = (
     Rule("`target.dp_epsilon` (DP-SGD) only with `target.kind=mlp`", _dp_target),
-    Rule("`data.held_out=drawn` only with `data.source=adult`", _held_out),
 )
 """The rules across this plug-in's settings, checked after the shared ones."""

@@ -110,8 +110,8 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert null["ensemble"] == 3
     assert null["detected"] == (null["observed"] > null["threshold"])
     decision = found["decision"]  # the null and the held-out rows' tests, at one α (§3.1, 8)
-    # RM;RN reads content: not in the decision; nor RMIA, a figure until a judgement passes
-    assert decision["tests"] == ["null", "o1"]
+    # RM;RN reads content: not in the decision; RMIA joins O(1) on tables (RESULTS §28)
+    assert decision["tests"] == ["null", "o1", "rmia"]
     assert found["detected"] == (decision["p_value"] <= 0.05)
     assert set(found["quote"]["calls"]) == {"member", "nonmember"}
     assert found["next_steps"]
@@ -190,7 +190,7 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert rmia["nonmembers"] == reserved.size == len(nonmembers) // 2
     assert rmia["references"] == 3
     assert rmia["offline_a"] == 0.3
-    assert rmia["decides"] is False
+    assert rmia["decides"] is True  # tables: RMIA joins the decision (RESULTS §28)
     assert rmia["realised_fpr"]["0.01"] <= 0.01
     low, high = rmia["tpr_at_fpr_interval"]["0.01"]
     assert low <= rmia["tpr_at_fpr"]["0.01"] <= high
