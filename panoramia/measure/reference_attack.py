@@ -148,7 +148,8 @@ class ReferenceAttackResult:
     nonmembers: int
     """Held-out rows scored: those no reference model trained on."""
     references: int
-    """OUT reference models (the audit's stand-ins; 0 for the loss attack, which uses none)."""
+    """OUT reference models (the audit's stand-ins, or models of a tree target's recipe; 0
+    for the loss attack, which uses none)."""
     auc: float
     auc_interval: tuple[float, float]
     tpr_at_fpr: dict[float, tuple[float, float] | None]

@@ -38,7 +38,7 @@ from panoramia.pipeline.stages.example_sets import ExampleSets
 from panoramia.pipeline.stages.game import build_game
 from panoramia.pipeline.stages.losses import build_losses
 from panoramia.pipeline.stages.reference_models import (
-    build_reference_model,
+    build_reference_models,
     reference_model_names,
 )
 from panoramia.pipeline.stages.reference_rows import STAGE as REFERENCE_ROWS
@@ -194,10 +194,7 @@ STAGE_GRAPH: tuple[StageSpec, ...] = (
     ),
     StageSpec(
         "reference_model", ("data", "generator_data"),
-        lambda a, b: [
-            build_reference_model(a, b["data"], b["generator_data"], i)
-            for i in range(1, a.job.audit.ensemble + 1)
-        ],
+        lambda a, b: build_reference_models(a, b["data"], b["generator_data"]),
         names=reference_model_names,
     ),
     StageSpec(

@@ -226,8 +226,9 @@ def _measure(job: ModalityJob, attack: Scores, baseline: Scores) -> Measurement:
 
 def _held_out_drawn(job: ModalityJob, stages: Mapping[str, StageResult]) -> bool:
     """Whether the audit drew the real non-members at random with the members: the data
-    stage's ``held_out_drawn`` where it says (text), else whether they came from the
-    contributor (``data.nonmembers_path``: not drawn by the audit)."""
+    stage's ``held_out_drawn`` where it says (text; the embedded Adult, ``data.held_out``),
+    else whether they came from the contributor (``data.nonmembers_path``: not drawn by the
+    audit)."""
     said = stages["data"].info.get("held_out_drawn")
     if isinstance(said, bool):
         return said

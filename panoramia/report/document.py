@@ -68,8 +68,9 @@ def report_document(
             "note": (
                 "Reference audits use real held-out non-members; they bound ε only if "
                 "membership was randomised, and approximate that game post hoc. RMIA and "
-                "LiRA use the audit's stand-ins as reference models that never saw the "
-                "rows they score; the loss attack reads the model's loss alone."
+                "LiRA use reference models that never saw the rows they score (the "
+                "audit's stand-ins, or models of a tree target's own recipe); the loss "
+                "attack reads the model's loss alone."
             ),
         },
         "seed": seed,

@@ -28,8 +28,8 @@ MIN_DRAWN_HELD_OUT = 1000
 def data_identity(config: TabularDataConfig) -> dict:
     """What the data stage's key hashes: the config and the content of every input file."""
     identity = settings_but(config, ("split",))  # the split is the later stages' to key
-    if config.held_out == AdultHeldOut.FILE:  # the key it always had
-        identity.pop("held_out")
+    if config.held_out == AdultHeldOut.FILE or config.source != "adult":
+        identity.pop("held_out")  # the key it always had; other sources ignore it
     if config.source == "csv":
         for field in ("members_path", "label"):
             if not getattr(config, field):

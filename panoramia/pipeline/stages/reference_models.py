@@ -14,7 +14,11 @@ import numpy as np
 
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages.audit_protocol import Audit
-from panoramia.pipeline.stages.reference_rows import RESERVED_SHARE, reference_attack_planned
+from panoramia.pipeline.stages.reference_rows import (
+    RESERVED_SHARE,
+    enough_rows,
+    reference_attack_planned,
+)
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.pipeline.stages.stand_in import (
@@ -53,6 +57,21 @@ def reference_model_names(audit: Audit) -> list[str]:
     if not reference_models_planned(audit):
         return []
     return [f"reference_model_{index}" for index in range(1, audit.job.audit.ensemble + 1)]
+
+
+def build_reference_models(
+    audit: Audit, data: StageResult, known: StageResult
+) -> list[StageResult]:
+    """The reference models (one per stand-in), or none where the reference attack will
+    score no rows (the data has no real non-members, or either side would be too small:
+    :func:`~panoramia.pipeline.stages.reference_rows.enough_rows`), so that nothing is
+    trained that no stage reads."""
+    if not (data.directory / audit.sets.nonmembers_file).exists() or not enough_rows(audit, data):
+        return []
+    return [
+        build_reference_model(audit, data, known, index)
+        for index in range(1, audit.job.audit.ensemble + 1)
+    ]
 
 
 def build_reference_model(

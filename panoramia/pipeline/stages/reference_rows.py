@@ -4,7 +4,9 @@ on the held-out rows no stand-in trained on (a half of them, drawn by ``generati
 kept out of the stand-ins' training for it).
 
 The stand-ins are models of the target's kind that never saw a scored row, so they serve as
-the attack's OUT reference models; the stage costs forward passes only. It depends on
+the attack's OUT reference models (where the plug-in names the target's own recipe, models of
+it take their place: :mod:`~panoramia.pipeline.stages.reference_models`); the stage costs
+forward passes only. It depends on
 ``generation_seed`` alone, like the stand-ins, so repeats of one generation seed reuse it.
 """
 
