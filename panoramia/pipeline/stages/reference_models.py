@@ -14,18 +14,10 @@ import numpy as np
 
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages.audit_protocol import Audit
-from panoramia.pipeline.stages.reference_rows import (
-    RESERVED_SHARE,
-    enough_rows,
-    reference_attack_planned,
-)
+from panoramia.pipeline.stages.reference_rows import enough_rows, reference_attack_planned
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
-from panoramia.pipeline.stages.stand_in import (
-    draw_training_examples,
-    reserves_rows,
-    training_sources,
-)
+from panoramia.pipeline.stages.stand_in import draw_training_examples, training_pool
 
 REFERENCE_MODEL = StageKey(
     "reference_model", seeds=(GENERATION_SEED,),
@@ -81,34 +73,27 @@ def build_reference_model(
     trained on a random half (drawn by ``generation_seed``, one draw per index) of the
     stand-ins' training examples (:func:`~panoramia.pipeline.stages.stand_in.
     draw_training_examples`), which never hold the rows the reference attack scores."""
-    sources, shown = training_sources(audit, data, known)
-    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
-    recipe = audit.reference_recipe_key()
-    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
-    reserve = reserves_rows(audit, data, sources)
+    pool = training_pool(audit, data, known)
 
     def build(directory: Path) -> dict:
-        pool, count = draw_training_examples(audit, data, known, directory, "reference_pool")
+        examples, count = draw_training_examples(audit, data, pool, directory, "reference_pool")
         rng = child_rng(audit.generation_seed, f"reference_model/{index}")
         half = np.sort(rng.permutation(count)[: int(TRAINING_SHARE * count)])
         training = directory / f"reference_training{audit.sets.suffix}"
-        audit.sets.write(pool, half, training)
+        audit.sets.write(examples, half, training)
         (directory / f"reference_pool{audit.sets.suffix}").unlink()
-        examples = audit.sets.read(training)
         seed = child_seed(audit.generation_seed, f"reference_model/{index}/train")
-        metrics = audit.train_reference_model(data, examples, directory, seed)
-        return {"training_data": shown, "examples": int(half.size), **metrics}
+        metrics = audit.train_reference_model(data, audit.sets.read(training), directory, seed)
+        return {"training_data": pool.shown, "examples": int(half.size), **metrics}
 
     config = {
-        "recipe": recipe,
-        "training_data": [source.name for source in sources],
-        "max_examples": cap,
+        "recipe": audit.reference_recipe_key(),
+        **pool.key(),
         "training_share": TRAINING_SHARE,
         "index": index,
-        **({"reserved_share": RESERVED_SHARE} if reserve else {}),
     }
     return audit.runner.run(
         REFERENCE_MODEL, build, name=f"reference_model_{index}", config=config,
-        inputs=[data, *([known] if generator_data in sources else [])],
-        label=f"reference model {index} (the target's recipe, half of {shown})",
+        inputs=pool.inputs,
+        label=f"reference model {index} (the target's recipe, half of {pool.shown})",
     )  # fmt: skip

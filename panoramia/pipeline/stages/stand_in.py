@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,36 +55,70 @@ def reserves_rows(audit: Audit, data: StageResult, sources: list[Path]) -> bool:
     return reference_attack_planned(audit) and nonmembers in sources and enough_rows(audit, data)
 
 
+@dataclass(frozen=True)
+class TrainingPool:
+    """What the stand-ins' training examples are drawn from, as the stages trained on them
+    (the stand-ins, a tree target's reference models) hold it in their keys."""
+
+    sources: list[Path]
+    shown: str
+    """How a label names the sources (``real non-members + D_G``)."""
+    cap: int
+    """At most this many examples: ``audit.stand_in.max_examples``, else the known members."""
+    reserve: bool
+    """Whether the reference attack's held-out rows are kept out (:func:`reserves_rows`)."""
+    inputs: list[StageResult]
+    """The stages the sources are files of."""
+
+    def key(self) -> dict:
+        """The pool's key entries: its files, cap and, only where it applies (so that stages
+        of audits without the reference attack keep their keys), the reserved share."""
+        return {
+            "training_data": [source.name for source in self.sources],
+            "max_examples": self.cap,
+            **({"reserved_share": RESERVED_SHARE} if self.reserve else {}),
+        }
+
+
+def training_pool(audit: Audit, data: StageResult, known: StageResult) -> TrainingPool:
+    """The stand-ins' training pool of this audit (:func:`training_sources`)."""
+    sources, shown = training_sources(audit, data, known)
+    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
+    return TrainingPool(
+        sources, shown,
+        cap=audit.job.audit.stand_in.max_examples or int(data.info["members"]),
+        reserve=reserves_rows(audit, data, sources),
+        inputs=[data, *([known] if generator_data in sources else [])],
+    )  # fmt: skip
+
+
 def draw_training_examples(
-    audit: Audit, data: StageResult, known: StageResult, directory: Path, name: str
+    audit: Audit, data: StageResult, pool: TrainingPool, directory: Path, name: str
 ) -> tuple[Any, int]:
     """The stand-ins' training examples, written to ``directory / name`` (+ the sets'
-    suffix) and read back, with their count: at most ``audit.stand_in.max_examples`` (default:
-    as many as the known members) of :func:`training_sources`, drawn by ``generation_seed``,
-    the reference attack's held-out rows never among them (:func:`reserves_rows`)."""
-    sources, _ = training_sources(audit, data, known)
+    suffix) and read back, with their count: at most ``pool.cap`` of the pool's sources,
+    drawn by ``generation_seed``, the reference attack's held-out rows never among them
+    where ``pool.reserve``."""
     nonmembers = data.directory / audit.sets.nonmembers_file
-    reserve = reserves_rows(audit, data, sources)
-    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
 
     def read(source: Path) -> Any:
         examples = audit.sets.read(source)
-        if source != nonmembers or not reserve:
+        if source != nonmembers or not pool.reserve:
             return examples
         kept = np.setdiff1d(
             np.arange(len(examples)), reserved_nonmembers(audit.generation_seed, len(examples))
         )
-        pool = directory / f"stand_in_pool{audit.sets.suffix}"
-        audit.sets.write(examples, kept, pool)
-        kept_examples = audit.sets.read(pool)
-        pool.unlink()
+        staged = directory / f"stand_in_pool{audit.sets.suffix}"
+        audit.sets.write(examples, kept, staged)
+        kept_examples = audit.sets.read(staged)
+        staged.unlink()
         return kept_examples
 
-    examples = read(sources[0])
-    for source in sources[1:]:
+    examples = read(pool.sources[0])
+    for source in pool.sources[1:]:
         examples = audit.sets.stack(examples, read(source))
     rng = child_rng(audit.generation_seed, "stand_in/examples")
-    order = rng.permutation(len(examples))[:cap]
+    order = rng.permutation(len(examples))[: pool.cap]
     training = directory / f"{name}{audit.sets.suffix}"
     audit.sets.write(examples, order, training)
     return audit.sets.read(training), int(order.size)
@@ -104,31 +138,24 @@ def build_stand_in(
     reference attack runs, the held-out rows it scores
     (:func:`~panoramia.pipeline.stages.reference_rows.reserved_nonmembers`) are never among
     them, so that every stand-in is an OUT reference model for them."""
-    sources, shown = training_sources(audit, data, known)
-    generator_data = known.directory / f"member_generator{audit.sets.suffix}"
-    cap = audit.job.audit.stand_in.max_examples or int(data.info["members"])
+    pool = training_pool(audit, data, known)
     extra_config, extra_inputs = audit.stand_in_key(data)
-    reserve = reserves_rows(audit, data, sources)
 
     def build(directory: Path) -> dict:
         # kept beside f̂
-        examples, count = draw_training_examples(audit, data, known, directory, "stand_in_training")
+        examples, count = draw_training_examples(audit, data, pool, directory, "stand_in_training")
         seed = child_seed(audit.generation_seed, "stand_in" + (f"/{index}" if index > 1 else ""))
         metrics = audit.train_stand_in(data, examples, directory, seed)
-        return {"training_data": shown, "examples": count, **metrics}
+        return {"training_data": pool.shown, "examples": count, **metrics}
 
     config = {
         "helper": asdict(audit.stand_in_recipe()),
         **audit.stand_in_recipe_key(),
-        "training_data": [source.name for source in sources],
-        "max_examples": cap,
+        **pool.key(),
         "index": index,
-        # only where it applies, so that the stand-ins of audits without it keep their keys
-        **({"reserved_share": RESERVED_SHARE} if reserve else {}),
         **extra_config,
     }
     return audit.runner.run(
         STAND_IN, build, name=f"stand_in_{index}", config=config,
-        inputs=[data, *([known] if generator_data in sources else []), *extra_inputs],
-        label=f"stand-in f̂_{index} ({shown})",
+        inputs=[*pool.inputs, *extra_inputs], label=f"stand-in f̂_{index} ({pool.shown})",
     )  # fmt: skip
