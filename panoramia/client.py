@@ -78,17 +78,21 @@ class ServiceClient:
         params = {"version": version} if version is not None else {}
         return self.request("DELETE", f"/v1/models/{name}", params=params).json()
 
-    def upload_report(
-        self, model: dict, report_json: Path, report_html: Path | None = None
-    ) -> dict:
-        """Upload ``report.json`` (and its page) of a CLI run for ``model``."""
+    def upload_report(self, model: dict, report_json: Path, page: Path | None = None) -> dict:
+        """Upload ``report.json`` of a CLI run for ``model``, with its page: ``page`` is its
+        charts (``page_parts.json``: the service renders the page) or, from a run made before
+        those were kept, the finished ``report.html``."""
+        body = {"model": model, "artifact_location": str(report_json.parent.resolve())}
+        reading = report_json
         try:
-            document = json.loads(report_json.read_text())
-            html = report_html.read_text() if report_html is not None else None
-        except (OSError, ValueError) as error:
-            raise ServiceError(f"{report_json}: cannot read the report ({error})") from None
-        body = {"model": model, "report": document, "html": html,
-                "artifact_location": str(report_json.parent.resolve())}  # fmt: skip
+            body["report"] = json.loads(report_json.read_text())
+            reading = page or report_json
+            if page is not None and page.suffix == ".json":
+                body["page_parts"] = {"charts": json.loads(page.read_text())["charts"]}
+            elif page is not None:
+                body["html"] = page.read_text()
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ServiceError(f"{reading}: cannot read the report ({error})") from None
         return self.request("POST", "/v1/reports", json=body).json()
 
     def models(self) -> list[dict]:

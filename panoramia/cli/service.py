@@ -12,6 +12,7 @@ from panoramia.cli.common import exits_on_input_error, print_json, shared_key, t
 from panoramia.cli.gate import JunitOption
 from panoramia.errors import InputError
 from panoramia.plugins import MODALITIES
+from panoramia.report.page_parts import PAGE_PARTS_FILE
 
 if TYPE_CHECKING:
     from panoramia.client import ServiceClient
@@ -326,18 +327,21 @@ def reports_delete(
 @reports.command("upload")
 @exits_on_input_error
 def reports_upload(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory with report.json (and html).")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="A run directory with report.json and page_parts.json.")
+    ],
     model: Annotated[str, typer.Option("--model", help="The model's name.")],
     version: Annotated[str, typer.Option(help="The model's version.")] = "1",
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
-    """Upload the report of a ``panoramia-audit`` run."""
-    page = run_dir / "report.html"
+    """Upload the report of a ``panoramia-audit`` run (the service renders its page from
+    the report and its charts; a run made before charts were kept sends its report.html)."""
+    pages = (run_dir / PAGE_PARTS_FILE, run_dir / "report.html")
     stored = _client(url, token).upload_report(
         {"name": model, "version": version},
         run_dir / "report.json",
-        page if page.is_file() else None,
+        next((page for page in pages if page.is_file()), None),
     )
     typer.echo(stored["id"])
 

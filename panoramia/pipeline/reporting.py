@@ -35,10 +35,12 @@ from panoramia.pipeline.stages.units import STAGE as UNITS_STAGE
 from panoramia.pipeline.tracking_settings import NOT_AUDIT_SETTINGS
 from panoramia.report.attacker import attacker_section
 from panoramia.report.blind import blind_section
+from panoramia.report.charts import page_parts
 from panoramia.report.document import report_document
 from panoramia.report.exposure import exposure_section, reference_groups_section
 from panoramia.report.gdp import gdp_section
-from panoramia.report.html import render_html
+from panoramia.report.html import render_page
+from panoramia.report.page_parts import PAGE_PARTS_FILE
 from panoramia.report.schema import ReportDocument
 from panoramia.report.verdict import verdict
 
@@ -547,8 +549,11 @@ def check_schema(document: dict[str, Any]) -> None:
 
 
 def write_report(context: ReportContext, document: dict[str, Any], run_dir: Path) -> None:
-    """Write report.json, then render and write report.html, into ``run_dir``."""
-    write_atomic(run_dir / "report.json", json.dumps(document, indent=1, ensure_ascii=False))
+    """Write report.json, the page's charts (``page_parts.json``,
+    :mod:`panoramia.report.page_parts`), then report.html rendered from the two, into
+    ``run_dir``."""
+    text = json.dumps(document, indent=1, ensure_ascii=False)
+    write_atomic(run_dir / "report.json", text)
     membership = context.membership
     roc_curves = {
         "baseline": (context.baseline.scores, membership),
@@ -563,12 +568,13 @@ def write_report(context: ReportContext, document: dict[str, Any], run_dir: Path
         if table is not None
     }  # fmt: skip
     null = context.null
-    page = render_html(
+    parts = page_parts(
         document, context.measurement, roc_curves, loss_groups, context.galleries,
-        claim=context.claim, examples=context.examples,
-        null=null if isinstance(null, NullTest) else None,
+        claim=context.claim, null=null if isinstance(null, NullTest) else None,
     )  # fmt: skip
-    write_atomic(run_dir / "report.html", page)
+    write_atomic(run_dir / PAGE_PARTS_FILE, parts.model_dump_json())
+    # rendered from the document as stored, as the service renders it again
+    write_atomic(run_dir / "report.html", render_page(json.loads(text), parts))
 
 
 def build_report(

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 PARENT_FILE = "mlflow.json"
 """In a multirun's sweep directory: the store (as shown), experiment and parent run, or why
 the parent could not be opened."""
-REPORT_FILES = ("report.json", "report.html")
+REPORT_FILES = ("report.json", "page_parts.json", "report.html")
 SUMMARY_FILES = ("summary.md", "summary.json", "summary.csv", "validity.json")
 ENDED_EARLY = "the process ended before the audit finished"
 MAX_REASON = 300

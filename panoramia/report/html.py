@@ -1,20 +1,18 @@
-"""A self-contained HTML report: figures drawn with matplotlib and embedded as PNG data URIs."""
+"""A self-contained HTML report page, a pure function of ``report.json`` and its charts
+(:mod:`panoramia.report.page_parts`, drawn by :mod:`panoramia.report.charts` and embedded as
+PNG data URIs)."""
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 
-import numpy as np
-
-from panoramia.accounting.report_section import ClaimSection
-from panoramia.measure import Measurement
 from panoramia.measure.jsonable import JSONDict
-from panoramia.measure.null import NullTest
-from panoramia.report import plots
 from panoramia.report.attacker import percent_share
 from panoramia.report.page_head import page_heading, page_title
-from panoramia.report.redaction import member_data
+from panoramia.report.page_parts import ChartPart, PageParts, RemovedChart
+from panoramia.report.redaction import member_data, removed_note
 from panoramia.report.reference_words import (
     NO_HELD_OUT,
     gave_no_held_out,
@@ -43,27 +41,35 @@ def _unreliable_html(document: JSONDict) -> str:
     )
 
 
-def _claim_html(section: ClaimSection | None) -> str:
-    """The claim section: red banner, plain statements, the key numbers."""
-    if section is None:
+CLAIM_GAME_ORDER = {"attack": 0, "baseline": 1, "rmrn": 2}
+"""The order the claim's checks are shown in, whatever order a store keeps their keys in."""
+
+
+def _claim_html(claim: JSONDict | None) -> str:
+    """The claim section (the document's ``claim``): red banner, plain statements, the key
+    numbers of each game's check against the claimed curve."""
+    if not isinstance(claim, dict):
         return ""
-    banner = section.banner()
     parts = ["<h2>Declared guarantee</h2>"]
-    if banner:
-        parts.append(f"<p class=banner>{html.escape(banner)}</p>")
-    note = section.note()
-    if note:
-        parts.append(f"<p class=note>{html.escape(note)}</p>")
+    if claim.get("banner"):
+        parts.append(f"<p class=banner>{html.escape(str(claim['banner']))}</p>")
+    if claim.get("note"):
+        parts.append(f"<p class=note>{html.escape(str(claim['note']))}</p>")
+    statements = claim.get("statements") or []
     parts.append(
-        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in section.statements())
-        + "</ul>"
-    )  # fmt: skip
-    for name, check in section.checks.items():
+        "<ul>" + "".join(f"<li>{html.escape(str(line))}</li>" for line in statements) + "</ul>"
+    )
+    checks = claim.get("consistency") or {}
+    for name in sorted(checks, key=lambda game: (CLAIM_GAME_ORDER.get(game, 99), game)):
+        check = checks[name]
+        points = len(check["points"]["fpr"])
         parts.append(
-            f"<p>{html.escape(name)}: {'consistent' if check.consistent else 'VIOLATES'} "
-            f"({check.violations.size} of {check.fpr.size} points); leakage-equivalent μ "
-            f"{check.leakage_mu:.3f}, empirical ε(1e-5) {check.empirical_epsilon():.3f} "
-            "(not DP lower bounds with generated non-members).</p>"
+            f"<p>{html.escape(str(name))}: "
+            f"{'consistent' if check['consistent'] else 'VIOLATES'} "
+            f"({html.escape(str(check['violations']))} of {points} points); leakage-equivalent μ "
+            f"{check['leakage_equivalent_mu']:.3f}, empirical ε(1e-5) "
+            f"{check['empirical_epsilon']:.3f} (not DP lower bounds with generated "
+            "non-members).</p>"
         )
     return "".join(parts)
 
@@ -85,86 +91,88 @@ def _gdp_rows(gdp: JSONDict) -> list[tuple[str, float]]:
     return rows
 
 
-def _figures(
-    document: JSONDict,
-    measurement: Measurement,
-    roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
-    losses: dict[str, dict[str, np.ndarray]],
-    galleries: dict[str, np.ndarray] | None,
-    claim: ClaimSection | None,
-    null: NullTest | None,
-) -> list[plots.Chart]:
-    """The charts, in the order that backs the quoted figure: its null, the two-sided game's
-    panels where it is played, the paper's game, ROC, losses, the claim, example images."""
-    charts = [plots.null_chart(null)] if null is not None else []
-    if "eps_tilde" in (document.get("two_sided") or {}):
-        charts += plots.two_sided_charts(document["two_sided"], roc_curves)
-    membership = next(iter(roc_curves.values()))[1] if roc_curves else np.zeros(1)
-    charts += [
-        plots.precision_chart(measurement, float(np.mean(membership))),
-        plots.bound_chart(measurement),
-        plots.roc_chart(roc_curves),
-        *plots.loss_charts(losses),
-    ]
-    if claim is not None and claim.summary.curve is not None:
-        charts.append(plots.tradeoff_chart(claim))
-    if galleries:
-        charts += plots.gallery_chart(galleries)
-    return charts
-
-
 def _short(text: str, limit: int = 60) -> str:
     """A chart's region name: the start of its alt text, cut at a word."""
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
-def render_html(
-    document: JSONDict,
-    measurement: Measurement,
-    roc_curves: dict[str, tuple[np.ndarray, np.ndarray]],
-    losses: dict[str, dict[str, np.ndarray]],
-    galleries: dict[str, np.ndarray] | None = None,
-    *,
-    claim: ClaimSection | None = None,
-    examples: dict[str, list[str]] | None = None,
-    null: NullTest | None = None,
-) -> str:
-    """The report page, the answer first: the verdict, what an attacker gains, which records
-    and groups are exposed, the charts that back the quoted figure, the declared guarantee;
-    then, folded, the researcher's figures, the words used and the run's details.
+def undrawn_page(reason: str) -> str:
+    """The page served where a stored report's page cannot be drawn (a bug: it was checked
+    before it was stored): one line saying so; its figures stay in the report's document."""
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>PANORAMIA audit</title></head><body><main><p>This report's page cannot be "
+        f"drawn ({html.escape(reason)}); its figures are in the report's document "
+        "(report.json).</p></main></body></html>"
+    )
 
-    ``roc_curves``: (scores, 0/1 membership) of ``attack`` and ``baseline`` on the audit
-    set; ``losses``: per model, per-example losses by group; ``galleries``: uint8 images
-    (N, H, W, C) by caption; ``examples``: texts by caption (decoded chunks); ``null``: the
-    quoted game's null test.
-    """
-    charts = _figures(document, measurement, roc_curves, losses, galleries, claim, null)
-    images = "".join(
-        member_data(
+
+def undrawable(document: JSONDict, parts: PageParts) -> str | None:
+    """Why the page cannot be drawn from ``document`` and ``parts`` (one line), or None. The
+    service renders a stored page whenever it is read, so it stores only reports that draw."""
+    try:
+        render_page(document, parts)
+    except Exception as error:  # any figure of the document the page cannot read
+        return f"its page cannot be drawn from it ({type(error).__name__}: {str(error)[:200]})"
+    return None
+
+
+def _showing_records(document: JSONDict, section: str, part: Callable[[], str]) -> str:
+    """The page's ``part`` that shows the records of the document's ``section``, marked as
+    such (:func:`~panoramia.report.redaction.member_data`); where her records were taken out
+    (the section reads ``{"removed": why}``,
+    :func:`~panoramia.report.redaction.document_without_records`), the note in its place."""
+    held = document.get(section)
+    if isinstance(held, dict) and isinstance(held.get("removed"), str):
+        return removed_note(held["removed"])
+    return member_data(part())
+
+
+def _charts_html(charts: list[ChartPart | RemovedChart]) -> str:
+    """The charts, each a keyboard-reachable region named by its alt text; where charts that
+    showed her records were taken out, one note for each run of them."""
+    shown: list[str] = []
+    for number, chart in enumerate(charts, start=1):
+        if isinstance(chart, RemovedChart):
+            note = removed_note(chart.removed)
+            if not shown or shown[-1] != note:
+                shown.append(note)
+            continue
+        figure = (
             f'<figure class=chart tabindex=0 role=region aria-label="chart {number}: '
             f'{html.escape(_short(chart.alt))}"><img src="data:image/png;base64,{chart.png}" '
-            f'alt="{html.escape(chart.alt)}"></figure>',
-            chart.member_data,
+            f'alt="{html.escape(chart.alt)}"></figure>'
         )
-        for number, chart in enumerate(charts, start=1)
-    )
-    target = str(document["target"].get("name"))
+        shown.append(member_data(figure, chart.member_data))
+    return "".join(shown)
+
+
+def render_page(document: JSONDict, parts: PageParts) -> str:
+    """The report page of ``document`` (``report.json``) and its charts (``parts``), the
+    answer first: the verdict, what an attacker gains, which records and groups are exposed,
+    the charts that back the quoted figure, the declared guarantee; then, folded, the
+    researcher's figures, the words used and the run's details. A pure function of what the
+    service stores: headed by ``parts.heading`` where set (else the document's
+    ``target.name``); where her records were taken out (the document's ``exposure`` and
+    ``examples`` sections, the charts that showed them), a note says so in their place."""
+    heading = parts.heading if parts.heading is not None else str(document["target"].get("name"))
+    examples = document.get("examples")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-{page_title(target)}
+{page_title(heading)}
 <style>{STYLE}</style></head>
-<body><main>{page_heading(target)}
+<body><main>{page_heading(heading)}
 {_verdict_html(document)}
 {attacker_html(document)}
-{member_data(exposure_html(document))}
-<h2>Charts that back the figure</h2>{images}
-{_claim_html(claim)}
+{_showing_records(document, "exposure", lambda: exposure_html(document))}
+<h2>Charts that back the figure</h2>{_charts_html(list(parts.charts))}
+{_claim_html(document.get("claim"))}
 <details><summary>The researcher's figures (both games, reference audits, μ̃)</summary>
 {_figures_table(document)}
 <h3>What ε̃ means</h3><p>{PARAGRAPH}</p></details>
 {GLOSSARY}
-{member_data(_examples_html(examples))}
+{_showing_records(document, "examples", lambda: _examples_html(examples))}
 <details class=noprint><summary>Details (target, data, timings, versions as JSON)</summary>
 <pre>{html.escape(_details(document))}</pre></details>
 </main></body></html>"""
@@ -223,9 +231,11 @@ def _figures_table(document: JSONDict) -> str:
         else ""
     )
     return (
-        f"<p>{html.escape(document['modality'])} audit, seed {document['seed']}, m = "
-        f"{document['m']} audit records, thresholds {html.escape(document['thresholds'])} "
-        f"(K = {document['n_thresholds']}), confidence {document['confidence']}, created "
+        f"<p>{html.escape(document['modality'])} audit, seed {html.escape(str(document['seed']))}"
+        f", m = {html.escape(str(document['m']))} audit records, thresholds "
+        f"{html.escape(document['thresholds'])} "
+        f"(K = {html.escape(str(document['n_thresholds']))}), confidence "
+        f"{html.escape(str(document['confidence']))}, created "
         f"{html.escape(str(document['created']))}.</p>"
         f"{scroll('every figure of the run')}<table><thead><tr><th scope=col>figure</th>"
         f"<th scope=col>value (nats)</th></tr></thead><tbody>{body}</tbody></table></div>"
@@ -564,7 +574,8 @@ def _groups_table_html(section: JSONDict) -> str:
         else f"{share_words[0].upper()}{share_words[1:]}."
     )
     intro = (
-        f"<p>{html.escape(said)} Groups with fewer than {section['min_group']} members are "
+        f"<p>{html.escape(said)} Groups with fewer than "
+        f"{html.escape(str(section['min_group']))} members are "
         f"listed, not tested. Over all {section['members']:,} audited members: "
         f"{(section.get('overall_tpr') or 0):.1%} flagged where {rate:.0%} of this audit set's "
         "own generated non-members are.</p>"
@@ -606,7 +617,13 @@ def _records_html(section: JSONDict, document: JSONDict) -> str:
     records = section.get("records") or []
     if not records:
         return ""
-    columns = list(records[0]["values"])
+    # the columns in the table's order as the audit wrote it (a stored document's keys may
+    # come back in another order: PostgreSQL's JSONB keeps none)
+    values = records[0]["values"]
+    shown = (section.get("record_columns") or {}).get("shown")
+    columns = list(values)
+    if isinstance(shown, list) and sorted(map(str, shown)) == sorted(values):
+        columns = [str(c) for c in shown]
     head = "".join(f"<th scope=col>{html.escape(c)}</th>" for c in columns)
     body = "".join(
         f"<tr><th scope=row>{int(r['rank'])}</th><td>{r['score']:.3f}</td>"
@@ -812,7 +829,7 @@ def _examples_html(examples: dict[str, list[str]] | None) -> str:
     if not examples:
         return ""
     parts = ["<h2>Examples</h2>"]
-    for caption, texts in examples.items():
+    for caption, texts in sorted(examples.items()):  # an order no store reorders
         items = "".join(f"<li><pre class=chunk>{html.escape(t)}</pre></li>" for t in texts)
         parts.append(f"<h3>{html.escape(caption)}</h3><ol>{items}</ol>")
     return "".join(parts)
@@ -823,4 +840,4 @@ def _details(document: JSONDict) -> str:
 
     keep = {k: document[k] for k in ("target", "data", "timings", "versions")}
     keep["distinguishers"] = {s: document[s].get("distinguisher") for s in ("baseline", "attack")}
-    return json.dumps(keep, indent=1)
+    return json.dumps(keep, indent=1, sort_keys=True)  # the same whatever order a store keeps

@@ -1,7 +1,7 @@
-"""The report page's title and heading, made of the audited model's name: the renderer
-(:mod:`panoramia.report.html`) writes them, and the service, which names the model as the
-contributor gave it, swaps the very strings these make (``service/worker/record.py``'s
-``titled``) instead of searching the page. Light: no chart or numeric library."""
+"""The report page's title and heading, made of the audited model's name (the run's
+``target.name``, or the name and version the contributor gave, which the service keeps with
+the page's parts, :class:`panoramia.report.page_parts.PageParts`). Light: no chart or
+numeric library."""
 
 from __future__ import annotations
 

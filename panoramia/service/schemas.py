@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from panoramia.plugins import MODALITIES, data_sources
+from panoramia.report.page_parts import MAX_CHARTS, ChartPart, PageParts
 from panoramia.report.schema import ReportDocument
 from panoramia.service.claim_schema import check_claim_numbers, claim_schema
 from panoramia.service.rfc3339 import DateTimeText
@@ -647,14 +648,42 @@ class UploadedReportDocument(ReportDocument):
     seed: Whole
 
 
+class UploadedPageParts(BaseModel):
+    """A CLI run's ``page_parts.json`` as uploaded: its charts (the service heads the page
+    with the model's name and version itself)."""
+
+    model_config = ConfigDict(extra="forbid")
+    charts: Annotated[list[ChartPart], Field(max_length=MAX_CHARTS)]
+
+    def headed(self, heading: str) -> PageParts:
+        """The page's parts as the service stores them, headed by ``heading``."""
+        return PageParts(charts=list(self.charts), heading=heading)
+
+
 class ReportUpload(CleanBody):
-    """``POST /v1/reports``: a report made by a CLI run (``report.json`` + ``report.html``)."""
+    """``POST /v1/reports``: a report made by a CLI run: ``report.json`` and its page's charts
+    (``page_parts.json``), from which the service renders the page; or, from a run made
+    before charts were kept, its finished page (``report.html``)."""
 
     model_config = ConfigDict(extra="forbid")
     model: ModelRef
     report: UploadedReportDocument
-    html: str | None = None
+    page_parts: UploadedPageParts | None = Field(
+        None,
+        description="The run's page_parts.json: the service renders the report's page from "
+        "the report and these charts (headed by the model's name and version). Not with html.",
+    )
+    html: str | None = Field(
+        None, description="A finished page (a run made before page_parts.json). Not with "
+        "page_parts.",
+    )  # fmt: skip
     artifact_location: Annotated[str, Field(max_length=2000)] | None = None
+
+    @model_validator(mode="after")
+    def _one_page(self) -> ReportUpload:
+        if self.page_parts is not None and self.html is not None:
+            raise ValueError("give page_parts or html, not both")
+        return self
 
 
 class QuotedFigure(BaseModel):

@@ -23,7 +23,7 @@ from panoramia.store.common import (
     retried,
     utcnow,
 )
-from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
+from panoramia.store.tables import Audit, AuditedModel, Contributor, Report
 
 
 class AuditRows(StoreBase):
@@ -240,8 +240,9 @@ class AuditRows(StoreBase):
             report.audit_id = audit.id
             session.add(report)
             session.flush()  # the page's foreign key needs the report row first
-            if content.html is not None:
-                session.add(ReportPage(report_id=report.id, html=content.html))
+            page = content.page_row(report.id)
+            if page is not None:
+                session.add(page)
             audit.status = AuditStatus.SUCCEEDED
             audit.finished_at = utcnow()
             audit.timings = timings

@@ -4,6 +4,7 @@ the plain records it returns, and the queries that scope a read to what its call
 from __future__ import annotations
 
 import functools
+import logging
 import random
 import time
 import uuid
@@ -18,7 +19,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from panoramia.report.digest import report_digest
+from panoramia.report.html import render_page, undrawn_page
+from panoramia.report.page_parts import PageParts
 from panoramia.store.tables import Audit, AuditedModel, Report, ReportPage
+
+log = logging.getLogger("panoramia.store")
 
 
 class AuditStatus(StrEnum):
@@ -162,11 +167,26 @@ class ReportFilter:
 
 @dataclass(frozen=True)
 class ReportContent:
-    """A validated report document, its HTML page and where its artifacts live."""
+    """A validated report document, its page's charts (``parts``: the page is rendered from
+    the document and them, :func:`panoramia.report.html.render_page`) or a finished page
+    (``html``: one a CLI run uploads), and where its artifacts live."""
 
     document: dict
     html: str | None = None
     artifact_location: str | None = None
+    parts: PageParts | None = None
+
+    def page_row(self, report_id: str) -> ReportPage | None:
+        """The report's page row (None: no page)."""
+        if self.html is None and self.parts is None:
+            return None
+        parts = self.parts.model_dump_json() if self.parts is not None else None
+        return ReportPage(report_id=report_id, html=self.html, parts=parts)
+
+    def page_chars(self) -> int:
+        """Characters the page row keeps (counted against her storage quota)."""
+        parts = self.parts.model_dump_json() if self.parts is not None else ""
+        return len(self.html or "") + len(parts)
 
 
 @dataclass(frozen=True)
@@ -229,15 +249,28 @@ def report_by_id_query(principal: Principal | None, report_id: str) -> Select:
 
 
 def report_page_query(principal: Principal | None, report_id: str) -> Select:
-    """The page of report ``report_id`` where ``principal`` may see it, its owner in the
-    query: another contributor's id matches no row and reads no page."""
+    """The page of report ``report_id`` (its HTML, its parts and the report's document: see
+    :func:`stored_page`) where ``principal`` may see it, its owner in the query: another
+    contributor's id matches no row and reads no page."""
     return _owned(
-        select(ReportPage.html)
+        select(ReportPage.html, ReportPage.parts, Report.document)
         .join(Report, Report.id == ReportPage.report_id)
         .where(ReportPage.report_id == report_id),
         Report.contributor_id,
         principal,
     )
+
+
+def stored_page(html: str | None, parts: str | None, document: dict) -> str:
+    """A stored page: rendered from the report's document and its parts where it has them,
+    else the page stored as it was (before parts were, or uploaded by a CLI run)."""
+    if parts is None:
+        return html or ""
+    try:
+        return render_page(document, PageParts.model_validate_json(parts))
+    except Exception as error:  # checked before it was stored: a bug, not her input
+        log.exception("a stored report page could not be drawn")
+        return undrawn_page(f"{type(error).__name__}")
 
 
 def _claimed_by(audit_id: str, worker: str) -> tuple:

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, Text, cast, func, select
 from sqlalchemy.orm import Session, undefer
 
+from panoramia.report.page_parts import redacted_parts
 from panoramia.report.redaction import document_without_records, without_member_data
 from panoramia.store.common import (
     ModelRef,
@@ -22,6 +23,7 @@ from panoramia.store.common import (
     report_page_query,
     reports_query,
     retried,
+    stored_page,
 )
 from panoramia.store.tables import Audit, AuditedModel, Contributor, Report, ReportPage
 
@@ -44,6 +46,9 @@ class ReportRows(StoreBase):
         queries = [
             total(cast(Report.document, Text)).where(Report.contributor_id == contributor_id),
             total(ReportPage.html)
+            .join(Report, Report.id == ReportPage.report_id)
+            .where(Report.contributor_id == contributor_id),
+            total(ReportPage.parts)
             .join(Report, Report.id == ReportPage.report_id)
             .where(Report.contributor_id == contributor_id),
             total(cast(Audit.request, Text)).where(Audit.contributor_id == contributor_id),
@@ -77,7 +82,7 @@ class ReportRows(StoreBase):
                     .where(Contributor.id == principal.contributor_id)
                     .with_for_update()
                 )
-                adding = len(json.dumps(content.document)) + len(content.html or "")
+                adding = len(json.dumps(content.document)) + content.page_chars()
                 stored = self.stored_bytes(principal.contributor_id, session) + file_bytes
                 if stored + adding > max_bytes:
                     raise StorageFull(max_bytes, stored, adding)
@@ -88,8 +93,9 @@ class ReportRows(StoreBase):
             report.model = model_row
             session.add(report)
             session.flush()  # the page's foreign key needs the report row first
-            if content.html is not None:
-                session.add(ReportPage(report_id=report.id, html=content.html))
+            page = content.page_row(report.id)
+            if page is not None:
+                session.add(page)
         return report
 
     def get_report(
@@ -123,7 +129,9 @@ class ReportRows(StoreBase):
             for report in reports:
                 report.document = document_without_records(report.document, note)
                 page = session.get(ReportPage, report.id)
-                if page is not None:
+                if page is not None and page.parts is not None:  # rendered from both
+                    page.parts = redacted_parts(page.parts, note)
+                if page is not None and page.html is not None:  # a page stored as it was
                     page.html = without_member_data(page.html, note)
         self.forget_replaced()
         return len(reports)
@@ -151,10 +159,11 @@ class ReportRows(StoreBase):
             return session.scalar(query) is not None
 
     def get_report_html(self, principal: Principal, report_id: str) -> str | None:
-        """The report's page, read only where ``principal`` may see it (the owner is in the
-        query: another contributor's id reads no page)."""
+        """The report's page (:func:`stored_page`), read only where ``principal`` may see it
+        (the owner is in the query: another contributor's id reads no page)."""
         with self.sessions() as session:
-            return session.scalar(report_page_query(principal, report_id))
+            row = session.execute(report_page_query(principal, report_id)).first()
+        return stored_page(*row) if row is not None else None
 
     def model_history(
         self, principal: Principal, model_name: str, limit: int = 200

@@ -127,13 +127,17 @@ class Report(Base):
 
 
 class ReportPage(Base):
-    """The HTML page of a report, kept apart so that listings never load it."""
+    """A report's page, kept apart so that listings never load it: its charts (``parts``,
+    :class:`panoramia.report.page_parts.PageParts` as JSON), from which the page is rendered
+    with the report's document; or, for a page stored before parts were or uploaded by a CLI
+    run, the page itself (``html``)."""
 
     __tablename__ = "report_pages"
     report_id: Mapped[str] = mapped_column(
         ForeignKey("reports.id", ondelete="CASCADE"), primary_key=True
     )
-    html: Mapped[str] = mapped_column(Text)
+    html: Mapped[str | None] = mapped_column(Text, nullable=True)
+    parts: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Upload(Base):

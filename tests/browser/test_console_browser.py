@@ -211,9 +211,10 @@ def test_report_pages_pass_axe_on_a_phone_and_a_screen(  # type: ignore[no-untyp
 
     from panoramia.measure import measure
     from panoramia.report.attacker import attacker_section
+    from panoramia.report.charts import page_parts
     from panoramia.report.document import report_document
     from panoramia.report.exposure import exposure_section
-    from panoramia.report.html import render_html
+    from panoramia.report.html import render_page
     from tests.conftest import simulated_scores
 
     rng = np.random.default_rng(0)
@@ -238,7 +239,8 @@ def test_report_pages_pass_axe_on_a_phone_and_a_screen(  # type: ignore[no-untyp
     )  # fmt: skip
     examples = {"members": ["import numpy as np"] * 3} if modality == "text" else None
     curves = {"baseline": (baseline, membership), "attack": (attack, membership)}
-    html = render_html(document, result, curves, losses, galleries, examples=examples)
+    document["examples"] = examples
+    html = render_page(document, page_parts(document, result, curves, losses, galleries))
     (tmp_path / "report.html").write_text(html)
     for width in (1280, 390):
         bare_page.set_viewport_size({"width": width, "height": 900})

@@ -131,7 +131,7 @@ def test_a_volume_of_an_older_store_is_migrated_and_nothing_is_lost(
                 return None
 
         health = wait_for(healthy, timeout=120, every=1)
-        assert health["schema_revision"] == "0007"
+        assert health["schema_revision"] == "0008"
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as alice:
             assert [m["name"] for m in alice.get("/v1/models").json()] == ["census"]
             listed = alice.get("/v1/models/census/reports").json()

@@ -65,7 +65,7 @@ def test_health_and_openapi(service: LiveService) -> None:
     with service.client(None) as anonymous:
         health = anonymous.get("/healthz").json()
         assert health == {"status": "ok", "database": "ok", "queue": "celery",
-                          "schema_revision": "0007"}  # fmt: skip
+                          "schema_revision": "0008"}  # fmt: skip
         paths = anonymous.get("/openapi.json").json()["paths"]
     assert set(paths) >= {"/v1/audits", "/v1/audits/{audit_id}", "/v1/reports",
                           "/v1/models", "/v1/models/{model}/reports", "/v1/reports/{report_id}",
@@ -348,6 +348,42 @@ def test_bad_uploads_get_422_naming_the_field(service: LiveService) -> None:
                               headers={"content-type": "application/json"})  # fmt: skip
         assert not_json.status_code == 422
         assert alice.get("/v1/models").json() == []
+
+
+def test_an_uploaded_report_is_drawn_from_its_charts_or_refused_in_one_line(
+    service: LiveService,
+) -> None:
+    """A CLI run's report sent with its charts (``page_parts``): the service draws its page,
+    headed by the model's name and version; one whose page cannot be drawn from it, sent with
+    a page too, or naming its own heading, gets 422 naming the field, and nothing is stored."""
+    chart = {"png": "Uk9D", "alt": "ROC of the <attack>"}
+    with service.client(service.token("alice")) as alice:
+        document = report_document_for_test()
+        stored = alice.post("/v1/reports", json={
+            "model": {"name": "census", "version": "2"}, "report": document,
+            "page_parts": {"charts": [chart]}})  # fmt: skip
+        assert stored.status_code == 201, stored.text
+        page = alice.get(f"/v1/reports/{stored.json()['id']}/html").text
+        assert "<h1>Privacy audit of census version 2</h1>" in page
+        assert 'alt="ROC of the &lt;attack&gt;"' in page
+        assert "Uk9D" in page
+        broken = document | {"reference_audits": {"o1": "not a section"}}
+        cases = {
+            ("body", "report"): {"report": broken, "page_parts": {"charts": []}},
+            ("body",): {"report": document, "page_parts": {"charts": []}, "html": "<p>x</p>"},
+            ("body", "page_parts", "heading"): {
+                "report": document, "page_parts": {"charts": [], "heading": "x"}},
+            ("body", "page_parts", "charts", 0, "png"): {
+                "report": document, "page_parts": {"charts": [chart | {"png": "<b>"}]}},
+        }  # fmt: skip
+        for location, body in cases.items():
+            refused = alice.post("/v1/reports", json={"model": {"name": "m"}} | body)
+            assert refused.status_code == 422, (location, refused.text)
+            locations = [tuple(d["loc"]) for d in refused.json()["detail"]]
+            assert any(loc[: len(location)] == location for loc in locations), locations
+        drawn = alice.post("/v1/reports", json={"model": {"name": "m"}} | cases[("body", "report")])
+        assert "its page cannot be drawn from it (AttributeError" in drawn.text
+        assert [m["name"] for m in alice.get("/v1/models").json()] == ["census"]
 
 
 def test_uploads_over_the_size_limit_get_413(service: LiveService) -> None:

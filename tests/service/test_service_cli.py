@@ -24,7 +24,7 @@ def test_db_upgrade_and_tokens_create(tmp_path: Path) -> None:
     env = {"PANORAMIA_HOME": str(tmp_path), "PANORAMIA_DATABASE_URL": ""}
     upgraded = run("db", "upgrade", env=env)
     assert upgraded.exit_code == 0, upgraded.output
-    assert "revision 0007" in upgraded.output
+    assert "revision 0008" in upgraded.output
     assert (tmp_path / "panoramia.db").is_file()
     token = run("tokens", "create", "--contributor", "alice", env=env)
     assert token.exit_code == 0
@@ -52,10 +52,21 @@ def test_client_commands_round_trip(tmp_path: Path) -> None:
         assert shown.exit_code == 0
         assert "ε̃ =" in shown.output
         assert "census version 1 (tabular)" in shown.output
-        assert page.read_text() == "<html>page</html>"
+        assert page.read_text() == "<html>page</html>"  # a run from before page_parts.json
         table = run("reports", "list", "--model", "census", "--latest", env=env)
         assert "tabular" in table.output
         assert report_id in table.output  # whole, though the output is not a terminal
+        drawn_dir = tmp_path / "drawn"
+        drawn_dir.mkdir()
+        (drawn_dir / "report.json").write_text(json.dumps(report_document_for_test()))
+        (drawn_dir / "report.html").write_text("<html>not sent</html>")
+        (drawn_dir / "page_parts.json").write_text('{"charts": [{"png": "Uk9D", "alt": "ROC"}]}')
+        drawn = run("reports", "upload", str(drawn_dir), "--model", "census", "--version",
+                    "2", env=env)  # fmt: skip
+        assert drawn.exit_code == 0, drawn.output
+        run("reports", "show", drawn.output.strip(), "--html", str(page), env=env)
+        assert "<h1>Privacy audit of census version 2</h1>" in page.read_text()
+        assert "Uk9D" in page.read_text()
         submitted = run("audits", "submit", "--model", "census", "--target-config",
                         "mlp_generalised", "-o", "seed=4", env=env)  # fmt: skip
         assert submitted.exit_code == 0, submitted.output

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import DataError
 
+from panoramia.report.page_parts import ChartPart, PageParts
 from panoramia.service.worker import run
 from panoramia.store import ReportStore, make_engine, upgrade
 from panoramia.store.repository import AuditStatus, ModelRef
@@ -20,7 +21,7 @@ from tests.service_support import report_document_for_test, settings_for
 
 WRITE_REPORT = (
     "import shutil, sys; shutil.copyfile(sys.argv[1], 'report.json'); "
-    "shutil.copyfile(sys.argv[2], 'report.html')"
+    "shutil.copyfile(sys.argv[2], 'page_parts.json')"
 )
 
 
@@ -36,14 +37,15 @@ def _run_writing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     document: dict,
-    page: str,
+    alt: str,
 ) -> str:
-    """Queue an audit and run it with a child that writes ``document`` and ``page`` as its
-    report; the audit's id."""
+    """Queue an audit and run it with a child that writes ``document`` and a page of one
+    chart described by ``alt`` as its report; the audit's id."""
     (tmp_path / "report.json").write_text(json.dumps(document))
-    (tmp_path / "report.html").write_text(page)
+    parts = PageParts(charts=[ChartPart(png="AAAA", alt=alt)])
+    (tmp_path / "page_parts.json").write_text(parts.model_dump_json())
     child = [sys.executable, "-c", WRITE_REPORT, str(tmp_path / "report.json"),
-             str(tmp_path / "report.html")]  # fmt: skip
+             str(tmp_path / "page_parts.json")]  # fmt: skip
     monkeypatch.setattr(run, "job_command", lambda *_args, **_options: child)
     alice = store.authenticate(store.create_contributor("alice"))
     assert alice is not None
@@ -90,9 +92,7 @@ def test_a_report_the_database_refuses_fails_its_audit_in_one_line(
 
     monkeypatch.setattr(store, "finish", refuse)
     caplog.set_level(logging.INFO)
-    audit_id = _run_writing(
-        store, tmp_path, monkeypatch, report_document_for_test(), "<html></html>"
-    )
+    audit_id = _run_writing(store, tmp_path, monkeypatch, report_document_for_test(), "a chart")
     error = _assert_failed_once(store, audit_id, caplog)
     assert error == "the report could not be stored: value too long"  # the driver's first line
 
@@ -103,13 +103,13 @@ def test_a_report_quoting_a_nul_fails_on_postgresql_and_is_kept_on_sqlite(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A report whose document and page hold a NUL (a tokenizer may decode one into an
+    """A report whose document and chart hold a NUL (a tokenizer may decode one into an
     example): PostgreSQL refuses the row and the audit fails in one line, first time; SQLite
     keeps it."""
     caplog.set_level(logging.INFO)
     document = report_document_for_test()
     document["target"]["name"] = "notes\x00lm"
-    audit_id = _run_writing(store, tmp_path, monkeypatch, document, "<html>a\x00b</html>")
+    audit_id = _run_writing(store, tmp_path, monkeypatch, document, "a\x00b")
     if store.engine.dialect.name == "postgresql":
         _assert_failed_once(store, audit_id, caplog)
     else:

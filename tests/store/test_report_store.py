@@ -22,7 +22,7 @@ def store(database_url: str) -> ReportStore:
 
 def test_migrations_create_every_table_and_are_idempotent(store: ReportStore) -> None:
     upgrade(store.engine)
-    assert current_revision(store.engine) == "0007"
+    assert current_revision(store.engine) == "0008"
     tables = set(inspect(store.engine).get_table_names())
     assert tables >= {"contributors", "models", "audits", "reports", "report_pages",
                       "shared_models", "shared_audience", "shared_participants"}  # fmt: skip
@@ -83,6 +83,47 @@ def test_a_lost_claim_cannot_store_a_report(store: ReportStore) -> None:
     report_id = store.finish(audit_id, "w2", content, {"run_s": 1.0})
     assert store.report_of_audit(audit_id) == report_id
     assert store.get_audit(None, audit_id).status == AuditStatus.SUCCEEDED
+
+
+def test_a_page_stored_as_its_parts_is_rendered_and_loses_her_records_for_good(
+    store: ReportStore,
+) -> None:
+    """An audit's page is stored as its charts and rendered with its document when read;
+    taking her records out drops the images that showed them from the database, and the
+    page read next says so in their place; her quota counts the parts."""
+    from panoramia.report.html import render_page
+    from panoramia.report.page_parts import ChartPart, PageParts
+    from panoramia.store.tables import ReportPage
+
+    audit_id = _running(store)
+    document = report_document_for_test()
+    parts = PageParts(
+        charts=[ChartPart(png="Uk9D", alt="ROC"),
+                ChartPart(png="c2VjcmV0", alt="her members", member_data=True)],
+        heading="census version 3",
+    )  # fmt: skip
+    report_id = store.finish(audit_id, "w1", ReportContent(document, parts=parts), {})
+    assert report_id is not None
+    page = store.get_report_html(None, report_id)
+    assert page == render_page(document, parts)
+    assert "<h1>Privacy audit of census version 3</h1>" in page
+    assert "c2VjcmV0" in page
+    owner = store.get_audit(None, audit_id).contributor_id
+    assert store.stored_bytes(owner) >= len(parts.model_dump_json())
+    assert store.redact_reports([audit_id], "Removed: her data was deleted.") == 1
+    with store.sessions() as session:
+        row = session.get(ReportPage, report_id)
+        assert row.html is None
+        assert "c2VjcmV0" not in row.parts
+    page = store.get_report_html(None, report_id)
+    assert "c2VjcmV0" not in page
+    assert "Uk9D" in page
+    assert "<p class=removed>Removed: her data was deleted.</p>" in page
+    with store.writes.begin() as session:  # parts no reader can read (a bug): no 500
+        session.get(ReportPage, report_id).parts = '{"charts": "not a list"}'
+    assert "This report's page cannot be drawn" in store.get_report_html(None, report_id)
+    assert store.redact_reports([audit_id], "Removed again.") == 1  # her records still go
+    assert "Removed again." in store.get_report_html(None, report_id)
 
 
 def test_cancel_of_a_running_orphan_ends_cancelled(store: ReportStore) -> None:

@@ -1,5 +1,6 @@
-"""The page of a report stored without one: ``POST /v1/reports`` takes ``html`` as optional
-(a CLI run's ``report.html``), so a report uploaded without it has no page of its own; its
+"""The page of a report stored without one: ``POST /v1/reports`` takes its page as optional
+(a CLI run's ``page_parts.json``, or an older run's ``report.html``), so a report uploaded
+without either has no page of its own; its
 ``/html`` then answers this page, written from the report's stored figures, rather than a 404
 that says the report does not exist. It has no charts (they are drawn from the run's scores,
 which the service never receives) and says so, and how to store the full page."""
@@ -53,6 +54,6 @@ def summary_page(report: ReportSummary) -> str:
 <table><tbody>{table}</tbody></table>
 <p class=note>This report was stored without its page: the service wrote this one from the
 report's figures, without the charts, exposed records and groups of the run's own
-<code>report.html</code>. <code>panoramia reports upload RUN_DIR</code> stores a run's report
-with its page.</p>
+<code>page_parts.json</code>. <code>panoramia reports upload RUN_DIR</code> stores a run's
+report with its page.</p>
 </main></body></html>"""

@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from panoramia.plugins import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
+from panoramia.report.html import undrawable
 from panoramia.service.api.report_page import summary_page
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.rfc3339 import DateOrDateTimeText
@@ -25,6 +26,7 @@ from panoramia.service.schemas import (
     ReportView,
 )
 from panoramia.service.schemas import Name as NameType
+from panoramia.service.submission.command import RequestProblem
 from panoramia.service.submission.usage import file_bytes
 from panoramia.store.model_rows import ModelInUse
 from panoramia.store.repository import ModelRef as StoredModelRef
@@ -111,12 +113,21 @@ def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
     def upload_report(
         request: Request, response: Response, body: ReportUpload, principal: Caller
     ) -> ReportSummary:
-        """Store a report made by a CLI run (``report.json``, optionally ``report.html``)."""
+        """Store a report made by a CLI run (``report.json``, and its page's charts or, from
+        an older run, its page); 422 where the page cannot be drawn from the report."""
+        document = with_own_verdict(body.report.model_dump(mode="json"))
+        parts = None
+        if body.page_parts is not None:
+            model = body.model
+            heading = f"{model.name} version {model.version}" if model.version else model.name
+            parts = body.page_parts.headed(heading)
+            problem = undrawable(document, parts)
+            if problem is not None:
+                raise RequestProblem(("report",), problem)
         content = ReportContent(
-            document=with_own_verdict(body.report.model_dump(mode="json")),
-            html=body.html,
+            document=document, html=body.html, parts=parts,
             artifact_location=body.artifact_location,
-        )
+        )  # fmt: skip
         report = store.add_report(
             principal,
             _stored_ref(body.model),

@@ -12,9 +12,11 @@ running), this removes, in order:
    uploaded model), then, repeatedly, every stage that took one of those as an input
    (generators, synthetic pools, stand-ins, h, losses, distinguishers, games);
 4. the rows of her data in her stored reports of those audits: the document's ``exposure``
-   section (records and group values) and the page's parts that show members (marked
-   ``member-data`` by :mod:`panoramia.report.html`), each replaced by a line saying when and
-   why they went. The figures, verdict and charts of losses stay;
+   and ``examples`` sections (records, group values, text chunks) and the page's charts that
+   show members (``PageParts``' ``member_data``; their images dropped), each replaced by a
+   line saying when and why they went, in the page the service draws from them (a page
+   stored as HTML before: its parts marked ``member-data``). The figures, verdict and charts
+   of losses stay;
 5. its row.
 
 While it runs the upload is ``deleting``: no audit can name it any more, and a worker

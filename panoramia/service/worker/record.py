@@ -1,10 +1,10 @@
 """What an audit run leaves and how it is recorded: its own files read without following a
-link, its report validated, a failure in one line in the contributor's own terms, and the
+link, its report and its page's charts validated (the page is rendered from the two when it
+is read, never edited), a failure in one line in the contributor's own terms, and the
 staged inputs and run folders removed when they are no longer needed."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import shutil
@@ -14,7 +14,13 @@ from pathlib import Path
 from pydantic import ValidationError
 from sqlalchemy.exc import DataError, IntegrityError
 
-from panoramia.report.page_head import page_heading, page_title
+from panoramia.report.page_parts import (
+    MAX_ALT,
+    MAX_PAGE_PARTS_BYTES,
+    PAGE_PARTS_FILE,
+    ChartPart,
+    PageParts,
+)
 from panoramia.report.schema import ReportDocument
 from panoramia.service.contributor_files import unreadable_entry
 from panoramia.service.settings import ServiceSettings
@@ -111,12 +117,11 @@ class ContributorView:
         self.names = names
         self.places = ((str(run_dir), "<audit>"), (str(home), "<home>"))
 
-    def text(self, text: str, *, escape: bool = False) -> str:
-        """``text`` (``escape``: an HTML page, her names escaped) in her terms."""
-        names = {copy: html.escape(name) for copy, name in self.names.items()} if escape else None
-        text = in_contributor_terms(text, names or self.names)
+    def text(self, text: str) -> str:
+        """``text`` in her terms."""
+        text = in_contributor_terms(text, self.names)
         for place, placeholder in self.places:
-            text = text.replace(place, html.escape(placeholder) if escape else placeholder)
+            text = text.replace(place, placeholder)
         return text
 
     def document(self, node: object) -> object:
@@ -129,31 +134,35 @@ class ContributorView:
             return {self.text(str(key)): self.document(child) for key, child in node.items()}
         return node
 
-    def report(self, content: ReportContent, audit_id: str) -> ReportContent:
-        """The run's report as stored for her; its files are the audit's (``audits/<id>``
-        under the service's home, the operator's to open)."""
+    def report(self, content: ReportContent, audit_id: str, heading: str | None) -> ReportContent:
+        """The run's report as stored for her: its document and its charts' words in her
+        terms, the page headed by ``heading`` (her model's name and version; None: the run's
+        ``target.name``), rendered from the two whenever it is read; its files are the
+        audit's (``audits/<id>`` under the service's home, the operator's to open)."""
+        parts = content.parts
+        if parts is not None:  # validated again: her names may be longer than the copies'
+            charts = [
+                chart.model_dump() | {"alt": self.text(chart.alt)[:MAX_ALT]}
+                if isinstance(chart, ChartPart)
+                else chart.model_dump()
+                for chart in parts.charts
+            ]
+            parts = PageParts.model_validate({"charts": charts, "heading": heading})
         return ReportContent(
             document=self.document(content.document),  # type: ignore[arg-type]
-            html=self.text(content.html, escape=True) if content.html is not None else None,
+            parts=parts,
             artifact_location=f"audits/{audit_id}",
         )
 
 
-def titled(content: ReportContent, name: str, version: str) -> ReportContent:
-    """The report's page headed by the model's name and version as the contributor gave them
-    (the run knows only its ``target.name``), as the console names it: the title and heading
-    the renderer made of the document's ``target.name`` (:func:`page_title`,
-    :func:`page_heading`) give way to the same made of hers; a page without them is kept."""
-    if content.html is None or not name:
-        return content
-    run_name = str((content.document.get("target") or {}).get("name"))
-    shown = f"{name} version {version}" if version else name
-    page = content.html
-    for made_by in (page_title, page_heading):
-        page = page.replace(made_by(run_name), made_by(shown), 1)
-    return ReportContent(
-        document=content.document, html=page, artifact_location=content.artifact_location
-    )
+def model_heading(model: object) -> str | None:
+    """The page's heading for the model an audit names (``request.model``): her name and
+    version as she gave them, as the console names it; None where it names none."""
+    model = model if isinstance(model, dict) else {}
+    name, version = str(model.get("name") or ""), str(model.get("version") or "")
+    if not name:
+        return None
+    return f"{name} version {version}" if version else name
 
 
 def store_report(
@@ -199,7 +208,12 @@ def finished_report(
     except (OSError, ValidationError) as error:
         return f"report.json: {str(error).splitlines()[0]}"
     try:
-        html = read_own_file(run_dir / "report.html")
-    except OSError:
-        return "report.html: missing after a successful run"
-    return ReportContent(document=json.loads(text), html=html)
+        parts = read_own_file(run_dir / PAGE_PARTS_FILE, limit=MAX_PAGE_PARTS_BYTES)
+        page = PageParts.model_validate_json(parts)
+    except FileNotFoundError:
+        return f"{PAGE_PARTS_FILE}: missing after a successful run"
+    except OSError as error:
+        return f"{PAGE_PARTS_FILE}: {error.strerror or error}"
+    except ValidationError as error:
+        return f"{PAGE_PARTS_FILE}: {str(error).splitlines()[0]}"
+    return ReportContent(document=json.loads(text), parts=page)

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from panoramia.errors import InputError
+from panoramia.report.html import undrawable
+from panoramia.report.page_parts import PAGE_PARTS_FILE
 from panoramia.sandbox import landlock_abi, launcher
 from panoramia.service.settings import ServiceSettings
 from panoramia.service.submission.command import job_command
@@ -44,9 +46,9 @@ from panoramia.service.worker.record import (
     ContributorView,
     expire_inputs,
     finished_report,
+    model_heading,
     read_progress,
     store_report,
-    titled,
 )
 from panoramia.service.worker.staging import stage_data_files, stage_plan_files
 from panoramia.service.worker.upload_sources import LocalUploads, RemoteUploads, UploadSource
@@ -124,7 +126,7 @@ def _run_claimed(
     audit_id = audit.id
     run_dir = settings.audits_dir / audit_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("report.json", "report.html", "progress.json"):
+    for stale in ("report.json", "report.html", PAGE_PARTS_FILE, "progress.json"):
         (run_dir / stale).unlink(missing_ok=True)
     log_file = run_dir / f"attempt-{audit.attempts}.log"
     try:
@@ -297,14 +299,14 @@ def _record(
             timings["stages"] = finished.document.get("timings", {})
             last = read_progress(run_dir / "progress.json")  # newer than the last heartbeat
             model = audit.request.get("model") if isinstance(audit.request, dict) else None
-            model = model if isinstance(model, dict) else {}
-            report = titled(
-                shown.report(finished, audit_id), str(model.get("name") or ""),
-                str(model.get("version") or ""),
+            report = shown.report(finished, audit_id, model_heading(model))
+            problem = undrawable(report.document, report.parts) if report.parts else None
+            refused = (
+                f"the report could not be stored: {problem}"
+                if problem is not None
+                else store_report(store, audit_id, worker, report, timings,
+                                  last if isinstance(last, dict) else None)
             )  # fmt: skip
-            refused = store_report(
-                store, audit_id, worker, report, timings, last if isinstance(last, dict) else None
-            )
             outcome = (AuditStatus.SUCCEEDED, "")
             if refused is not None:  # one line, no traceback: the audit fails with it
                 log.warning("audit %s: %s", audit_id, refused)

@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from panoramia.pipeline.graph import STAGE_GRAPH
+from panoramia.report.html import render_page
+from panoramia.report.page_parts import PAGE_PARTS_FILE, PageParts
 from tests.cli_support import run_audit, run_command
 from tests.conftest import SMALL_NULL, TINY_AUDIT, shared_store
 from tests.conftest import stage as stage_directory
@@ -129,6 +131,9 @@ def test_audit_writes_a_full_report(artifacts: Path, tmp_path: Path) -> None:
     assert report["attack"]["distinguisher"]["chosen"]["validation_theta_lb"] >= 0
     assert set(report["timings"]) >= {"data", "target", "generator", "helper", "attack"}
     page = (tmp_path / "report.html").read_text()
+    # the page is a pure function of what the service stores: the document and its charts
+    parts = PageParts.model_validate_json((tmp_path / PAGE_PARTS_FILE).read_text())
+    assert render_page(report, parts) == page
     # one chart an image: the null, the two-sided game's two sides, precision, θ_lb, ROC, and
     # the losses under f, h and the first stand-in
     assert page.count('<img src="data:image/png;base64,') == 9
