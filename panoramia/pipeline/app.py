@@ -96,11 +96,7 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     )
     pipeline = Pipeline(job, runner)
     stages = pipeline.run()
-    document = build_report(
-        job, stages, runner, run_dir, galleries=pipeline.galleries(stages),
-        examples=pipeline.examples(stages), members=pipeline.audit_members(stages),
-        reference_groups=pipeline.reference_groups(stages),
-    )  # fmt: skip
+    document = build_report(job, stages, runner, run_dir, pipeline.report_inputs(stages))
     elapsed = time.perf_counter() - started
     reference = document["reference_audits"]
     headline = {

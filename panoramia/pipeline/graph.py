@@ -29,6 +29,7 @@ import numpy as np
 
 from panoramia.audit_settings import REFERENCE
 from panoramia.errors import InputError
+from panoramia.pipeline.report_inputs import ReportInputs
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.settings_reads import recording
 from panoramia.pipeline.stage_reads import check_declared
@@ -424,6 +425,17 @@ class AuditPipeline(ABC):
     def side_losses(self, adapter: Any, examples: Any) -> np.ndarray:
         """The side information of each example: its loss (n,), or a loss sequence (n, T)."""
         return adapter.per_example_loss(examples)
+
+    def report_inputs(self, stages: dict[str, StageResult]) -> ReportInputs:
+        """What the report shows besides the figures, the one hook the job asks (its parts
+        are the optional hooks below: :meth:`galleries`, :meth:`examples`,
+        :meth:`audit_members`, :meth:`reference_groups`)."""
+        return ReportInputs(
+            galleries=self.galleries(stages),
+            examples=self.examples(stages),
+            members=self.audit_members(stages),
+            reference_groups=self.reference_groups(stages),
+        )
 
     def galleries(self, stages: dict[str, StageResult]) -> dict[str, np.ndarray]:
         """Example inputs to show in the report (uint8 images by caption); none by default."""

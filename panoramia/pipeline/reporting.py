@@ -25,6 +25,7 @@ from panoramia.measure.two_sided import (
     two_sided_grid,
 )
 from panoramia.pipeline.config import ModalityJob
+from panoramia.pipeline.report_inputs import ReportInputs
 from panoramia.pipeline.seeds import child_seed
 from panoramia.pipeline.stages import StageResult, StageRunner
 from panoramia.pipeline.stages.artifacts import GameDraw, Losses, Scores, UnitLosses
@@ -205,12 +206,8 @@ class ReportContext:
     claim: ClaimSection
     claim_source: str
     """Where the claim comes from (:func:`claimed_guarantee`)."""
-    members: tuple | None
-    reference_groups: tuple | None
-    """The reference attack's scored rows as a table and the group columns
-    (:meth:`panoramia.pipeline.graph.AuditPipeline.reference_groups`), or None."""
-    examples: dict[str, list[str]] | None
-    galleries: dict[str, np.ndarray] | None
+    inputs: ReportInputs
+    """What the modality shows besides the figures (:class:`ReportInputs`)."""
 
 
 def _losses(stage: StageResult) -> Losses:
@@ -319,11 +316,7 @@ def report_context(
     job: ModalityJob,
     stages: Mapping[str, StageResult],
     runner: StageRunner,
-    *,
-    galleries: dict[str, np.ndarray] | None = None,
-    examples: dict[str, list[str]] | None = None,
-    members: tuple | None = None,
-    reference_groups: tuple | None = None,
+    inputs: ReportInputs,
 ) -> ReportContext:
     """Load what the stages produced and take the readings the sections share."""
     attack, baseline = _scores(stages["attack"]), _scores(stages["baseline"])
@@ -352,8 +345,7 @@ def report_context(
         two_sided=two_sided,
         null=null_section(job, membership, attack_members, baseline_members, quoted_game),
         claim=claim_section(claim, games, confidence=job.audit.confidence),
-        claim_source=claim_source, members=members, reference_groups=reference_groups,
-        examples=examples, galleries=galleries,
+        claim_source=claim_source, inputs=inputs,
     )  # fmt: skip
 
 
@@ -466,9 +458,9 @@ def _attacker(context: ReportContext, document: dict[str, Any]) -> dict:
 
 
 def _exposure(context: ReportContext, document: dict[str, Any]) -> dict | None:
-    if context.members is None:
+    if context.inputs.members is None:
         return None
-    table, group_columns = context.members
+    table, group_columns = context.inputs.members
     audit = context.job.audit
     return exposure_section(
         table, group_columns, context.membership, context.attack.scores,
@@ -485,12 +477,12 @@ def _reference_groups(context: ReportContext) -> dict[str, Any]:
     group, where its stage ran and the modality has groups; tested where its split was drawn
     at random (its ``randomised``)."""
     rmia = context.reference_attacks.get("rmia")
-    if context.reference_groups is None or rmia is None:
+    if context.inputs.reference_groups is None or rmia is None:
         return {}
     from panoramia.measure.reference_attack import rmia_offline_scores
 
     rows = read_rows(context.stages[REFERENCE_ROWS])
-    table, columns = context.reference_groups
+    table, columns = context.inputs.reference_groups
     null = context.job.audit.null
     return {"reference_groups": reference_groups_section(
         table, columns, rows.member, rmia_offline_scores(rows.target, rows.stand_ins),
@@ -504,7 +496,7 @@ def _verdict(context: ReportContext, document: dict[str, Any]) -> dict:
 
 
 def _examples(context: ReportContext, document: dict[str, Any]) -> dict | None:
-    return context.examples or None
+    return context.inputs.examples or None
 
 
 SECTIONS: tuple[tuple[str, Builder], ...] = (
@@ -569,7 +561,7 @@ def write_report(context: ReportContext, document: dict[str, Any], run_dir: Path
     }  # fmt: skip
     null = context.null
     parts = page_parts(
-        document, context.measurement, roc_curves, loss_groups, context.galleries,
+        document, context.measurement, roc_curves, loss_groups, context.inputs.galleries,
         claim=context.claim, null=null if isinstance(null, NullTest) else None,
     )  # fmt: skip
     write_atomic(run_dir / PAGE_PARTS_FILE, parts.model_dump_json())
@@ -582,24 +574,12 @@ def build_report(
     stages: dict[str, StageResult],
     runner: StageRunner,
     run_dir: Path,
-    *,
-    galleries: dict[str, np.ndarray] | None = None,
-    examples: dict[str, list[str]] | None = None,
-    members: tuple | None = None,
-    reference_groups: tuple | None = None,
+    inputs: ReportInputs,
 ) -> dict:
-    """Measure, run the reference audits, write report.json and report.html into run_dir.
-
-    ``galleries``: uint8 images (N, H, W, C) by caption, drawn as grids in the HTML page;
-    ``examples``: texts by caption (decoded chunks), shown in the page and kept in report.json;
-    ``members``: the audited members as a table and the columns to group them by
-    (:meth:`panoramia.pipeline.graph.AuditPipeline.audit_members`), for the exposed records
-    and groups.
-    """
-    context = report_context(
-        job, stages, runner, galleries=galleries, examples=examples, members=members,
-        reference_groups=reference_groups,
-    )  # fmt: skip
+    """Measure, run the reference audits, write report.json, page_parts.json and report.html
+    into run_dir; ``inputs``: what the modality shows besides the figures
+    (:class:`ReportInputs`)."""
+    context = report_context(job, stages, runner, inputs)
     document = report_document_of(context)
     check_schema(document)
     write_report(context, document, run_dir)
