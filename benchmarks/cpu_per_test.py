@@ -1,10 +1,10 @@
 """A pytest plugin that records each test's CPU seconds (loaded by ``suite_time.py --by-file``).
 
 For every test it appends one JSON line to ``$SUITE_CPU_DIR/<xdist worker>.jsonl``:
-``{"test": node id, "self": s, "children": s, "wall": s}`` — the CPU (user + system) of the
-process that ran the test, all its threads, while the test ran (its setup and teardown
-included, so a module- or session-scoped fixture is charged to the first or last test of its
-scope), and the CPU of the descendants reaped meanwhile, whoever started them
+``{"test": node id, "self": s, "children": s, "wall": s, "began": epoch s}`` — the CPU
+(user + system) of the process that ran the test, all its threads, while the test ran (its
+setup and teardown included, so a module- or session-scoped fixture is charged to the first
+or last test of its scope), and the CPU of the descendants reaped meanwhile, whoever started them
 (``getrusage(RUSAGE_CHILDREN)``: servers, audit children, Lightning's spawned ranks, and what
 they reaped in turn). What another process reaps is not counted: the audits of
 ``tests/cli_support.py``'s fork servers. A stage built once in a shared store is charged to
@@ -50,12 +50,12 @@ class _Recorder:
         if not self.started:
             self.started = True
             self.write({"test": "__worker__", "self": own, "children": children, "wall": 0.0})
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.time()
         outcome = yield
         own_after, children_after = _cpu()
         self.write({
             "test": item.nodeid, "self": own_after - own, "children": children_after - children,
-            "wall": time.perf_counter() - started,
+            "wall": time.perf_counter() - started, "began": began,
         })  # fmt: skip
         return outcome
 

@@ -12,7 +12,8 @@ than its wall time. The seconds the hypervisor gave to others (steal) are printe
 Runs ``python -m pytest`` with the project's options (``pyproject.toml``: ``-n 3``), then
 prints one table and exits with pytest's status. Arguments after ``--`` go to pytest.
 ``--by-file N`` also records each test's CPU (:mod:`cpu_per_test`) and prints the N test files
-that took the most, and how much of the machine's CPU no test was charged with.
+that took the most, how much of the machine's CPU no test was charged with, and each xdist
+worker's timeline (when it began and ended: the suite's tail).
 
     .venv/bin/python benchmarks/suite_time.py [--repeat-reference 3] [--by-file 25] [-- PYTEST_ARGS]
 """
@@ -140,6 +141,32 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
           "| | | | |")  # fmt: skip
 
 
+def worker_timeline(directory: Path) -> None:
+    """Print, for each xdist worker, when its first test began and its last ended (seconds
+    after the earliest start), the seconds its tests took and how many it ran: where the
+    workers end far apart, the suite's tail is one worker's long tests."""
+    rows = []
+    for path in sorted(directory.glob("*.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        tests = [r for r in records if r["test"] != "__worker__" and "began" in r]
+        if tests:
+            first = min(r["began"] for r in tests)
+            last = max(r["began"] + r["wall"] for r in tests)
+            longest = max(tests, key=lambda r: r["wall"])
+            rows.append((path.stem, first, last, sum(r["wall"] for r in tests), len(tests),
+                         longest))  # fmt: skip
+    if not rows:
+        return
+    origin = min(row[1] for row in rows)
+    print("\n| worker | first test began (s) | last test ended (s) | its tests' wall (s) | "
+          "tests | its longest test (s) |\n|---|---|---|---|---|---|")  # fmt: skip
+    for worker, first, last, busy, count, longest in rows:
+        print(
+            f"| {worker} | {first - origin:.0f} | {last - origin:.0f} | {busy:.0f} | {count} "
+            f"| {longest['test']} ({longest['wall']:.0f}) |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat-reference", type=int, default=3)
@@ -164,6 +191,7 @@ def main() -> None:
         print(f"| suite size: CPU / reference | {cpu / reference:.0f} |")
         if cpu_directory is not None:
             cpu_by_file(cpu_directory, cpu, options.by_file)
+            worker_timeline(cpu_directory)
     sys.exit(status)
 
 
