@@ -6,11 +6,11 @@ For every test it appends one JSON line to ``$SUITE_CPU_DIR/<xdist worker>.jsonl
 setup and teardown included, so a module- or session-scoped fixture is charged to the first
 or last test of its scope), and the CPU of the descendants reaped meanwhile, whoever started them
 (``getrusage(RUSAGE_CHILDREN)``: servers, audit children, Lightning's spawned ranks, and what
-they reaped in turn). What another process reaps is not counted: the audits of
-``tests/cli_support.py``'s fork servers. A stage built once in a shared store is charged to
-the test that built it. A first line ``{"test": "__worker__", ...}`` gives the CPU a worker
-(and its reaped children) spent before its first test: imports and collection. Without
-``SUITE_CPU_DIR`` the plugin does nothing.
+they reaped in turn); and ``forked``, the CPU of the audits ``tests/cli_support.py``'s fork
+server ran for the test (it reaps them, so they report their own). A stage built once in a
+shared store is charged to the test that built it. A first line ``{"test": "__worker__",
+...}`` gives the CPU a worker (and its reaped children) spent before its first test: imports
+and collection. Without ``SUITE_CPU_DIR`` the plugin does nothing.
 """
 
 from __future__ import annotations
@@ -36,9 +36,21 @@ def _cpu() -> tuple[float, float]:
 
 class _Recorder:
     def __init__(self, directory: Path) -> None:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self.lines = (directory / f"{worker}.jsonl").open("a")
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.directory = directory
+        self.lines = (directory / f"{self.worker}.jsonl").open("a")
         self.started = False
+
+    def forked(self) -> float:
+        """CPU seconds of the audits this worker's test had the fork server run
+        (``tests/cli_support.py`` adds each one's to ``forked-<worker>.log``), taken."""
+        path = self.directory / f"forked-{self.worker}.log"
+        try:
+            lines = path.read_text().split()
+        except FileNotFoundError:
+            return 0.0
+        path.unlink()
+        return sum(float(line) for line in lines)
 
     def write(self, line: dict) -> None:
         self.lines.write(json.dumps(line) + "\n")
@@ -55,7 +67,7 @@ class _Recorder:
         own_after, children_after = _cpu()
         self.write({
             "test": item.nodeid, "self": own_after - own, "children": children_after - children,
-            "wall": time.perf_counter() - started, "began": began,
+            "forked": self.forked(), "wall": time.perf_counter() - started, "began": began,
         })  # fmt: skip
         return outcome
 

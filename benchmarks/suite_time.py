@@ -118,7 +118,7 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
                 continue
             totals = files[record["test"].split("::")[0]]
             totals.own += record["self"]
-            totals.children += record["children"]
+            totals.children += record["children"] + record.get("forked", 0.0)
             totals.test_seconds += record["wall"]
             totals.tests += 1
     charged = sum(totals.cpu for totals in files.values())
@@ -136,7 +136,7 @@ def cpu_by_file(directory: Path, machine_seconds: float, shown: int) -> None:
     print(f"| all tests | {charged:.1f} | {own:.1f} | {charged - own:.1f} | | "
           f"{sum(totals.tests for totals in files.values())} |")  # fmt: skip
     print(f"| workers' start (imports, collection) | {workers:.1f} | | | | |")
-    print(f"| charged to no test (e.g. the fork servers and their audits, databases, pytest's "
+    print(f"| charged to no test (e.g. the fork servers, databases, pytest's "
           f"controller, workers between tests) | {machine_seconds - charged - workers:.1f} "
           "| | | | |")  # fmt: skip
 

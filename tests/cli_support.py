@@ -79,9 +79,33 @@ def _main_in_child(
     except BaseException:
         traceback.print_exc()
     finally:
+        _charge_cpu()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+FORKED_CPU = "forked-{worker}.log"
+"""Where a forked audit adds its CPU seconds, in ``$SUITE_CPU_DIR`` (``benchmarks/
+cpu_per_test.py`` charges them to the test that waited for it: the fork server, not the test,
+reaps it, so the test's own accounting never sees it)."""
+
+
+def _charge_cpu() -> None:
+    """Add this forked audit's CPU seconds (its own and its reaped children's, since the fork)
+    to its test worker's file, where ``SUITE_CPU_DIR`` is set (``benchmarks/suite_time.py
+    --by-file``); nothing otherwise."""
+    directory = os.environ.get("SUITE_CPU_DIR")
+    if not directory:
+        return
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(Path(directory) / FORKED_CPU.format(worker=worker), "a") as charged:
+        charged.write(f"{seconds}\n")
 
 
 def run_command(
