@@ -104,7 +104,7 @@ def test_an_audit_is_logged_and_read_back_with_mlflows_client(
     assert run.data.tags["panoramia.run_dir"] == str(run_dir.resolve())
     # the reports, as written in the run directory
     listed = {item.path for item in client.list_artifacts(run.info.run_id)}
-    assert listed == {"report.html", "report.json"}
+    assert listed == {"report.html", "report.json", "page_parts.json"}
     for name in listed:
         copy = _artifact(client, run.info.run_id, name, tmp_path)
         assert copy.read_bytes() == (run_dir / name).read_bytes()
@@ -160,7 +160,7 @@ def test_a_multirun_logs_one_parent_run_with_a_child_per_job(
         )
         assert child.data.tags["verdict"] == report["verdict"]["level"]
         listed = {item.path for item in client.list_artifacts(child.info.run_id)}
-        assert listed == {"report.html", "report.json"}
+        assert listed == {"report.html", "report.json", "page_parts.json"}
     # the parent: the pooled figures and the summary
     summary = json.loads((sweep / "summary.json").read_text())["mlp-e10"]
     metrics = parent.data.metrics
