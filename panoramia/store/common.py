@@ -176,17 +176,20 @@ class ReportContent:
     artifact_location: str | None = None
     parts: PageParts | None = None
 
+    @functools.cached_property
+    def parts_json(self) -> str | None:
+        """``parts`` as the page row keeps them (written once: ~0.5 MB of chart data)."""
+        return self.parts.model_dump_json() if self.parts is not None else None
+
     def page_row(self, report_id: str) -> ReportPage | None:
         """The report's page row (None: no page)."""
         if self.html is None and self.parts is None:
             return None
-        parts = self.parts.model_dump_json() if self.parts is not None else None
-        return ReportPage(report_id=report_id, html=self.html, parts=parts)
+        return ReportPage(report_id=report_id, html=self.html, parts=self.parts_json)
 
     def page_chars(self) -> int:
         """Characters the page row keeps (counted against her storage quota)."""
-        parts = self.parts.model_dump_json() if self.parts is not None else ""
-        return len(self.html or "") + len(parts)
+        return len(self.html or "") + len(self.parts_json or "")
 
 
 @dataclass(frozen=True)

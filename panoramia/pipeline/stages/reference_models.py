@@ -14,7 +14,7 @@ import numpy as np
 
 from panoramia.pipeline.seeds import child_rng, child_seed
 from panoramia.pipeline.stages.audit_protocol import Audit
-from panoramia.pipeline.stages.reference_rows import enough_rows, reference_attack_planned
+from panoramia.pipeline.stages.reference_rows import reference_attack_planned, scores_rows
 from panoramia.pipeline.stages.runner import StageResult
 from panoramia.pipeline.stages.stage_key import GENERATION_SEED, StageKey
 from panoramia.pipeline.stages.stand_in import draw_training_examples, training_pool
@@ -55,10 +55,9 @@ def build_reference_models(
     audit: Audit, data: StageResult, known: StageResult
 ) -> list[StageResult]:
     """The reference models (one per stand-in), or none where the reference attack will
-    score no rows (the data has no real non-members, or either side would be too small:
-    :func:`~panoramia.pipeline.stages.reference_rows.enough_rows`), so that nothing is
-    trained that no stage reads."""
-    if not (data.directory / audit.sets.nonmembers_file).exists() or not enough_rows(audit, data):
+    score no rows (:func:`~panoramia.pipeline.stages.reference_rows.scores_rows`), so that
+    nothing is trained that no stage reads."""
+    if not scores_rows(audit, data):
         return []
     return [
         build_reference_model(audit, data, known, index)

@@ -72,6 +72,12 @@ def enough_rows(audit: Audit, data: StageResult) -> bool:
     return int(RESERVED_SHARE * held_out) >= MIN_SCORED_ROWS and outside >= MIN_SCORED_ROWS
 
 
+def scores_rows(audit: Audit, data: StageResult) -> bool:
+    """Whether the reference attack, where planned, scores rows on this data: it has real
+    non-members and both sides are large enough (:func:`enough_rows`)."""
+    return (data.directory / audit.sets.nonmembers_file).exists() and enough_rows(audit, data)
+
+
 def reference_attack_planned(audit: Audit) -> bool:
     """Whether the reference attack runs: ``audit.real_nonmembers.reference_attack``, where
     the modality scores rows one by one (``audit.rows_are_units``: not text, whose unit is the
@@ -105,11 +111,9 @@ def build_reference_rows(
     ``own_recipe``: :mod:`~panoramia.pipeline.stages.reference_models`); None where the data
     has no real non-members, no reference model ran, or either side would hold fewer than
     :data:`MIN_SCORED_ROWS` rows."""
+    if not stand_ins or not scores_rows(audit, data):
+        return None
     nonmembers_path = data.directory / audit.sets.nonmembers_file
-    if not nonmembers_path.exists() or not stand_ins:
-        return None
-    if not enough_rows(audit, data):
-        return None
 
     def build(directory: Path) -> dict:
         members = audit.sets.read(data.directory / audit.sets.members_file)
