@@ -5,6 +5,7 @@ her file names in its words; taking her records out replaces the parts that show
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -215,3 +216,38 @@ def test_parts_refuse_what_is_not_a_chart() -> None:
         PageParts.model_validate({"charts": [], "html": "<p>a page</p>"})
     with pytest.raises(ValidationError):
         PageParts.model_validate({"charts": [], "version": 2})
+
+
+def test_the_worker_refuses_page_parts_a_child_planted_in_one_line(tmp_path: Path) -> None:
+    """A confined child may leave ``page_parts.json`` as a link to another contributor's file,
+    a hard link, a FIFO (a read that would stall) or a file past the bound: the unconfined
+    worker reads none of them and the audit fails with one line naming the file."""
+    from panoramia.report.page_parts import MAX_PAGE_PARTS_BYTES, PAGE_PARTS_FILE
+    from panoramia.service.worker.record import finished_report
+    from tests.service_support import report_document_for_test
+
+    secret = tmp_path / "bob" / "members.csv"
+    secret.parent.mkdir()
+    secret.write_text("bob's rows\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "report.json").write_text(json.dumps(report_document_for_test()))
+    parts = run_dir / PAGE_PARTS_FILE
+    planted = {
+        "link": lambda: parts.symlink_to(secret),
+        "hard link": lambda: os.link(secret, parts),
+        "fifo": lambda: os.mkfifo(parts),
+        "too large": lambda: os.truncate(parts.open("w").name, MAX_PAGE_PARTS_BYTES + 1),
+    }
+    for kind, plant in planted.items():
+        parts.unlink(missing_ok=True)
+        plant()
+        line = finished_report(0, run_dir, run_dir / "attempt-1.log")
+        assert isinstance(line, str), kind
+        assert line.startswith(f"{PAGE_PARTS_FILE}: "), (kind, line)
+        assert "\n" not in line
+        assert line.count(PAGE_PARTS_FILE) == 1  # named once, and not by the server's path
+    assert secret.read_text() == "bob's rows\n"
+    parts.unlink()
+    parts.write_text(PageParts(charts=[]).model_dump_json())
+    assert not isinstance(finished_report(0, run_dir, run_dir / "attempt-1.log"), str)

@@ -212,8 +212,8 @@ def finished_report(
         page = PageParts.model_validate_json(parts)
     except FileNotFoundError:
         return f"{PAGE_PARTS_FILE}: missing after a successful run"
-    except OSError as error:
-        return f"{PAGE_PARTS_FILE}: {error.strerror or error}"
+    except OSError as error:  # the system's words (never the server's path), or ours
+        return f"{PAGE_PARTS_FILE}: {error.strerror}" if error.strerror else str(error)
     except ValidationError as error:
         return f"{PAGE_PARTS_FILE}: {str(error).splitlines()[0]}"
     return ReportContent(document=json.loads(text), parts=page)
