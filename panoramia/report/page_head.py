@@ -8,6 +8,12 @@ from __future__ import annotations
 import html
 
 
+def shown_name(name: str, version: str) -> str:
+    """A model as the contributor gave it, as the console names it: ``census version 3``
+    (``census`` where she gave no version)."""
+    return f"{name} version {version}" if version else name
+
+
 def page_title(name: str) -> str:
     """The page's ``<title>`` for the audited model ``name`` (escaped here)."""
     return f"<title>PANORAMIA audit — {html.escape(name)}</title>"

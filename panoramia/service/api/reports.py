@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 from panoramia.plugins import MODALITY_PATTERN
 from panoramia.report.digest import with_own_verdict
 from panoramia.report.html import undrawable
+from panoramia.report.page_head import shown_name
 from panoramia.service.api.report_page import summary_page
 from panoramia.service.model_deletion import model_deletion_sentence, remove_run_folders
 from panoramia.service.rfc3339 import DateOrDateTimeText
@@ -118,9 +119,7 @@ def _add_report_upload(router: APIRouter, needs: RouteNeeds) -> None:
         document = with_own_verdict(body.report.model_dump(mode="json"))
         parts = None
         if body.page_parts is not None:
-            model = body.model
-            heading = f"{model.name} version {model.version}" if model.version else model.name
-            parts = body.page_parts.headed(heading)
+            parts = body.page_parts.headed(shown_name(body.model.name, body.model.version))
             problem = undrawable(document, parts)
             if problem is not None:
                 raise RequestProblem(("report",), problem)

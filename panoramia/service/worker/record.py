@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from sqlalchemy.exc import DataError, IntegrityError
 
+from panoramia.report.page_head import shown_name
 from panoramia.report.page_parts import (
     MAX_ALT,
     MAX_PAGE_PARTS_BYTES,
@@ -160,9 +161,7 @@ def model_heading(model: object) -> str | None:
     version as she gave them, as the console names it; None where it names none."""
     model = model if isinstance(model, dict) else {}
     name, version = str(model.get("name") or ""), str(model.get("version") or "")
-    if not name:
-        return None
-    return f"{name} version {version}" if version else name
+    return shown_name(name, version) if name else None
 
 
 def store_report(
