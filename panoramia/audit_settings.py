@@ -1,14 +1,16 @@
-"""The one module where audit settings are checked: the range of every numeric setting
-(:data:`RANGES`, :data:`MAX_LIST`), the values of every setting that takes one of a list
-(:data:`CHOICES`, one :class:`~enum.StrEnum` each, narrowed by each modality plug-in's
+"""The one module where audit settings are checked: the range of every numeric setting and
+the entries of every list (:func:`bounds_of`: each declared beside its field in the schema
+that holds it, :mod:`panoramia.setting_bounds`), the values of every setting that takes one of
+a list (:data:`CHOICES`, one :class:`~enum.StrEnum` each, narrowed by each modality plug-in's
 ``choices``, :mod:`panoramia.plugins`) and the rules that tie settings together (:data:`RULES`).
 
 :func:`check_settings` runs them in that order on the composed config, a plain container,
 before any work: the CLI's job (``panoramia/pipeline/app.py::run_job``: one line, exit 2) and
 the service's door (``panoramia/service/submission/command.py::check_composes``: 422) both
-call it. The schemas give the types; this gives the values. A numeric setting is known by its
-last name (``epochs``, ``real_quantile``), as the service's resource limits are
-(``panoramia/service/resource_limits.py``, which stay on top); a choice by its whole key.
+call it. The schemas give the types and, beside each field, its bounds; this checks the
+values. A setting is known by its whole key (``target.epochs``), a list's entries by the
+list's; the service's resource limits (``panoramia/service/resource_limits.py``, which stay
+on top) read the limit kind the same declarations give.
 Values still holding an interpolation of the project's own configs are checked once resolved
 (the job) and skipped unresolved (the service, which never resolves), and so is every rule
 that reads one. ``claim.*`` has no range here: the claim is the accounting's own to read and check
@@ -22,96 +24,46 @@ blocks (``generators``, ``baselines``) and the models take their lists of values
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
 from panoramia.errors import InputError
+from panoramia.setting_bounds import Bound, Range, declared_bounds
 from panoramia.settings_rule import Rule
 
 if TYPE_CHECKING:
     from panoramia.modality_plugin import Modality
 
 
-@dataclass(frozen=True)
-class Range:
-    """``low`` ≤ value ≤ ``high`` (strict where ``open_low``/``open_high``); ``integer``: a
-    whole number."""
-
-    low: float = -math.inf
-    high: float = math.inf
-    open_low: bool = False
-    open_high: bool = False
-    integer: bool = False
-
-    def holds(self, value: float) -> bool:
-        """Whether ``value`` (an int of any size, or a float) lies in the range."""
-        if isinstance(value, float) and math.isnan(value):
-            return False
-        above = value > self.low if self.open_low else value >= self.low
-        below = value < self.high if self.open_high else value <= self.high
-        return above and below
-
-    def __str__(self) -> str:
-        left = "(" if self.open_low else "["
-        right = ")" if self.open_high else "]"
-        low, high = _bound(self.low), _bound(self.high)
-        return f"{'an integer in ' if self.integer else ''}{left}{low}, {high}{right}"
+def bounds_of(modality: object = None) -> dict[str, tuple[Bound, ...]]:
+    """Every setting's bounds as its schema declares them beside its field
+    (:mod:`panoramia.setting_bounds`), by whole key (a list's under the list's key):
+    ``modality``'s plug-in's schema, or every registered plug-in's where ``modality`` names
+    none (a key several schemas bound is held to each of their bounds)."""
+    found: dict[str, tuple[Bound, ...]] = {}
+    for entry in _plugins(modality):
+        for key, bound in _schema_bounds(entry.job_schema()).items():
+            held = found.get(key, ())
+            found[key] = held if bound in held else (*held, bound)
+    return found
 
 
-def _bound(value: float) -> str:
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+@functools.cache
+def _schema_bounds(schema: type) -> dict[str, Bound]:
+    return declared_bounds(schema)
 
 
-COUNT = Range(1, 10**9, integer=True)
-"""Epochs, batch sizes, widths, steps, sizes: at least 1."""
-AMOUNT = Range(0, 10**9, integer=True)
-"""Numbers of examples drawn for h (0: none)."""
-FRACTION = Range(0, 1)
-BELOW_ONE = Range(0, 1, open_high=True)
-LEVEL = Range(0, 1, open_low=True, open_high=True)
-RATE = Range(0, 10, open_low=True)
+def setting_key(key: str) -> str:
+    """``key`` with its list positions taken out (``target.hidden[0]`` → ``target.hidden``):
+    the key its bound is declared under."""
+    return _POSITION.sub("", key)
 
-_TABLE = (
-    ("epochs min_leaf head_epochs labeler_epochs batch_size labeler_batch_size bins "
-     "max_chunks_per_document samples_per_prompt sampling_steps diffusion_steps d_model "
-     "n_embd n_head n_layer heads layers latent width widen blocks n_estimators max_depth "
-     "top_k generation_batch pool_size pool_chunks chunks max_members max_examples n_jobs "
-     "threads hidden lora_rank", COUNT),
-    ("chunk_length", Range(2, 10**9, integer=True)),
-    ("ensemble", Range(1, 64, integer=True)),
-    ("draws", Range(19, 10_000, integer=True)),
-    ("fpr_negatives", Range(0, 20_000, integer=True)),
-    ("false_alarm_rate", Range(0.001, 0.5, open_high=True)),
-    ("group_fpr", Range(0.001, 0.5)),
-    ("vocab_size", Range(256, 10**7, integer=True)),
-    ("num_workers", Range(0, 256, integer=True)),
-    ("n_rows n_images n_chunks", AMOUNT),
-    ("real_quantile support_novelty point_mass offset_noise generator attack_train "
-     "attack_val audit", FRACTION),
-    ("max_drop", Range(0, 0.99)),
-    ("dropout label_dropout ema_decay validation_fraction gamma delta", BELOW_ONE),
-    ("confidence selection_confidence dp_delta prompt_fraction", LEVEL),
-    ("learning_rate xgb_learning_rate", RATE),
-    ("weight_decay", Range(0, 10)),
-    ("extra_fraction temperature", Range(0, 100, open_low=True)),
-    ("guidance", Range(0, 100)),
-    ("lora_alpha", Range(1, 10**4, integer=True)),
-    ("dp_max_grad_norm", Range(0, 10**6, open_low=True)),
-    ("dp_epsilon", Range(0, math.inf, open_low=True)),
-    ("seed generation_seed train_seed pool_seed", Range(0, 2**32 - 1, integer=True)),
-)  # fmt: skip
-RANGES: dict[str, Range] = {name: allowed for names, allowed in _TABLE for name in names.split()}
-"""Each setting's range, by its last name; a list's entries (``hidden``) each."""
-MAX_LIST = {"hidden": 32, "packages": 64, "categorical": 10_000, "continuous": 10_000,
-            "grid": 1_000, "trusted_modules": 100, "slices": 8}  # fmt: skip
-"""The most entries a list setting may hold."""
-MIN_LIST = {"grid": 1}
-"""The fewest entries a list setting may hold (a distinguisher needs one candidate)."""
+
+_POSITION = re.compile(r"\[\d+\]")
 SKIPPED = ("claim.", "hydra.")
 
 
@@ -278,55 +230,58 @@ def not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
 
 
 # -- ranges and choices ----------------------------------------------------------------------
-def _leaves(node: object, where: str = "") -> Iterator[tuple[str, str, object]]:
-    """``(dotted.key, last name, value)`` of every leaf; a list's entries under its name."""
+def _leaves(
+    node: object, bounds: Mapping[str, tuple[Bound, ...]], where: str = ""
+) -> Iterator[tuple[str, object]]:
+    """``(dotted.key, value)`` of every leaf, a list's entries as ``key[i]``; a list whose
+    ``bounds`` allow fewer or more entries raises InputError."""
     if isinstance(node, dict):
         for key, child in node.items():
-            yield from _leaves(child, f"{where}.{key}" if where else str(key))
+            yield from _leaves(child, bounds, f"{where}.{key}" if where else str(key))
     elif isinstance(node, list):
-        name = where.rsplit(".", 1)[-1]
-        limit = MAX_LIST.get(name)
-        if limit is not None and len(node) > limit:
-            raise InputError(f"{where}: {len(node)} entries, at most {limit}")
-        if len(node) < MIN_LIST.get(name, 0):
-            raise InputError(f"{where}: {len(node)} entries, at least {MIN_LIST[name]}")
+        for bound in bounds.get(setting_key(where), ()):
+            if bound.most is not None and len(node) > bound.most:
+                raise InputError(f"{where}: {len(node)} entries, at most {bound.most}")
+            if len(node) < bound.fewest:
+                raise InputError(f"{where}: {len(node)} entries, at least {bound.fewest}")
         for position, child in enumerate(node):
-            if isinstance(child, dict | list):
-                yield from _leaves(child, f"{where}[{position}]")
-            else:
-                yield f"{where}[{position}]", name, child
+            yield from _leaves(child, bounds, f"{where}[{position}]")
     else:
-        yield where, where.rsplit(".", 1)[-1], node
+        yield where, node
 
 
 def check_ranges(config: dict) -> None:
     """Raise InputError ``"<key>: <value> is not in <range>"`` for the first setting of the
-    config ``config`` (a plain container) outside its range, or ``"<key>: '<value>' is not one
-    of …"`` for the first choice outside its values (narrowed by the config's ``modality``);
-    NaN and infinities are refused in every float setting but those whose range reaches
-    infinity."""
+    config ``config`` (a plain container) outside the range its schema declares
+    (:func:`bounds_of` the config's ``modality``), or ``"<key>: '<value>' is not one of …"``
+    for the first choice outside its values (narrowed by the config's ``modality``); NaN and
+    infinities are refused in every float setting but those whose range reaches infinity."""
     modality = config.get("modality")
-    for key, name, value in _leaves(config):
+    bounds = bounds_of(modality)
+    for key, value in _leaves(config, bounds):
         if key.startswith(SKIPPED) or isinstance(value, bool) or value is None:
             continue
-        if ".grid[" in key:  # xgboost's own parameters: the service's allow-list bounds them
-            name = ""
         if isinstance(value, str):
             allowed = choices_of(key, modality)
             if allowed is not None and value not in allowed and "${" not in value:
                 raise not_one_of(key, value, allowed)
             continue  # another text, or an unresolved interpolation (the service's)
-        allowed_range = RANGES.get(name)
-        if allowed_range is None:
+        ranges = [bound.allowed for bound in bounds.get(setting_key(key), ()) if bound.allowed]
+        if not ranges:
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"{key}: {value} is not a finite number")
             continue
-        if allowed_range.integer and isinstance(value, float) and not value.is_integer():
-            raise InputError(f"{key}: {value} is not {allowed_range}")
-        # a number: texts, booleans and None are handled above, lists and mappings unfolded
-        if not allowed_range.holds(cast(float, value)):
-            shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
-            raise InputError(f"{key}: {shown} is not in {allowed_range}".replace("in an", "an"))
+        for allowed_range in ranges:
+            _check_range(key, cast(float, value), allowed_range)
+
+
+def _check_range(key: str, value: float, allowed_range: Range) -> None:
+    """A number (texts, booleans and None are handled by the caller) in its range."""
+    if allowed_range.integer and isinstance(value, float) and not value.is_integer():
+        raise InputError(f"{key}: {value} is not {allowed_range}")
+    if not allowed_range.holds(value):
+        shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:37]}..."
+        raise InputError(f"{key}: {shown} is not in {allowed_range}".replace("in an", "an"))
 
 
 # -- rules across settings -------------------------------------------------------------------
@@ -490,19 +445,26 @@ def ranges_markdown() -> str:
     lines = [
         "# Settings and their ranges",
         "",
-        "Generated from `panoramia/audit_settings.py` and each modality plug-in's `settings.py` "
+        "Generated from the schemas' declarations, `panoramia/audit_settings.py` and each modality "
+        "plug-in's `settings.py` "
         "(`python -m panoramia.audit_settings > docs/RANGES.md`).",
-        "A setting is known by its last name (`target.epochs`, `helper.epochs`: `epochs`); every",
-        "numeric setting of every config the job composes has a row here (a test composes them",
-        "all). A choice is known by its whole key, and some modalities allow fewer of its",
-        "values. The CLI refuses a value outside its range or its choices, or settings that break",
-        "a rule across settings (the list at the end), with one line and exit 2, the service with",
-        "422, before any work; the service's own limits (SECURITY.md) apply on top.",
+        "Each range is declared beside its field in the schema that holds it (`ranged(…)` in",
+        "`panoramia/pipeline/config.py` and each plug-in's config modules,",
+        "`panoramia/setting_bounds.py`); a setting is known by its whole key, and a test holds",
+        "that every numeric setting of every config the job composes has one. A choice is known",
+        "by its whole key too, and some modalities allow fewer of its values. The CLI refuses a",
+        "value outside its range or its choices, or settings that break a rule across settings",
+        "(the list at the end), with one line and exit 2, the service with 422, before any",
+        "work; the service's own limits (SECURITY.md; the last column: which of them bounds the",
+        "setting, an integer without one is a count) apply on top.",
         "",
-        "| setting | range |",
-        "|---|---|",
+        "| setting | range | modalities | service limit |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| `{name}` | {RANGES[name]} |" for name in sorted(RANGES)]
+    lines += _bound_rows(
+        lambda bound: bound.allowed is not None or bound.limit is not None,
+        lambda bound: f"{bound.allowed or 'any'} | {{}} | {bound.limit or ''}",
+    )
     lines += ["", "| setting | one of |", "|---|---|"]
     lines += [
         f"| `{key}` | {', '.join(f'`{v}`' for v in allowed)} |"
@@ -514,16 +476,38 @@ def ranges_markdown() -> str:
         for entry in MODALITIES.values()
         for key, allowed in sorted(entry.choices.items())
     ]
-    lines += ["", "| list setting | fewest entries | most entries |", "|---|---|---|"]
     lines += [
-        f"| `{name}` | {MIN_LIST.get(name, 0)} | {MAX_LIST[name]:,} |" for name in sorted(MAX_LIST)
+        "",
+        "| list setting | fewest entries | most entries | modalities |",
+        "|---|---|---|---|",
     ]
+    lines += _bound_rows(
+        lambda bound: bound.most is not None,
+        lambda bound: f"{bound.fewest} | {bound.most:,} | {{}}",
+    )
     lines += ["", "Then, in this order, the rules across settings:", ""]
     lines += [f"{number}. {rule.says}" for number, rule in enumerate(RULES, 1)]
     lines += ["", "and after them, each modality's own:", ""]
     own = [f"{entry.name}: {rule.says}" for entry in MODALITIES.values() for rule in entry.rules]
     lines += [f"{number}. {says}" for number, says in enumerate(own, len(RULES) + 1)]
     return "\n".join(lines) + "\n"
+
+
+def _bound_rows(shown: Callable[[Bound], bool], cells: Callable[[Bound], str]) -> list[str]:
+    """One table row per setting and bound (``cells``, whose ``{}`` takes the modalities that
+    declare it) of every bound ``shown`` picks, by key."""
+    from panoramia.plugins import MODALITIES
+
+    holders: dict[tuple[str, str], list[str]] = {}
+    for name, entry in MODALITIES.items():
+        for key, bound in _schema_bounds(entry.job_schema()).items():
+            if shown(bound):
+                holders.setdefault((key, cells(bound)), []).append(name)
+    every = len(MODALITIES)
+    return [
+        f"| `{key}` | {row.format('all' if len(names) == every else ', '.join(names))} |"
+        for (key, row), names in sorted(holders.items())
+    ]
 
 
 RENAMED: tuple[tuple[str, str, str], ...] = (

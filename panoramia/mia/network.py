@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from panoramia.mia.selection import CandidateRecord
+from panoramia.setting_bounds import COUNT, LEVEL, RATE, Limit, Range, ranged
 
 if TYPE_CHECKING:
     from panoramia.models.device_settings import LoaderOptions
@@ -29,16 +30,16 @@ class NetworkDistinguisherConfig:
     """Training and selection settings every network distinguisher has; a subclass adds its
     architecture and epochs."""
 
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    selection_thresholds: str = "grid:100"
-    selection_confidence: float = 0.95
+    batch_size: int = ranged(64, COUNT)
+    learning_rate: float = ranged(1e-3, RATE)
+    weight_decay: float = ranged(1e-4, Range(0, 10))
+    selection_thresholds: str = ranged("grid:100", limit=Limit.THRESHOLDS)
+    selection_confidence: float = ranged(0.95, LEVEL)
     accelerator: str = "auto"
     devices: str = "1"
     """One device: the per-epoch selection scores the whole validation split in one process."""
     precision: str | None = None
-    num_workers: int = 0
+    num_workers: int = ranged(0, Range(0, 256, integer=True), limit=Limit.THREADS)
 
 
 class NetworkDistinguisher(ABC):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TypedDict
 
+from panoramia.setting_bounds import Limit, Range, ranged
+
 
 @dataclass
 class DeviceSettings:
@@ -17,7 +19,7 @@ class DeviceSettings:
     """Lightning strategy (``ddp`` for several GPUs)."""
     precision: str | None = None
     """None: 32-true on CPU, bf16-mixed on CUDA."""
-    num_workers: int = 0
+    num_workers: int = ranged(0, Range(0, 256, integer=True), limit=Limit.THREADS)
     """DataLoader worker processes."""
 
     def device_settings(self) -> dict:

@@ -23,6 +23,17 @@ from panoramia.audit_settings import (
     TargetMembers,
 )
 from panoramia.pipeline.tracking_settings import LoggerConfig
+from panoramia.setting_bounds import (
+    BELOW_ONE,
+    COUNT,
+    FRACTION,
+    LEVEL,
+    SEED,
+    Limit,
+    Range,
+    ranged,
+    ranged_list,
+)
 
 if TYPE_CHECKING:
     from panoramia.accounting.claims import Claim
@@ -33,24 +44,24 @@ if TYPE_CHECKING:
 class SplitConfig:
     """Fractions of the known members (they must sum to at most 1)."""
 
-    generator: float = 0.4
+    generator: float = ranged(0.4, FRACTION)
     """D_G: trains the generator."""
-    attack_train: float = 0.25
+    attack_train: float = ranged(0.25, FRACTION)
     """D_in^tr: trains the baseline and the attack."""
-    attack_val: float = 0.1
+    attack_val: float = ranged(0.1, FRACTION)
     """D_in^val: model selection."""
-    audit: float = 0.25
+    audit: float = ranged(0.25, FRACTION)
     """D_in^te: the members of the audit (the game's m)."""
 
 
 @dataclass
 class QualityFilterConfig:
     enabled: bool = True
-    real_quantile: float = 0.05
+    real_quantile: float = ranged(0.05, FRACTION)
     """Drop synthetic rows that look less real than this fraction's complement of real rows."""
-    max_drop: float = 0.8
+    max_drop: float = ranged(0.8, Range(0, 0.99))
     """Never drop more than this fraction of the candidates (1 / (1 - max_drop) are drawn)."""
-    extra_fraction: float = 1.0
+    extra_fraction: float = ranged(1.0, Range(0, 100, open_low=True))
     """Extra synthetic rows to train the filter, as a fraction of |D_G|."""
 
 
@@ -92,7 +103,7 @@ class StandInConfig:
     """False: train on all its examples for every epoch of h's recipe, as a target trained to
     the end is; True: hold out h's ``validation_fraction`` and keep the epoch with the lowest
     loss on it, as h does."""
-    max_examples: int | None = None
+    max_examples: int | None = ranged(None, COUNT)
     """At most this many training examples (validation included); None: as many as the
     known members, the size of the target's training pool."""
 
@@ -101,9 +112,9 @@ class StandInConfig:
 class NullConfig:
     """The in-audit null that holds the verdict's false alarms (docs/SPEC.md §3.1)."""
 
-    draws: int = 999
+    draws: int = ranged(999, Range(19, 10**4, integer=True))
     """B, the paired bootstrap draws of the quoted game's gap (p-values step by 1/(B+1))."""
-    false_alarm_rate: float = 0.05
+    false_alarm_rate: float = ranged(0.05, Range(0.001, 0.5, open_high=True))
     """α: a run on a model that never saw the members reads "leak detected" with at most
     this probability (as far as the null draws reproduce that model's spread)."""
 
@@ -112,10 +123,10 @@ class NullConfig:
 class AuditConfig:
     """Parameters of the tests (docs/SPEC.md §2)."""
 
-    thresholds: str = "grid:100"
-    confidence: float = 0.95
-    gamma: float = 0.0
-    delta: float = 0.0
+    thresholds: str = ranged("grid:100", limit=Limit.THRESHOLDS)
+    confidence: float = ranged(0.95, LEVEL)
+    gamma: float = ranged(0.0, BELOW_ONE)
+    delta: float = ranged(0.0, BELOW_ONE)
     attack_side: str = AttackSide.TARGET_HELPER.value
     """The attack's side information: ``target`` (f's losses: the paper's MIA) or
     ``target+helper`` (f's and h's losses; the default: text's attack preset,
@@ -136,16 +147,16 @@ class AuditConfig:
     ``stand_in`` mirrors ``target`` and ``stand_in+helper+reference_models`` mirrors
     ``target+helper+reference_models`` (f̂_j, h, then the other stand-ins)."""
     stand_in: StandInConfig = field(default_factory=StandInConfig)
-    ensemble: int = 3
+    ensemble: int = ranged(3, Range(1, 64, integer=True), limit=Limit.ENSEMBLE)
     """Distinguishers trained per side (seeds apart), whose scores are averaged: the baseline's,
     the attack's and RM;RN's. With a stand-in there are as many stand-ins f̂_1 … f̂_k, and the
     baseline's k-th distinguisher sees f̂_k (docs/SPEC.md §2.7). 1: the paper's one."""
     real_nonmembers: RealNonmembersConfig = field(default_factory=RealNonmembersConfig)
     null: NullConfig = field(default_factory=NullConfig)
-    slices: list[str] = field(default_factory=list)
+    slices: list[str] = ranged_list(list, most=8)
     """Columns of the members' data whose values the report ranks by exposure, beside the
     label's classes (tables; at most 8, each one line of the report's "exposed groups")."""
-    group_fpr: float | None = None
+    group_fpr: float | None = ranged(None, Range(0.001, 0.5))
     """The false-positive rate on the generated non-members at which each side flags the
     members whose groups are tested against chance (docs/SPEC.md §3, ``exposure``). None:
     1 %, or 10 % where the audit set holds fewer than 100 non-member slots; a rate is raised
@@ -155,7 +166,7 @@ class AuditConfig:
     share flagged at ``group_fpr`` above the baseline's; ``rank``, the group's AUC against
     the non-members above the baseline's (the share averaged over every rate: more power
     where a class holds a few dozen members)."""
-    fpr_negatives: int = 1000
+    fpr_negatives: int = ranged(1000, Range(0, 20000, integer=True))
     """Generated non-members the attacker's rates (TPR at 0.1 % and 1 % FPR) read their
     false positives from, at least: where the audit set holds fewer, the synthetic stage
     draws the rest beside it (the same generator and screens, never in the game), and the
@@ -222,10 +233,10 @@ class DataConfigBase:
     """User files: the known members."""
     nonmembers_path: str | None = None
     """User files: optional real non-members (for the O(1) and RM;RN reference audits)."""
-    pool_seed: int = 0
+    pool_seed: int = ranged(0, SEED, limit=Limit.SEED)
     """Embedded data: fixed shuffle into the target's pool, the control's pool and held-out
     real non-members."""
-    max_members: int | None = None
+    max_members: int | None = ranged(None, COUNT)
     """Use at most this many known members (small test configs)."""
     split: SplitConfig = field(default_factory=SplitConfig)
 
@@ -243,7 +254,7 @@ class TargetConfigBase:
     control: a pool disjoint from the known members) or ``disjoint+generator_data`` (tables: a
     control that also trains on D_G, the members the generator learnt from, so that it knows
     the generator's sources as the audited target does while never seeing D_in)."""
-    train_seed: int = 0
+    train_seed: int = ranged(0, SEED, limit=Limit.SEED)
     path: str | None = None
     """kind=path: a target directory with target.json (see panoramia.targets)."""
 
@@ -252,7 +263,7 @@ class TargetConfigBase:
 class TrustedModulesMixin:
     """For targets whose directory may name an ``nn.Module`` class (tabular, image)."""
 
-    trusted_modules: list[str] = field(default_factory=list)
+    trusted_modules: list[str] = ranged_list(list, most=100)
     """Module prefixes (``mypkg`` allows ``mypkg.*``) whose ``nn.Module`` classes a
     torch-safetensors target.json may name, besides the project's own networks."""
 
@@ -264,8 +275,8 @@ class JobConfigBase:
     ``distinguisher`` sections."""
 
     modality: str = ""
-    seed: int = 0
-    generation_seed: int | None = None
+    seed: int = ranged(0, SEED, limit=Limit.SEED)
+    generation_seed: int | None = ranged(None, SEED, limit=Limit.SEED)
     """Seed of D_G, the generator, the synthetic pool and h (None: ``seed``). Fixing it while
     ``seed`` varies repeats the audit over the attack/baseline split, the coins and the
     distinguishers' training with one generator (docs/SPEC.md §2.5; paper App. C)."""
@@ -274,7 +285,7 @@ class JobConfigBase:
     trained on rows that exclude the members. ``validity.json`` then pairs every other target
     with it, as it pairs the demo targets with ``target.members=disjoint``."""
     artifacts_dir: str = ".panoramia/artifacts"
-    threads: int | None = None
+    threads: int | None = ranged(None, COUNT, limit=Limit.THREADS)
     """Pin torch (and xgboost) threads (1 when jobs run in parallel on few cores)."""
     audit: AuditConfig = field(default_factory=AuditConfig)
     claim: ClaimConfig = field(default_factory=ClaimConfig)

@@ -11,10 +11,12 @@ are enforced by the worker and the store (:mod:`panoramia.service.worker.run`,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from panoramia.audit_settings import bounds_of, setting_key
 from panoramia.errors import InputError
+from panoramia.setting_bounds import Bound, Limit
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,9 @@ class AuditLimits:
     a few hours of one CPU core at most) and refuses eight 4096-wide layers for 500 epochs."""
 
 
-THREAD_KEYS = {"n_jobs", "nthread", "num_workers", "threads"}
-THRESHOLD_KEYS = {"thresholds", "selection_thresholds"}
-WIDTH_KEYS = {"hidden", "width", "n_embd", "d_model", "hidden_size", "channels"}
-LAYER_KEYS = {"n_layer", "n_head", "depth", "num_layers"}
+GRID_LIMITS = {"max_depth": Limit.LAYERS, "n_estimators": Limit.ESTIMATORS, "n_jobs": Limit.THREADS}
+"""The limit of each xgboost parameter of a distinguisher grid entry that has one (the
+schema's settings declare theirs beside their fields, :mod:`panoramia.setting_bounds`)."""
 GRID_KEYS = {
     "max_depth", "n_estimators", "learning_rate", "min_child_weight", "subsample",
     "colsample_bytree", "colsample_bylevel", "reg_lambda", "reg_alpha", "gamma", "max_bin",
@@ -82,10 +83,6 @@ def _leaves(node: object, where: str = "") -> Iterator[tuple[str, object]]:
             yield from _leaves(child, f"{where}[{position}]")
     else:
         yield where, node
-
-
-def _leaf_name(key: str) -> str:
-    return key.rsplit(".", 1)[-1].split("[", 1)[0]
 
 
 def _number(value: object) -> int | float | None:
@@ -111,11 +108,13 @@ def check_limits(config: dict, limits: AuditLimits) -> None:
     (<SETTING>)"`` for the first setting of the composed ``config`` past a limit.
 
     ``config`` is the unresolved container: interpolations come only from the project's own
-    configs (a contributor's text never holds one) and point at keys checked themselves."""
+    configs (a contributor's text never holds one) and point at keys checked themselves. The
+    limit a setting falls under is the one its schema declares (:func:`limit_of`)."""
+    bounds = bounds_of(config.get("modality"))
     for key, value in _leaves(config):
         if key.startswith("claim."):
             continue  # the declared guarantee describes the model's training, not this audit
-        _check_leaf(key, value, limits)
+        _check_leaf(key, value, limits, limit_of(key, bounds))
     grid = (config.get("distinguisher") or {}).get("grid")
     if isinstance(grid, list):
         if len(grid) > limits.max_grid:
@@ -138,10 +137,21 @@ def check_limits(config: dict, limits: AuditLimits) -> None:
                     )
 
 
-def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
-    name = _leaf_name(key)
+def limit_of(key: str, bounds: Mapping[str, tuple[Bound, ...]]) -> Limit | str | None:
+    """The service's limit on the setting ``key`` (``target.hidden[0]``): the one its
+    schema declares in ``bounds`` (:func:`panoramia.audit_settings.bounds_of`), or, for a
+    distinguisher grid entry's xgboost parameter, :data:`GRID_LIMITS` (``"max_bin"`` for
+    its own bound); None: none but the count's, for an integer."""
+    if ".grid[" in key:
+        name = key.rsplit(".", 1)[-1]
+        return "max_bin" if name == "max_bin" else GRID_LIMITS.get(name)
+    declared = [bound.limit for bound in bounds.get(setting_key(key), ()) if bound.limit]
+    return declared[0] if declared else None
+
+
+def _check_leaf(key: str, value: object, limits: AuditLimits, limit: Limit | str | None) -> None:
     number = _number(value)
-    if name in THRESHOLD_KEYS and isinstance(value, str) and not value.startswith("${"):
+    if limit == Limit.THRESHOLDS and isinstance(value, str) and not value.startswith("${"):
         kind, _, count = value.strip().partition(":")
         if kind == "grid" and count.strip().isdigit() and int(count) > limits.max_thresholds:
             _over(key, value, limits.max_thresholds, "PANORAMIA_MAX_THRESHOLDS")
@@ -150,24 +160,28 @@ def _check_leaf(key: str, value: object, limits: AuditLimits) -> None:
         return
     if isinstance(number, float) and not math.isfinite(number):
         raise InputError(f"{key}: {str(value)[:40]!r} is not a finite number")
-    if name.endswith("seed"):
+    if limit == Limit.SEED:
         if not -(2**63) <= number < 2**63:
             _over(key, value, 2**63 - 1, "a 64-bit seed")
         return
-    rules = (
-        (name == "epochs" or name.endswith("_epochs"), limits.max_epochs, "PANORAMIA_MAX_EPOCHS"),
-        (name in THREAD_KEYS, limits.max_n_jobs, "PANORAMIA_MAX_N_JOBS"),
-        (name == "n_estimators", limits.max_estimators, "PANORAMIA_MAX_ESTIMATORS"),
-        (name in WIDTH_KEYS, limits.max_width, "PANORAMIA_MAX_WIDTH"),
-        (name in LAYER_KEYS or name == "max_depth", limits.max_layers, "PANORAMIA_MAX_LAYERS"),
-        (name == "max_bin", MAX_BIN, "xgboost max_bin"),
-        (name == "ensemble", limits.max_ensemble, "PANORAMIA_MAX_ENSEMBLE"),
+    bounded = (
+        {
+            Limit.EPOCHS: (limits.max_epochs, "PANORAMIA_MAX_EPOCHS"),
+            Limit.THREADS: (limits.max_n_jobs, "PANORAMIA_MAX_N_JOBS"),
+            Limit.ESTIMATORS: (limits.max_estimators, "PANORAMIA_MAX_ESTIMATORS"),
+            Limit.WIDTH: (limits.max_width, "PANORAMIA_MAX_WIDTH"),
+            Limit.LAYERS: (limits.max_layers, "PANORAMIA_MAX_LAYERS"),
+            Limit.ENSEMBLE: (limits.max_ensemble, "PANORAMIA_MAX_ENSEMBLE"),
+            "max_bin": (MAX_BIN, "xgboost max_bin"),
+        }.get(limit)
+        if limit is not None
+        else None
     )
-    for applies, limit, setting in rules:
-        if applies:
-            if number > limit or number < 0:
-                _over(key, value, limit, setting)
-            return
+    if bounded is not None:
+        most, setting = bounded
+        if number > most or number < 0:
+            _over(key, value, most, setting)
+        return
     if isinstance(number, int) and abs(number) > limits.max_count:
         _over(key, value, limits.max_count, "PANORAMIA_MAX_COUNT")
 

@@ -11,14 +11,15 @@ from omegaconf import OmegaConf
 
 from panoramia.audit_settings import (
     CHOICE_TYPES,
-    RANGES,
     SKIPPED,
     _leaves,
     all_choices,
+    bounds_of,
     check_ranges,
     check_settings,
     choices_of,
     ranges_markdown,
+    setting_key,
 )
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import compose_job, config_dir
@@ -46,14 +47,16 @@ def _option_lists(primary: str) -> list[list[str]]:
 
 
 def _unranged(config: dict) -> set[str]:
+    """The numeric settings of ``config`` whose schema declares no range beside the field."""
+    bounds = bounds_of(config["modality"])
     return {
         key
-        for key, name, value in _leaves(config)
+        for key, value in _leaves(config, bounds)
         if not key.startswith(SKIPPED)
         and ".grid[" not in key  # xgboost's own parameters: the service's allow-list
         and isinstance(value, int | float)
         and not isinstance(value, bool)
-        and name not in RANGES
+        and not any(bound.allowed for bound in bounds.get(setting_key(key), ()))
     }
 
 
@@ -81,7 +84,7 @@ def test_every_shipped_config_has_its_ranges_and_keeps_the_rules(primary: str) -
         check_settings(OmegaConf.to_container(config, resolve=True))
     assert composed >= 15, f"only {composed} configs composed for {primary}"
     assert not unranged, (
-        f"settings without a range in panoramia/audit_settings.py: {sorted(unranged)}"
+        f"settings without a range declared beside their field (ranged(…)): {sorted(unranged)}"
     )
 
 
@@ -92,9 +95,24 @@ def test_a_seed_outside_its_range_names_key_value_and_range() -> None:
         check_ranges({"generation_seed": 2**32})
 
 
+def test_a_setting_is_bounded_by_its_own_declaration_not_by_a_name_it_shares() -> None:
+    """Ranges are read by whole key from the modality's schema: ``generator.epochs`` of the
+    tabular schema is bounded where it is declared; the same last name at a key the schema
+    does not declare (a made-up section) inherits nothing; a list's bound holds its entries
+    and their number."""
+    with pytest.raises(InputError, match=r"^generator.epochs: 0 is not an integer in \[1, "):
+        check_ranges({"modality": "tabular", "generator": {"epochs": 0}})
+    check_ranges({"modality": "tabular", "made_up": {"epochs": 0}})
+    with pytest.raises(InputError, match=r"^target.hidden\[1\]: 0 is not an integer in \[1, "):
+        check_ranges({"modality": "tabular", "target": {"hidden": [8, 0]}})
+    with pytest.raises(InputError, match=r"^target.hidden: 33 entries, at most 32$"):
+        check_ranges({"modality": "tabular", "target": {"hidden": [8] * 33}})
+    assert bounds_of("text")["distinguisher.hidden"][0].most is None  # an int there, not a list
+
+
 def _keys(primary_arguments: list[str]) -> set[str]:
     config = compose_job([*primary_arguments, "artifacts_dir=/tmp/unused"])
-    return {key for key, _, _ in _leaves(OmegaConf.to_container(config, resolve=False))}
+    return {key for key, _ in _leaves(OmegaConf.to_container(config, resolve=False), {})}
 
 
 def test_the_engine_holds_only_shared_choices_and_each_plugin_its_own() -> None:

@@ -69,6 +69,7 @@ def test_the_registry_asks_the_toy_plug_in(
     toy_registered: plugins.Modality, tmp_path: Path
 ) -> None:
     from panoramia.audit_settings import check_settings, choices_of, ranges_markdown
+    from panoramia.service.resource_limits import AuditLimits, check_limits
     from panoramia.service.submission.cost import estimate_cost
     from panoramia.targets import load_target
     from tests.toy_modality.points import PointSet
@@ -87,6 +88,12 @@ def test_the_registry_asks_the_toy_plug_in(
     with pytest.raises(InputError, match=r"^generator.covariance: 'banded' is not full or diag"):
         check_settings(toy_config | {"generator": {"covariance": "banded"}})
     assert "toy: `target.features` is 0 or at least `data.dims`" in ranges_markdown()
+    # Its own setting's range and the service's limit on it, declared beside the field alone.
+    with pytest.raises(InputError, match=r"^data.dims: 65 is not an integer in \[1, 64\]$"):
+        check_settings(toy_config | {"data": {"dims": 65}})
+    assert "| `data.dims` | an integer in [1, 64] | toy |  |" in ranges_markdown()
+    with pytest.raises(InputError, match=r"^target.features: 5000 is over .*MAX_WIDTH"):
+        check_limits({"modality": "toy", "target": {"features": 5000}}, AuditLimits())
     assert plugins.data_sources()["toy_blobs"] == "toy"
     points = PointSet(
         __import__("numpy").random.default_rng(0).normal(size=(40, 3)),

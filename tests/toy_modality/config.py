@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
+from panoramia.setting_bounds import BELOW_ONE, COUNT, Limit, Range, ranged
 
 
 @dataclass
 class ToyDataConfig(DataConfigBase):
     source: str = "blobs"
-    pool_size: int = 400
+    pool_size: int = ranged(400, COUNT)
     """Points in each pool (the target's and the control's); as many real non-members."""
-    dims: int = 6
+    dims: int = ranged(6, Range(1, 64, integer=True))
+    """The points' dimensions (its own setting, its range declared here alone)."""
 
 
 @dataclass
@@ -20,8 +22,9 @@ class ToyTargetConfig(TargetConfigBase):
     name: str = "toy"
     inverse_penalty: float = 1.0
     """The logistic regression's C: large fits the members closely (leaks)."""
-    features: int = 0
-    """Random Fourier features of the points (0: the raw points), to over-fit with."""
+    features: int = ranged(0, Range(0, 10**6, integer=True), limit=Limit.WIDTH)
+    """Random Fourier features of the points (0: the raw points), to over-fit with; the
+    service bounds it as a layer's width."""
 
 
 @dataclass
@@ -38,7 +41,7 @@ class ToyHelperConfig:
     n_points: int = 300
     inverse_penalty: float = 1.0
     features: int = 0
-    validation_fraction: float = 0.0
+    validation_fraction: float = ranged(0.0, BELOW_ONE)
 
 
 @dataclass

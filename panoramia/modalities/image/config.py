@@ -19,6 +19,7 @@ from panoramia.pipeline.config import (
     TargetConfigBase,
     TrustedModulesMixin,
 )
+from panoramia.setting_bounds import COUNT, Limit, Range, ranged
 
 
 @dataclass
@@ -30,7 +31,7 @@ class ImageDataConfig(DataConfigBase):
     source: str = "mnist"
     layout: str = "auto"
     """files: ``auto``, ``npz``, ``folder`` or ``cifar``."""
-    pool_size: int = 2000
+    pool_size: int = ranged(2000, COUNT)
 
 
 @dataclass
@@ -48,15 +49,15 @@ class LossMatchingConfig:
     follows theirs, bin by bin): :mod:`panoramia.modalities.image.loss_matching`."""
 
     enabled: bool = False
-    bins: int = 10
+    bins: int = ranged(10, COUNT)
     """Bins with equal shares of the held-out real images' losses."""
-    max_drop: float = 0.5
+    max_drop: float = ranged(0.5, Range(0, 0.99))
     """Never drop more than this fraction of the candidates that reach this step."""
-    epochs: int = 40
+    epochs: int = ranged(40, COUNT, limit=Limit.EPOCHS)
     """Training epochs of each fold's classifier (a SmallCNN, random shifts). Too short a
     training leaves the classifier near chance, and matching on such losses does nothing.
     Measured figures: docs/RESULTS.md §3."""
-    batch_size: int = 64
+    batch_size: int = ranged(64, COUNT)
 
 
 @dataclass
@@ -66,8 +67,8 @@ class ImageGeneratorSettings(ImageGeneratorConfig):
 
     relabel: bool = True
     """Draw synthetic labels from a labeler (a CNN trained on D_G)."""
-    labeler_epochs: int = 40
-    labeler_batch_size: int = 64
+    labeler_epochs: int = ranged(40, COUNT, limit=Limit.EPOCHS)
+    labeler_batch_size: int = ranged(64, COUNT)
     """The labeler's training (a SmallCNN with random shifts on D_G). An under-trained
     labeler draws partly random labels, which h and f then see as high-loss synthetic images.
     Measured figures: docs/RESULTS.md §4."""

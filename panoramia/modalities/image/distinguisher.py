@@ -19,6 +19,7 @@ import numpy as np
 from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConfig
 from panoramia.mia.selection import LOSS_FLOOR
 from panoramia.modalities.image.images import ImageSet
+from panoramia.setting_bounds import COUNT, Limit, ranged
 
 if TYPE_CHECKING:
     from panoramia.modalities.image.image_module import Normalization
@@ -26,11 +27,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ImageDistinguisherConfig(NetworkDistinguisherConfig):
-    width: int = 16
+    width: int = ranged(16, COUNT, limit=Limit.WIDTH)
     """Channels of the image branch's first conv layer."""
-    hidden: int = 32
+    hidden: int = ranged(32, COUNT, limit=Limit.WIDTH)
     """Width of the loss branch and the stacking head."""
-    epochs: int = 20
+    epochs: int = ranged(20, COUNT, limit=Limit.EPOCHS)
 
 
 def loss_features(losses: np.ndarray) -> np.ndarray:

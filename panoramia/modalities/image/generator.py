@@ -37,6 +37,7 @@ from panoramia.generators.seeding import chunked_noise
 from panoramia.modalities.image.images import ImageSet
 from panoramia.modalities.image.settings import ImageGeneratorModel, check_image_generator
 from panoramia.models.device_settings import DeviceSettings
+from panoramia.setting_bounds import BELOW_ONE, COUNT, FRACTION, RATE, Limit, Range, ranged
 
 WEIGHTS = "generator.safetensors"
 SETTINGS = "generator.json"
@@ -56,24 +57,24 @@ class ImageGeneratorConfig(DeviceSettings):
     model: str = ImageGeneratorModel.DCGAN.value
     """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's; conf/generator/ddpm.yaml has
     the DDPM's)."""
-    epochs: int = 100
-    batch_size: int = 64
-    width: int = 32
+    epochs: int = ranged(100, COUNT, limit=Limit.EPOCHS)
+    batch_size: int = ranged(64, COUNT)
+    width: int = ranged(32, COUNT, limit=Limit.WIDTH)
     """Channels of the networks' first layer (ddpm: a multiple of 8)."""
-    learning_rate: float = 2e-4
-    ema_decay: float = 0.995
-    latent: int = 64
+    learning_rate: float = ranged(2e-4, RATE)
+    ema_decay: float = ranged(0.995, BELOW_ONE)
+    latent: int = ranged(64, COUNT)
     """dcgan: the noise's dimension."""
-    diffusion_steps: int = 1000
+    diffusion_steps: int = ranged(1000, COUNT)
     """ddpm: steps of the noise schedule."""
-    label_dropout: float = 0.1
+    label_dropout: float = ranged(0.1, BELOW_ONE)
     """ddpm: share of training labels dropped (for classifier-free guidance)."""
-    offset_noise: float = 0.1
+    offset_noise: float = ranged(0.1, FRACTION)
     """ddpm: standard deviation of a per-image, per-channel constant added to the training noise
     (lets the model correct an image's overall brightness)."""
-    sampling_steps: int = 50
+    sampling_steps: int = ranged(50, COUNT)
     """ddpm: DDIM steps per sample."""
-    guidance: float = 1.0
+    guidance: float = ranged(1.0, Range(0, 100))
     """ddpm: classifier-free guidance weight (1: none)."""
     black_level: int | None = None
     """Sampled pixel values up to this level (0–255) are set to 0. None: from D_G at fit

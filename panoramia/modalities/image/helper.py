@@ -23,6 +23,7 @@ from panoramia.devices import inference_device
 from panoramia.modalities.image.images import ImageSet
 from panoramia.modalities.image.settings import HelperData
 from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
+from panoramia.setting_bounds import AMOUNT, BELOW_ONE, ranged
 from panoramia.targets import load_target
 
 if TYPE_CHECKING:
@@ -38,11 +39,11 @@ class ImageHelperConfig(ImageModelConfig):
     design) or D_G, the real known members the generator learnt from (``real``)."""
 
     training_data: str = HelperData.SYNTHETIC.value
-    n_images: int = 2000
+    n_images: int = ranged(2000, AMOUNT)
     """Synthetic images drawn for h; none are drawn when ``training_data`` is ``real`` (the
     filter and loss matching discard part of every draw, so each image costs more than one
     generator sample). Measured figures: docs/RESULTS.md §5."""
-    validation_fraction: float = 0.2
+    validation_fraction: float = ranged(0.2, BELOW_ONE)
 
 
 class ImageLabeler:

@@ -19,6 +19,7 @@ from panoramia.errors import InputError
 from panoramia.modalities.image.images import ImageSet
 from panoramia.modalities.image.settings import Augmentation, ImageArch
 from panoramia.models.device_settings import DeviceSettings
+from panoramia.setting_bounds import BELOW_ONE, COUNT, RATE, Limit, Range, ranged
 from panoramia.targets.manifest import MANIFEST
 
 
@@ -28,15 +29,15 @@ class ImageModelConfig(DeviceSettings):
 
     arch: str = ImageArch.CNN.value
     """``cnn`` (SmallCNN) or ``resnet`` (pre-activation ResNet; WRN with ``widen``)."""
-    width: int = 32
-    blocks: int = 1
+    width: int = ranged(32, COUNT, limit=Limit.WIDTH)
+    blocks: int = ranged(1, COUNT)
     """resnet: residual blocks per stage (4 with widen=10: WRN-28-10)."""
-    widen: int = 1
-    dropout: float = 0.0
-    epochs: int = 10
-    batch_size: int = 128
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
+    widen: int = ranged(1, COUNT)
+    dropout: float = ranged(0.0, BELOW_ONE)
+    epochs: int = ranged(10, COUNT, limit=Limit.EPOCHS)
+    batch_size: int = ranged(128, COUNT)
+    learning_rate: float = ranged(1e-3, RATE)
+    weight_decay: float = ranged(0.0, Range(0, 10))
     optimizer: str = Optimizer.ADAM.value
     augment: str = Augmentation.NONE.value
     """``none``, ``crop`` (random shifts) or ``crop_flip`` (and horizontal flips)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from panoramia.modalities.tabular.distinguisher import XGBoostDistinguisherConfig
@@ -15,6 +16,18 @@ from panoramia.pipeline.config import (
     TargetConfigBase,
     TrustedModulesMixin,
 )
+from panoramia.setting_bounds import (
+    AMOUNT,
+    BELOW_ONE,
+    COUNT,
+    FRACTION,
+    LEVEL,
+    RATE,
+    Limit,
+    Range,
+    ranged,
+    ranged_list,
+)
 
 
 @dataclass
@@ -23,9 +36,9 @@ class TabularDataConfig(DataConfigBase):
 
     source: str = "adult"
     label: str | None = None
-    categorical: list[str] = field(default_factory=list)
-    continuous: list[str] = field(default_factory=list)
-    pool_size: int = 15000
+    categorical: list[str] = ranged_list(list, most=10_000)
+    continuous: list[str] = ranged_list(list, most=10_000)
+    pool_size: int = ranged(15000, COUNT)
     """adult: rows in each pool (the target's training set)."""
     held_out: str = AdultHeldOut.FILE.value
     """adult: the real non-members, drawn with the pools from both files pooled (``drawn``,
@@ -40,15 +53,15 @@ class TabularTargetConfig(TargetConfigBase, TrustedModulesMixin, MlpConfig):
 
     kind: str = TabularTargetKind.MLP.value
     name: str = "mlp"
-    n_estimators: int = 300
-    max_depth: int = 6
-    xgb_learning_rate: float = 0.1
-    dp_epsilon: float | None = None
+    n_estimators: int = ranged(300, COUNT, limit=Limit.ESTIMATORS)
+    max_depth: int = ranged(6, COUNT, limit=Limit.LAYERS)
+    xgb_learning_rate: float = ranged(0.1, RATE)
+    dp_epsilon: float | None = ranged(None, Range(0, math.inf, open_low=True))
     """kind=mlp: train with DP-SGD (Opacus) for this ε at ``dp_delta`` (``inf``: the same
     recipe without noise); the report's claim is then filled from the training. None: plain
     training."""
-    dp_delta: float = 1e-5
-    dp_max_grad_norm: float = 1.0
+    dp_delta: float = ranged(1e-5, LEVEL)
+    dp_max_grad_norm: float = ranged(1.0, Range(0, 10**6, open_low=True))
 
 
 @dataclass
@@ -57,7 +70,7 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
 
     relabel: bool = True
     """Draw synthetic labels from a labeler trained on D_G (panoramia.modalities.tabular.helper)."""
-    support_novelty: float = 0.005
+    support_novelty: float = ranged(0.005, FRACTION)
     """Drop synthetic rows with a value, or a pair of values, that D_G never shows, on the
     columns and pairs where real rows show unseen ones less often than this share
     (panoramia.modalities.tabular.support); 0 turns the screen off. Applied before the filter."""
@@ -71,8 +84,8 @@ class TabularGeneratorSettings(TabularGeneratorConfig):
 class TabularHelperConfig(MlpConfig):
     """h: the target's architecture, trained on this many synthetic rows."""
 
-    n_rows: int = 6000
-    validation_fraction: float = 0.2
+    n_rows: int = ranged(6000, AMOUNT)
+    validation_fraction: float = ranged(0.2, BELOW_ONE)
 
 
 @dataclass

@@ -7,7 +7,7 @@ validation lower bound (:mod:`panoramia.mia.selection`). Scores are probabilitie
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,6 +16,7 @@ import pandas as pd
 from panoramia.mia.selection import CandidateRecord, validation_lower_bound
 from panoramia.modalities.tabular.encoding import TabularEncoder
 from panoramia.modalities.tabular.table import TabularSchema
+from panoramia.setting_bounds import COUNT, LEVEL, Limit, ranged, ranged_list
 
 if TYPE_CHECKING:
     import xgboost as xgb
@@ -29,10 +30,10 @@ DEFAULT_GRID = (
 
 @dataclass
 class XGBoostDistinguisherConfig:
-    grid: list[dict] = field(default_factory=lambda: [dict(c) for c in DEFAULT_GRID])
-    selection_thresholds: str = "grid:100"
-    selection_confidence: float = 0.95
-    n_jobs: int = 1
+    grid: list[dict] = ranged_list(lambda: [dict(c) for c in DEFAULT_GRID], most=1000, fewest=1)
+    selection_thresholds: str = ranged("grid:100", limit=Limit.THRESHOLDS)
+    selection_confidence: float = ranged(0.95, LEVEL)
+    n_jobs: int = ranged(1, COUNT, limit=Limit.THREADS)
 
 
 class XGBoostDistinguisher:

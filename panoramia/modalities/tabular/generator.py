@@ -25,6 +25,7 @@ from panoramia.errors import InputError
 from panoramia.generators.seeding import global_seed
 from panoramia.modalities.tabular.settings import Synthesizer
 from panoramia.modalities.tabular.table import TabularSchema, conform
+from panoramia.setting_bounds import COUNT, FRACTION, Limit, ranged
 
 log = logging.getLogger(__name__)
 TABLE = "rows"
@@ -35,14 +36,14 @@ SDV_SYNTHESIZERS = SYNTHESIZERS[1:]
 @dataclass
 class TabularGeneratorConfig:
     synthesizer: str = Synthesizer.CART.value
-    epochs: int = 300
+    epochs: int = ranged(300, COUNT, limit=Limit.EPOCHS)
     """Training epochs of ctgan/tvae (unused by the others)."""
-    min_leaf: int = 10
+    min_leaf: int = ranged(10, COUNT)
     """cart: the fewest D_G rows in a leaf of each column's tree, i.e. the fewest donors a
     synthetic value is drawn from (unused by the others)."""
     options: dict = field(default_factory=dict)
     """Extra keyword arguments of the sdv synthesizer."""
-    point_mass: float = 0.3
+    point_mass: float = ranged(0.3, FRACTION)
     """A continuous column whose most frequent value covers at least this fraction of rows is
     modelled as an indicator ("at that value") plus the other values (zero-inflated columns
     such as capital gains, which copulas and GANs otherwise smear out); 1 disables it."""

@@ -7,7 +7,7 @@ A target directory holds ``target.json`` (see :mod:`panoramia.targets`), the mod
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -15,6 +15,7 @@ import pandas as pd
 
 from panoramia.modalities.tabular.encoding import TabularEncoder
 from panoramia.modalities.tabular.table import TabularSchema
+from panoramia.setting_bounds import COUNT, RATE, Limit, Range, ranged, ranged_list
 from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -35,11 +36,13 @@ class MlpKwargs(TypedDict):
 class MlpConfig:
     """A TabularMLP and how to train it (the demo targets and the helper share this)."""
 
-    hidden: list[int] = field(default_factory=lambda: [150, 100, 50, 10])
-    epochs: int = 10
-    batch_size: int = 256
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
+    hidden: list[int] = ranged_list(
+        lambda: [150, 100, 50, 10], most=32, each=COUNT, limit=Limit.WIDTH
+    )
+    epochs: int = ranged(10, COUNT, limit=Limit.EPOCHS)
+    batch_size: int = ranged(256, COUNT)
+    learning_rate: float = ranged(1e-3, RATE)
+    weight_decay: float = ranged(0.0, Range(0, 10))
     accelerator: str = "auto"
     devices: str = "auto"
     precision: str | None = None

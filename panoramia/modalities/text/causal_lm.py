@@ -22,6 +22,7 @@ from panoramia.errors import InputError
 from panoramia.hashing import KEY_AT_DEFAULT
 from panoramia.modalities.text.causal_lm_losses import quiet_transformers, token_losses
 from panoramia.models.device_settings import DeviceSettings, LoaderOptions
+from panoramia.setting_bounds import BELOW_ONE, COUNT, RATE, Limit, Range, ranged
 from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -41,10 +42,10 @@ class CausalLMConfig(DeviceSettings):
     """A local causal-LM directory to start from (its weights and architecture); None: fresh
     weights (the demo GPT-2 for a demo target; the target's architecture for the generator and
     h)."""
-    epochs: int = 10
-    batch_size: int = 32
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.01
+    epochs: int = ranged(10, COUNT, limit=Limit.EPOCHS)
+    batch_size: int = ranged(32, COUNT)
+    learning_rate: float = ranged(1e-3, RATE)
+    weight_decay: float = ranged(0.01, Range(0, 10))
 
 
 @dataclass
@@ -54,10 +55,10 @@ class GPT2Size:
 
     architecture: str = field(default="gpt2", metadata={KEY_AT_DEFAULT: False})
     """``gpt2`` or ``llama`` (:func:`demo_architecture`)."""
-    n_layer: int = 2
-    n_embd: int = 128
-    n_head: int = 4
-    dropout: float = 0.1
+    n_layer: int = ranged(2, COUNT, limit=Limit.LAYERS)
+    n_embd: int = ranged(128, COUNT, limit=Limit.WIDTH)
+    n_head: int = ranged(4, COUNT, limit=Limit.LAYERS)
+    dropout: float = ranged(0.1, BELOW_ONE)
     """GPT-2's embedding, attention and residual dropout."""
 
 

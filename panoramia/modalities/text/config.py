@@ -15,6 +15,7 @@ from panoramia.modalities.text.helper import TextHelperConfig
 from panoramia.modalities.text.lora import LoraSettings
 from panoramia.modalities.text.settings import PublicBaseSource
 from panoramia.pipeline.config import DataConfigBase, JobConfigBase, TargetConfigBase
+from panoramia.setting_bounds import COUNT, RATE, Limit, Range, ranged, ranged_list
 
 
 @dataclass
@@ -27,13 +28,13 @@ class TextDataConfig(DataConfigBase):
     source: str = "python_docs"
     text_field: str = "text"
     """JSONL: the field that holds a document's text."""
-    chunk_length: int = 64
+    chunk_length: int = ranged(64, Range(2, 10**9, integer=True))
     """Tokens per chunk (the membership unit)."""
-    max_chunks_per_document: int | None = 50
-    vocab_size: int = 2048
+    max_chunks_per_document: int | None = ranged(50, COUNT)
+    vocab_size: int = ranged(2048, Range(256, 10**7, integer=True))
     """Demo targets: the byte-level BPE trained on the corpus (a target directory brings its
     own tokenizer)."""
-    pool_chunks: int = 1600
+    pool_chunks: int = ranged(1600, COUNT)
     """Embedded data: chunks in each of the two pools (whole documents, at least this many)."""
 
 
@@ -56,12 +57,12 @@ class PublicBaseConfig:
     source: str = PublicBaseSource.PACKAGE_DOCS.value
     """``package_docs``: docstrings of the installed ``packages`` (never the audited text);
     ``none``: no base (the generator and h start from fresh weights)."""
-    packages: list[str] = field(default_factory=lambda: ["numpy", "scipy", "sklearn", "pandas"])
-    chunks: int = 8000
+    packages: list[str] = ranged_list(lambda: ["numpy", "scipy", "sklearn", "pandas"], most=64)
+    chunks: int = ranged(8000, COUNT)
     """Chunks pre-trained on (drawn at random; trained as pairs, to learn 2L positions)."""
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 1e-3
+    epochs: int = ranged(3, COUNT, limit=Limit.EPOCHS)
+    batch_size: int = ranged(32, COUNT)
+    learning_rate: float = ranged(1e-3, RATE)
 
 
 @dataclass

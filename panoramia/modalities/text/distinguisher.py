@@ -23,18 +23,19 @@ from panoramia.mia.network import NetworkDistinguisher, NetworkDistinguisherConf
 from panoramia.modalities.text.blind import BlindTextClassifier
 from panoramia.modalities.text.documents import TextSet
 from panoramia.modalities.text.features import TEXT_FEATURES, loss_sequence_features
+from panoramia.setting_bounds import BELOW_ONE, COUNT, Limit, ranged
 
 
 @dataclass
 class TextDistinguisherConfig(NetworkDistinguisherConfig):
-    d_model: int = 64
-    layers: int = 2
-    heads: int = 4
-    hidden: int = 64
-    dropout: float = 0.1
-    head_epochs: int = 5
+    d_model: int = ranged(64, COUNT, limit=Limit.WIDTH)
+    layers: int = ranged(2, COUNT)
+    heads: int = ranged(4, COUNT)
+    hidden: int = ranged(64, COUNT, limit=Limit.WIDTH)
+    dropout: float = ranged(0.1, BELOW_ONE)
+    head_epochs: int = ranged(5, COUNT, limit=Limit.EPOCHS)
     """Phase 1: the sequence encoder frozen."""
-    epochs: int = 15
+    epochs: int = ranged(15, COUNT, limit=Limit.EPOCHS)
     """Phase 2: everything trained."""
     features: str = field(default="sequence", metadata={KEY_AT_DEFAULT: False})
     """What the loss branch reads of the losses (:mod:`panoramia.modalities.text.features`):

@@ -27,6 +27,7 @@ import numpy as np
 
 from panoramia.modalities.text.causal_lm import CausalLMConfig
 from panoramia.modalities.text.documents import TextSet
+from panoramia.setting_bounds import BELOW_ONE, COUNT, LEVEL, Range, ranged
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedModel
@@ -40,18 +41,18 @@ SAMPLING = ("top_k", "temperature", "samples_per_prompt", "generation_batch")
 class TextGeneratorConfig(CausalLMConfig):
     """Fine-tuning (fields of CausalLMConfig) and sampling."""
 
-    dropout: float | None = 0.1
+    dropout: float | None = ranged(0.1, BELOW_ONE)
     """Dropout of the generator's LM; None: the target's (the same generator then serves
     targets that differ only in their own regularisation)."""
-    prompt_fraction: float = 0.3
+    prompt_fraction: float = ranged(0.3, LEVEL)
     """Share of D_G held out as prompts (D_G^prompt; the paper's 15 % of 50 %)."""
-    top_k: int | None = None
+    top_k: int | None = ranged(None, COUNT)
     """Draw each token from the k likeliest only; None: from the whole vocabulary (the LM's own
     distribution). Truncation suits a large vocabulary; over a small one it drops the rare tokens
     real text holds, which a bag of words then spots (docs/RESULTS.md §23)."""
-    temperature: float = 1.0
-    samples_per_prompt: int = 8
-    generation_batch: int = 64
+    temperature: float = ranged(1.0, Range(0, 100, open_low=True))
+    samples_per_prompt: int = ranged(8, COUNT)
+    generation_batch: int = ranged(64, COUNT)
 
 
 def continuation_pairs(chunks: TextSet, *, seed: int) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 from panoramia.baselines.labels import held_out
 from panoramia.modalities.text.causal_lm import CausalLMConfig
 from panoramia.modalities.text.documents import TextSet
+from panoramia.setting_bounds import AMOUNT, BELOW_ONE, ranged
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 class TextHelperConfig(CausalLMConfig):
     """h: trained on this many synthetic chunks (disjoint from the audit's synthetic chunks)."""
 
-    n_chunks: int = 1000
-    validation_fraction: float = 0.2
-    dropout: float | None = 0.1
+    n_chunks: int = ranged(1000, AMOUNT)
+    validation_fraction: float = ranged(0.2, BELOW_ONE)
+    dropout: float | None = ranged(0.1, BELOW_ONE)
     """Dropout of h; None: the target's."""
 
 

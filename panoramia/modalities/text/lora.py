@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from panoramia.hashing import KEY_AT_DEFAULT
+from panoramia.setting_bounds import COUNT, Range, ranged
 from panoramia.targets.manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ class LoraSettings:
     public base) and the adapter's rank and scale (its update: ``lora_alpha / lora_rank · BA``)."""
 
     adapter: str = field(default="none", metadata={KEY_AT_DEFAULT: False})
-    lora_rank: int = field(default=16, metadata={KEY_AT_DEFAULT: False})
-    lora_alpha: int = field(default=32, metadata={KEY_AT_DEFAULT: False})
+    lora_rank: int = ranged(16, COUNT, metadata={KEY_AT_DEFAULT: False})
+    lora_alpha: int = ranged(32, Range(1, 10**4, integer=True), metadata={KEY_AT_DEFAULT: False})
 
 
 RECIPE_VERSION = 2
