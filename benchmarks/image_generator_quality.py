@@ -1,7 +1,8 @@
 """How far the image generator's samples are from real images (the baseline's raw material).
 
 Trains the demo's conditional generator (``--model ddpm`` or ``dcgan``, with the settings of
-``conf/generator/<model>.yaml``) on ``--train`` MNIST images (the demo's D_G has 800), then
+``panoramia/modalities/image/conf/generator/<model>.yaml``) on ``--train`` MNIST images (the
+demo's D_G has 800), then
 a CNN (the distinguisher's image branch: SmallCNN, 10 epochs) on ``--probe`` real vs as many
 synthetic images, and rates ``--probe`` held-out real and synthetic images. Prints:
 
@@ -36,11 +37,19 @@ from panoramia.modalities.image.nets import SmallCNN
 from panoramia.models.training import TrainingConfig, fit_classifier
 
 PROBE_EPOCHS = 10
-CONFIGS = Path(__file__).resolve().parent.parent / "conf" / "generator"
+CONFIGS = (
+    Path(__file__).resolve().parent.parent
+    / "panoramia"
+    / "modalities"
+    / "image"
+    / "conf"
+    / "generator"
+)
 
 
 def demo_settings(model: str, **changes) -> ImageGeneratorConfig:
-    """The generator of ``conf/generator/<model>.yaml`` (its model fields), with ``changes``."""
+    """The generator of ``panoramia/modalities/image/conf/generator/<model>.yaml`` (its model
+    fields), with ``changes``."""
     settings = OmegaConf.to_container(OmegaConf.load(CONFIGS / f"{model}.yaml"))
     names = {field.name for field in fields(ImageGeneratorConfig)}
     settings = {key: value for key, value in settings.items() if key in names}

@@ -2,7 +2,8 @@
 
 PANORAMIA counts only "member" guesses (docs/SPEC.md §2.1): a target leaks measurably when some of
 its members score above almost every non-member. This script trains the recipes of
-``conf/target/<name>.yaml`` on the demo's embedded MNIST members (the image audit's pools:
+``panoramia/modalities/image/conf/target/<name>.yaml`` on the demo's embedded MNIST members (the
+image audit's pools:
 ``pool_seed`` 0, the first ``--members`` of the 2,000), and a reference model of the same
 recipe on ``--reference`` images of the disjoint control pool (as a helper trained on real
 images would be). The pools come from the image audit's own data stage (``data=mnist``
@@ -41,11 +42,19 @@ from panoramia.modalities.image.training import ImageModelConfig, train_image_di
 from panoramia.targets import load_target
 
 FPRS = (0.01, 0.10)
-CONFIGS = Path(__file__).resolve().parent.parent / "conf" / "target"
+CONFIGS = (
+    Path(__file__).resolve().parent.parent
+    / "panoramia"
+    / "modalities"
+    / "image"
+    / "conf"
+    / "target"
+)
 
 
 def recipe(name: str) -> tuple[ImageModelConfig, int]:
-    """The training fields of ``conf/target/<name>.yaml`` and its ``train_seed``."""
+    """The training fields of ``panoramia/modalities/image/conf/target/<name>.yaml`` and its
+    ``train_seed``."""
     settings = OmegaConf.to_container(OmegaConf.load(CONFIGS / f"{name}.yaml"))
     names = {field.name for field in fields(ImageModelConfig)}
     model = ImageModelConfig(**{k: v for k, v in settings.items() if k in names})
@@ -85,7 +94,7 @@ def leakage(scores: np.ndarray, is_member: np.ndarray, top: float) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("targets", nargs="+", help="names in conf/target (image recipes)")
+    parser.add_argument("targets", nargs="+", help="names in the image plug-in's conf/target")
     parser.add_argument("--members", type=int, default=ImageDataConfig.pool_size)
     parser.add_argument("--reference", type=int, default=800)
     parser.add_argument("--top", type=float, default=0.05)

@@ -2,7 +2,8 @@
 
 On the embedded MNIST subset (28×28×1): the demo's conditional DDPM's and DCGAN's training
 (images/s over a few epochs) and sampling (images/s; the DDPM with the DDIM steps of
-``conf/generator/ddpm.yaml``), a demo CNN target's training (images/s over a few epochs) and
+``panoramia/modalities/image/conf/generator/ddpm.yaml``), a demo CNN target's training (images/s
+over a few epochs) and
 its per-example losses (images/s).
 Prints one line per measurement; the image demo's stage times follow from these (e.g. the
 DDPM's 240 epochs on 800 images of D_G).

@@ -7,7 +7,8 @@ Lightning, its augmentation and precision), ``load_target(...).per_example_loss`
 ``ImageGenerator.fit`` / ``.sample`` (the DDPM at width 64, classifier-free guidance, 100 DDIM
 steps), ``fit_causal_lm`` (GPT-2 small, 124 M parameters, built from its config: no
 download), ``token_losses`` and ``TextGenerator.sample`` (top-k 200, KV cache). Batch sizes,
-widths and steps are read from ``conf/experiment/*.yaml`` (and the DDPM's base config), so
+widths and steps are read from the plug-ins' ``conf/experiment/*.yaml`` (and the DDPM's base
+config), so
 they are the ones an audit uses. Real data is not needed: a step's cost depends on the
 shapes, not on the pixels or tokens.
 
@@ -115,6 +116,16 @@ class GpuMonitor:
         self._stop.set()
 
 
+def _config_file(relative: str) -> Path:
+    """Where Hydra finds the config ``relative`` (the shared conf/ or a plug-in's own)."""
+    from panoramia.pipeline.registry import config_file
+
+    found = config_file(relative)
+    if found is None:
+        raise FileNotFoundError(relative)
+    return found
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -199,8 +210,9 @@ def timed_calls(
 
 
 def experiment(name: str) -> dict:
-    """An experiment's overrides (``conf/experiment/NAME.yaml``) as a plain dict."""
-    return OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "experiment" / f"{name}.yaml"))
+    """An experiment's overrides (``experiment/NAME.yaml`` of a plug-in's config folder) as a
+    plain dict."""
+    return OmegaConf.to_container(OmegaConf.load(_config_file(f"experiment/{name}.yaml")))
 
 
 def known_fields(cls: type, settings: dict) -> dict:
@@ -286,7 +298,7 @@ def image_stages(
                             "5 models × (50,000 members + 10,000 real + 20,000 synthetic)"),
                       losses))  # fmt: skip
 
-    ddpm = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "generator" / "ddpm.yaml"))
+    ddpm = OmegaConf.to_container(OmegaConf.load(_config_file("generator/ddpm.yaml")))
     settings = {**known_fields(ImageGeneratorConfig, {**ddpm, **cifar["generator"]}),
                 **on_device, "epochs": 1}  # fmt: skip
     if args.smoke:

@@ -45,7 +45,8 @@ SIZES = {
 LENGTH = 64
 POOL = 1600
 """Chunks in the demo's pools (the target's members, each stand-in's training set)."""
-DEMO_WORK = {  # stage: (kind, units) at the demo's settings (conf/text.yaml, gpt2_many_epochs)
+# stage: (kind, units) at the demo's settings (the text plug-in's text.yaml, gpt2_many_epochs)
+DEMO_WORK = {
     "target (40 epochs)": ("train", 40),
     "public base (3 epochs of 8,000 chunks as pairs)": ("train", 3 * 8000 / POOL * 2),
     "each stand-in (40 epochs, the target's recipe)": ("train", 40),

@@ -24,7 +24,9 @@ class Modality:
     name: str
     """The ``modality`` value of its job schema and reports."""
     primary_config: str
-    """``conf/<primary_config>.yaml``: the Hydra primary config (``--config-name``)."""
+    """``<primary_config>.yaml`` in its own config folder (``conf/`` beside its job schema's
+    module, :func:`panoramia.pipeline.registry.plugin_config_dir`): the Hydra primary config
+    (``--config-name``)."""
     schema_name: str
     """The ConfigStore name the primary config's defaults list extends."""
     job_schema_path: str
@@ -34,7 +36,7 @@ class Modality:
     path_target: str
     """The ``target`` option that audits a contributor's model directory (``target.path``)."""
     data_sources: tuple[str, ...]
-    """The ``data`` group options (``conf/data/*.yaml``) that pick this modality."""
+    """The ``data`` group options (``data/*.yaml`` of its config folder) that pick this modality."""
     file_data_sources: tuple[str, ...]
     """Those of :attr:`data_sources` that read the contributor's own files (the rest are
     embedded datasets)."""

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
-    config_dir,
+    config_folders,
     modality_of_command_line,
     register_schemas,
 )
@@ -153,19 +153,29 @@ def _task(cfg: DictConfig) -> dict[str, object]:
 def main() -> None:
     """Console-script entry point: Hydra parses the command line (overrides, ``-m``)."""
     from panoramia.lifeline import die_with_parent
-    from panoramia.pipeline.preflight import check_command_line
+    from panoramia.pipeline.preflight import (
+        check_command_line,
+        config_name,
+        primary_first,
+        search_path_override,
+        with_override,
+    )
 
     die_with_parent()
     chosen = modality_of_command_line(sys.argv[1:])  # None: an unknown primary config
     register_schemas(None if chosen is None else [chosen.name])
-    directory = config_dir()
+    folders = config_folders()
     if not any(flag in sys.argv[1:] for flag in ("--help", "-h", "--hydra-help", "--info")):
         try:
-            check_command_line(directory, sys.argv[1:])
+            check_command_line(folders, sys.argv[1:])
         except InputError as error:
             print(f"panoramia-audit: error: {error}", file=sys.stderr)
             sys.exit(2)
-    hydra.main(version_base="1.3", config_path=str(directory), config_name="config")(_task)()
+    # Hydra finds a primary config in its main folder only: the one holding it, the others
+    # (the shared conf/ and the plug-ins' own) as its search path.
+    ordered = primary_first(folders, config_name(sys.argv[1:]))
+    sys.argv[1:] = with_override(sys.argv[1:], search_path_override(ordered[1:]))
+    hydra.main(version_base="1.3", config_path=str(ordered[0]), config_name="config")(_task)()
 
 
 if __name__ == "__main__":

@@ -130,7 +130,8 @@ class AuditConfig:
     attack_side: str = AttackSide.TARGET_HELPER.value
     """The attack's side information: ``target`` (f's losses: the paper's MIA) or
     ``target+helper`` (f's and h's losses; the default: text's attack preset,
-    ``conf/text_attack/``, sets ``target``). With ``target+helper`` the attack knows all that
+    ``panoramia/modalities/text/conf/text_attack/``, sets ``target``). With ``target+helper`` the
+    attack knows all that
     the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
     h (h, trained on synthetic data, finds real images harder) may out-score an attack that
     lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference_models`` adds, for the j-th

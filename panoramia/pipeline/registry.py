@@ -5,6 +5,7 @@ store, and the composition the CLI and the service's command builder share.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Iterable
@@ -41,16 +42,25 @@ def compose_job(arguments: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from panoramia.pipeline.preflight import config_name, missing_keys, one_line
+    from panoramia.pipeline.preflight import (
+        config_name,
+        missing_keys,
+        one_line,
+        primary_first,
+        search_path_override,
+    )
 
     with _compose_lock:
         register_schemas()
+        name = config_name(arguments)
+        folders = primary_first(config_folders(), name)
+        overrides = [line for line in arguments if not line.startswith("-")]
         try:
             GlobalHydra.instance().clear()
-            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+            with initialize_config_dir(config_dir=str(folders[0]), version_base="1.3"):
                 composed = compose(
-                    config_name=config_name(arguments),
-                    overrides=[line for line in arguments if not line.startswith("-")],
+                    config_name=name,
+                    overrides=[*overrides, search_path_override(folders[1:])],
                 )
         except Exception as error:  # Hydra and OmegaConf raise several unrelated types
             raise InputError(f"config: {one_line(error)}") from None
@@ -92,11 +102,55 @@ def register_schemas(names: Iterable[str] | None = None) -> None:
 
 
 def config_dir() -> Path:
-    """The Hydra config directory: ``$PANORAMIA_CONF_DIR``, else ``conf/`` of the checkout."""
+    """The shared Hydra config directory (the groups every modality uses: ``audit``, ``run``,
+    ``hydra``, ``logger``, ``gates``): ``$PANORAMIA_CONF_DIR``, else ``conf/`` of the
+    checkout. Each plug-in's own configs are in its folder (:func:`plugin_config_dir`)."""
     configured = os.environ.get(CONF_DIR_ENV)
     directory = Path(configured) if configured else Path(__file__).resolve().parents[2] / "conf"
-    if not (directory / "config.yaml").is_file():
+    if not (directory / "run" / "default.yaml").is_file():
         raise FileNotFoundError(
-            f"no config.yaml in {directory}; set {CONF_DIR_ENV} to the project's conf/ directory"
+            f"no run/default.yaml in {directory}; set {CONF_DIR_ENV} to the project's conf/ "
+            "directory"
         )
     return directory
+
+
+def plugin_config_dir(entry: Modality) -> Path | None:
+    """The plug-in's own config folder: ``conf/`` beside the module of its job schema
+    (``panoramia/modalities/<name>/conf/``: its primary config and its options of the
+    ``data``, ``target``, ``generator``, ``helper``, ``distinguisher`` and ``experiment``
+    groups), or None where it has none."""
+    package = entry.job_schema_path.partition(":")[0].rpartition(".")[0]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "conf"
+    return folder.resolve() if folder.is_dir() else None
+
+
+def config_folders() -> list[Path]:
+    """Where Hydra finds the job's configs: the shared folder (:func:`config_dir`), then each
+    registered plug-in's own (:func:`plugin_config_dir`), in the registry's order (the
+    ``hydra.searchpath`` the CLI and the service's composition add)."""
+    folders = [config_dir()]
+    for entry in MODALITIES.values():
+        folder = plugin_config_dir(entry)
+        if folder is not None and folder not in folders:
+            folders.append(folder)
+    return folders
+
+
+def config_file(relative: str) -> Path | None:
+    """The first of :func:`config_folders` holding ``relative`` (``target/xgboost.yaml``)
+    as Hydra would find it, or None."""
+    for folder in config_folders():
+        if (folder / relative).is_file():
+            return folder / relative
+    return None
+
+
+def group_options(group: str) -> frozenset[str]:
+    """The options of the config group ``group`` (``target``) across :func:`config_folders`."""
+    return frozenset(
+        path.stem for folder in config_folders() for path in (folder / group).glob("*.yaml")
+    )

@@ -170,7 +170,7 @@ PATH_TARGETS = frozenset(entry.path_target for entry in MODALITIES.values())
 
 def _demo_configs(schema: dict) -> None:
     """``TargetRef.config``'s text: one of the demo target configs (listed when the schema is
-    made: they are files of ``conf/target/``)."""
+    made: they are files of a plug-in's ``conf/target/``)."""
     from panoramia.service.target_configs import target_configs
 
     schema["enum"] = sorted({name for entry in MODALITIES for name in target_configs(entry)})
@@ -200,8 +200,8 @@ class TargetRef(BaseModel):
     )
     config: TargetConfig | None = Field(
         None,
-        description="A demo target config of conf/target (e.g. mlp_overfit), of the same "
-        "audit as the data (request's anyOf). Give exactly one of config and path.",
+        description="A demo target config of a plug-in's conf/target (e.g. mlp_overfit), of "
+        "the same audit as the data (request's anyOf). Give exactly one of config and path.",
     )
     path: RelativePath | None = Field(
         None,

@@ -67,13 +67,13 @@ def test_config_name_leaves_the_process_streams_alone() -> None:
 def test_an_added_key_nothing_reads_is_refused(addition: str) -> None:
     from panoramia.errors import InputError
     from panoramia.pipeline.preflight import check_command_line
-    from panoramia.pipeline.registry import config_dir, register_schemas
+    from panoramia.pipeline.registry import config_folders, register_schemas
 
     register_schemas(["tabular"])
     key = addition.split("=")[0]
     with pytest.raises(InputError, match=rf"{key.replace('+', '[+]')}: not a setting"):
-        check_command_line(config_dir(), [addition])
-    check_command_line(config_dir(), ["+experiment=validity", "seed=1"])  # a group is fine
+        check_command_line(config_folders(), [addition])
+    check_command_line(config_folders(), ["+experiment=validity", "seed=1"])  # a group is fine
 
 
 @pytest.mark.parametrize(
@@ -85,8 +85,8 @@ def test_an_added_key_nothing_reads_is_refused(addition: str) -> None:
 def test_a_renamed_setting_names_its_new_name(override: str, message: str) -> None:
     from panoramia.errors import InputError
     from panoramia.pipeline.preflight import check_command_line
-    from panoramia.pipeline.registry import config_dir, register_schemas
+    from panoramia.pipeline.registry import config_folders, register_schemas
 
     register_schemas(["tabular"])
     with pytest.raises(InputError, match=re.escape(message)):
-        check_command_line(config_dir(), [override])
+        check_command_line(config_folders(), [override])

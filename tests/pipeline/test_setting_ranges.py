@@ -22,7 +22,7 @@ from panoramia.audit_settings import (
     setting_key,
 )
 from panoramia.errors import InputError
-from panoramia.pipeline.registry import compose_job, config_dir
+from panoramia.pipeline.registry import compose_job, group_options
 from panoramia.plugins import MODALITIES
 
 CHOICES = all_choices()
@@ -32,16 +32,14 @@ GROUPS = ("target", "generator", "helper", "distinguisher", "data", "audit", "ru
 
 def _option_lists(primary: str) -> list[list[str]]:
     """The primary config alone, with each experiment, and with each option of each group."""
-    root = config_dir()
     lists = [[f"--config-name={primary}"]]
     lists += [
-        [f"--config-name={primary}", f"+experiment={path.stem}"]
-        for path in sorted((root / "experiment").glob("*.yaml"))
+        [f"--config-name={primary}", f"+experiment={name}"]
+        for name in sorted(group_options("experiment"))
     ]
     for group in GROUPS:
         lists += [
-            [f"--config-name={primary}", f"{group}={path.stem}"]
-            for path in sorted((root / group).glob("*.yaml"))
+            [f"--config-name={primary}", f"{group}={name}"] for name in sorted(group_options(group))
         ]
     return lists
 

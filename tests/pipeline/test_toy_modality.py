@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,12 +31,8 @@ def toy_registered() -> Iterator[plugins.Modality]:
 
 
 def test_the_toy_modality_runs_through_the_stage_graph_and_the_report(tmp_path: Path) -> None:
-    conf = tmp_path / "conf"  # the project's configs and the plug-in's own
-    shutil.copytree(ROOT / "conf", conf)
-    shutil.copytree(TOY / "conf", conf, dirs_exist_ok=True)
-    env = {
-        **os.environ, "PANORAMIA_CONF_DIR": str(conf), "PANORAMIA_HOME": str(tmp_path / "home"),
-    }  # fmt: skip
+    # Its configs stay in its folder (tests/toy_modality/conf/): registered, it is searched.
+    env = {**os.environ, "PANORAMIA_HOME": str(tmp_path / "home")}
     sweep = tmp_path / "multirun"
     # panoramia-audit's own entry point, with the toy registered first (as tests/toy_modality/
     # run.py does), in a child of the suite's fork server

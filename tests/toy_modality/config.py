@@ -1,4 +1,4 @@
-"""The toy audit's job schema (``conf/toy.yaml`` extends ``toy_job_schema``)."""
+"""The toy audit's job schema (``tests/toy_modality/conf/toy.yaml`` extends ``toy_job_schema``)."""
 
 from __future__ import annotations
 

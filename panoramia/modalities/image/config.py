@@ -1,4 +1,5 @@
-"""The image audit's schema (``panoramia-audit --config-name image``, ``conf/image.yaml``).
+"""The image audit's schema (``panoramia-audit --config-name image``,
+``panoramia/modalities/image/conf/image.yaml``).
 
 Hydra rejects unknown keys and wrongly typed values against these dataclasses, so a tabular
 option given to an image audit (or the reverse) fails before any stage runs.

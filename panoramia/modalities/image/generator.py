@@ -12,7 +12,8 @@ with the black level below, it does not, which is why the DDPM is the image audi
 
 With the DDPM the audit's weak point moves to the losses: a target trained on real images
 rates the samples differently from real images whether or not it saw the members (guided
-samples are easier), and the attack reads that gap. ``conf/generator/ddpm.yaml`` therefore
+samples are easier), and the attack reads that gap.
+``panoramia/modalities/image/conf/generator/ddpm.yaml`` therefore
 turns on loss matching (:mod:`panoramia.modalities.image.loss_matching`, in the synthetic stage).
 The DDPM costs far more than the DCGAN to train and to sample (``sampling_steps`` guided network
 evaluations per sample); ``generation_seed`` lets repeated seeds reuse its stages.
@@ -55,7 +56,8 @@ class ImageGeneratorConfig(DeviceSettings):
     """The generative model and its training (Lightning, Adam, EMA of the weights)."""
 
     model: str = ImageGeneratorModel.DCGAN.value
-    """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's; conf/generator/ddpm.yaml has
+    """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's;
+    panoramia/modalities/image/conf/generator/ddpm.yaml has
     the DDPM's)."""
     epochs: int = ranged(100, COUNT, limit=Limit.EPOCHS)
     batch_size: int = ranged(64, COUNT)

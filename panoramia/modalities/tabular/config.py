@@ -1,4 +1,5 @@
-"""The tabular audit's schema (``conf/config.yaml``): rows of a table, sdv, xgboost."""
+"""The tabular audit's schema (``panoramia/modalities/tabular/conf/config.yaml``): rows of a
+table, sdv, xgboost."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class TabularDataConfig(DataConfigBase):
     """adult: rows in each pool (the target's training set)."""
     held_out: str = AdultHeldOut.FILE.value
     """adult: the real non-members, drawn with the pools from both files pooled (``drawn``,
-    what ``conf/data/adult.yaml`` sets) or UCI's test file (``file``: the audit did not draw
+    what ``panoramia/modalities/tabular/conf/data/adult.yaml`` sets) or UCI's test file (``file``:
+    the audit did not draw
     them, so its reference audits are figures); in the data stage's key only where not
     ``file``. Other sources ignore it (their held-out rows are ``nonmembers_path``)."""
 

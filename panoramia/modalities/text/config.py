@@ -1,4 +1,5 @@
-"""The text audit's schema (``panoramia-audit --config-name text``, ``conf/text.yaml``).
+"""The text audit's schema (``panoramia-audit --config-name text``,
+``panoramia/modalities/text/conf/text.yaml``).
 
 Hydra rejects unknown keys and wrongly typed values against these dataclasses before any stage
 runs.

@@ -35,18 +35,21 @@ SCORED_SHARE = 0.5
 
 @cache
 def default_split(source: str) -> dict[str, float]:
-    """The ``data.split`` fractions of the data source ``source``'s config (``conf/data/``),
+    """The ``data.split`` fractions of the data source ``source``'s config (``data/`` of its
+    plug-in's config folder),
     as the audit composes them without overrides; KeyError for a source that no plug-in
     registers (the name may come from a request: only a registered one names a file) or
     whose config has no split."""
     import yaml
 
-    from panoramia.pipeline.registry import config_dir
+    from panoramia.pipeline.registry import config_file
     from panoramia.plugins import data_sources
 
     if source not in data_sources():
         raise KeyError(source)
-    path = config_dir() / "data" / f"{source}.yaml"
+    path = config_file(f"data/{source}.yaml")
+    if path is None:
+        raise KeyError(source)
     split = yaml.safe_load(path.read_text(encoding="utf-8")).get("split")
     if not isinstance(split, dict):
         raise KeyError(source)

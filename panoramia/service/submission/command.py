@@ -33,9 +33,10 @@ from panoramia.audit_settings import check_renamed, check_settings
 from panoramia.errors import InputError
 from panoramia.pipeline.registry import (
     compose_job,
-    config_dir,
+    config_file,
     modality_of_command_line,
 )
+from panoramia.pipeline.registry import group_options as registry_group_options
 from panoramia.plugins import modality
 from panoramia.service.contributor_files import MAX_ENTRIES, unreadable_entry
 from panoramia.service.resource_limits import AuditLimits, check_limits
@@ -142,8 +143,9 @@ def check_folder_confined(folder: Path, base: Path, field: tuple[str | int, ...]
 
 @cache
 def group_options(group: str) -> frozenset[str]:
-    """The options of a config group: the YAML files under ``conf/<group>/``, by stem."""
-    return frozenset(path.stem for path in (config_dir() / group).glob("*.yaml"))
+    """The options of a config group: its YAML files, by stem, in the shared ``conf/`` and
+    every plug-in's own (:func:`panoramia.pipeline.registry.group_options`)."""
+    return registry_group_options(group)
 
 
 def _texts(value: object) -> list[str]:
@@ -252,8 +254,8 @@ def audit_plan(
     lines = entry.command_line()
     files: dict[str, PlannedFile] = {}
     if target.config is not None:
-        path = config_dir() / "target" / f"{target.config}.yaml"
-        if not path.is_file():
+        path = config_file(f"target/{target.config}.yaml")
+        if path is None:
             raise RequestProblem(("target", "config"), f"no target config {target.config!r}")
         if not fits(path, entry.name):
             raise RequestProblem(

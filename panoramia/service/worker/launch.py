@@ -57,7 +57,7 @@ def audit_confinement(
     inputs copied there, :mod:`panoramia.service.worker.staging`) and its contributor's
     artifact store; everything else under ``PANORAMIA_HOME`` (every contributor's data, other
     audits, other contributors' artifacts, the SQLite store) is out of reach."""
-    from panoramia.pipeline.registry import config_dir
+    from panoramia.pipeline.registry import config_folders
 
     protect = [settings.home, settings.data_dir, settings.audits_dir, settings.artifacts_dir]
     protect += [*settings.sandbox_protect]
@@ -67,7 +67,7 @@ def audit_confinement(
         protect += [store.with_name(store.name + suffix) for suffix in ("", "-wal", "-shm")]
     artifacts_dir.mkdir(parents=True, exist_ok=True)
     return Confinement(
-        read=[settings.models_dir, config_dir()],
+        read=[settings.models_dir, *config_folders()],
         write=[run_dir, artifacts_dir],
         protect=protect,
         connect=http_target_ports(settings.models_dir, request),
