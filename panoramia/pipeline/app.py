@@ -1,7 +1,8 @@
 """``panoramia-audit``: the Hydra job (single run or ``-m`` multirun).
 
 One run = one audit of one target with one seed: the stages of the pipeline that the job's
-modality names in :mod:`panoramia.pipeline.registry` (tabular: ``conf/config.yaml``; image:
+modality names in :mod:`panoramia.pipeline.registry` (tabular:
+``panoramia/modalities/tabular/conf/config.yaml``; image:
 ``--config-name image``; text: ``--config-name text``), then ``report.json`` and
 ``report.html`` in the run directory. A multirun ends with a summary per
 target (see :mod:`panoramia.pipeline.summary`).
@@ -31,6 +32,7 @@ from panoramia.pipeline.registry import (
 )
 from panoramia.plugins import modality
 from panoramia.report.html import quote_text
+from panoramia.report.reading import parse_report
 
 if TYPE_CHECKING:
     from panoramia.pipeline.graph import AuditPipeline
@@ -98,43 +100,44 @@ def run_job(cfg: DictConfig) -> dict[str, object]:
     stages = pipeline.run()
     document = build_report(job, stages, runner, run_dir, pipeline.report_inputs(stages))
     elapsed = time.perf_counter() - started
-    reference = document["reference_audits"]
+    report = parse_report(document)
+    reference = report.reference_audits
+    found = report.verdict
     headline = {
         "target": job.target.name,
         "seed": job.seed,
-        "c_lb": document["c_lb"],
-        "c_plus_eps_lb": document["c_plus_eps_lb"],
-        "eps_tilde": document["eps_tilde"],
-        "o1_eps_lb": reference["o1"]["eps_lb"] if reference["o1"] else None,
-        "rmrn_eps_lb": reference["rmrn"]["eps_lb"] if reference["rmrn"] else None,
-        "eps_tilde_two_sided": document["two_sided"].get("eps_tilde"),
-        "verdict": document["verdict"]["level"],
-        "p_value": (document["verdict"].get("null") or {}).get("p_value"),
+        "c_lb": report.c_lb,
+        "c_plus_eps_lb": report.c_plus_eps_lb,
+        "eps_tilde": report.eps_tilde,
+        "o1_eps_lb": reference.o1.eps_lb if reference.o1 else None,
+        "rmrn_eps_lb": reference.rmrn.eps_lb if reference.rmrn else None,
+        "eps_tilde_two_sided": report.two_sided.eps_tilde,
+        "verdict": found.level,
+        "p_value": found.null.p_value if found.null else None,
     }
     log.info("audit done in %.1f s: %s", elapsed, headline)
-    found = document["verdict"]
     results.print(  # the answer first, then the figures
-        f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found['headline']}[/] — "
-        f"{escape(quote_text(found))}  ({elapsed:.0f} s)\n  {escape(found['sentence'])}",
+        f"[bold]{job.target.name}[/] seed {job.seed}: [bold]{found.headline}[/] — "
+        f"{escape(quote_text(document['verdict']))}  ({elapsed:.0f} s)\n  "
+        f"{escape(found.sentence)}",
         soft_wrap=True,  # a pipe or a log keeps each line whole
         markup=True,
     )
-    for caveat in found["caveats"]:  # what this audit's size could not show
+    for caveat in found.caveats:  # what this audit's size could not show
         if caveat.startswith("At this size"):
             results.print(f"  {caveat}", soft_wrap=True, markup=False)
     results.print(
-        f"  paper's game: c_lb = {document['c_lb']:.3f}, "
-        f"{{c+ε}}_lb = {document['c_plus_eps_lb']:.3f}, [bold]ε̃ = {document['eps_tilde']:.3f}"
-        "[/]" + (UNRELIABLE_NOTE if document.get("unreliable") else ""),
+        f"  paper's game: c_lb = {report.c_lb:.3f}, "
+        f"{{c+ε}}_lb = {report.c_plus_eps_lb:.3f}, [bold]ε̃ = {report.eps_tilde:.3f}"
+        "[/]" + (UNRELIABLE_NOTE if report.unreliable else ""),
         soft_wrap=True,
     )
-    if "eps_tilde" in document["two_sided"]:
-        two_sided = document["two_sided"]
+    two_sided = report.two_sided
+    if two_sided.eps_tilde is not None:
         results.print(
             f"  two-sided game (docs/SPEC.md §2.6): c_lb = "
-            f"{two_sided['c_lb']:.3f}, {{c+ε}}_lb = {two_sided['c_plus_eps_lb']:.3f}, "
-            f"ε̃ = {two_sided['eps_tilde']:.3f}"
-            + (UNRELIABLE_NOTE if two_sided.get("unreliable") else ""),
+            f"{two_sided.c_lb or 0.0:.3f}, {{c+ε}}_lb = {two_sided.c_plus_eps_lb or 0.0:.3f}, "
+            f"ε̃ = {two_sided.eps_tilde:.3f}" + (UNRELIABLE_NOTE if two_sided.unreliable else ""),
             soft_wrap=True,
         )
     # A path is never wrapped: it must stay one line to copy (or to grep in a log).

@@ -24,16 +24,19 @@ from rich.console import Console
 from rich.table import Table
 
 from panoramia.measure import aggregate
-from panoramia.report.verdict_rule import DETECTED
+from panoramia.report.reading import Report, parse_report
 
-QUANTITIES = ("quoted", "eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn",
-              "eps_tilde_two_sided", "rmrn_two_sided", "mu_tilde", "rmrn_mu")  # fmt: skip
+QUANTITIES = ("quoted", "eps_tilde", "c_lb", "c_plus_eps_lb", "o1", "rmrn", "rmia",
+              "rmia_tpr_1pct", "eps_tilde_two_sided", "rmrn_two_sided", "mu_tilde",
+              "rmrn_mu")  # fmt: skip
 """Per run: the verdict's quoted ε̃ (its game fixed before the run, docs/SPEC.md §3.1), the
-paper's (one-sided) figures, the reference audits, and the two-sided game's ε̃ and RM;RN bound
-(docs/SPEC.md §2.6)."""
+paper's (one-sided) figures, the reference audits (O(1), RM;RN, and the reference-model
+attack RMIA: its ε lower bound and the share of members it catches at 1 % false positives,
+docs/SPEC.md §2.4), and the two-sided game's ε̃ and RM;RN bound (docs/SPEC.md §2.6)."""
 HEADERS = {"quoted": "ε̃ quoted", "eps_tilde": "ε̃ one-sided", "c_lb": "c_lb one-sided",
            "c_plus_eps_lb": "{c+ε}_lb one-sided", "o1": "O(1)",
-           "rmrn": "RM;RN", "eps_tilde_two_sided": "ε̃ two-sided",
+           "rmrn": "RM;RN", "rmia": "RMIA ε_lb", "rmia_tpr_1pct": "RMIA TPR@1%",
+           "eps_tilde_two_sided": "ε̃ two-sided",
            "rmrn_two_sided": "RM;RN two-sided", "mu_tilde": "μ̃", "rmrn_mu": "RM;RN μ"}  # fmt: skip
 """Column headers of the printed summary table."""
 GAMES = {"quoted": ("quoted", "unreliable_quoted"), "one-sided": ("eps_tilde", "unreliable"),
@@ -47,45 +50,25 @@ REPEATS = ("seed", "generation_seed", "target", "target.path", "target.name", "c
 (one's own model and one's own control differ by ``target.path`` and pair up)."""
 
 
-NO_VERDICT = {"level": None, "detected": False, "quote": {"value": None, "game": None}}
-"""What a run whose figures give no verdict (a hand-made or truncated report) counts as."""
-
-
-def _verdict(report: dict) -> dict:
-    from panoramia.report.verdict import verdict
-
-    found = report.get("verdict")
-    if isinstance(found, dict):
-        return found
-    try:
-        return verdict(report)
-    except (KeyError, TypeError, ValueError):
-        return NO_VERDICT
-
-
-def _quantities(report: dict, found: dict) -> dict[str, float | None]:
-    """The run's figures of :data:`QUANTITIES`; ``found``: its verdict (:func:`_verdict`)."""
-    reference = report.get("reference_audits") or {}
-    two_sided = report.get("two_sided") or {}
-    gdp = report.get("gdp") or {}
+def _quantities(report: Report) -> dict[str, float | None]:
+    """The run's figures of :data:`QUANTITIES`."""
+    reference = report.reference_audits
+    rmia = reference.rmia
+    mu = report.gdp.rmrn or {}
     return {
-        "quoted": found["quote"]["value"],
-        "eps_tilde": report["eps_tilde"],
-        "c_lb": report["c_lb"],
-        "c_plus_eps_lb": report["c_plus_eps_lb"],
-        "o1": (reference.get("o1") or {}).get("eps_lb"),
-        "rmrn": (reference.get("rmrn") or {}).get("eps_lb"),
-        "eps_tilde_two_sided": two_sided.get("eps_tilde"),
-        "rmrn_two_sided": (two_sided.get("rmrn") or {}).get("eps_lb"),
-        "mu_tilde": gdp.get("mu_tilde"),
-        "rmrn_mu": (gdp.get("rmrn") or {}).get("mu_lb"),
+        "quoted": report.verdict.quote.value,
+        "eps_tilde": report.eps_tilde,
+        "c_lb": report.c_lb,
+        "c_plus_eps_lb": report.c_plus_eps_lb,
+        "o1": reference.o1.eps_lb if reference.o1 else None,
+        "rmrn": reference.rmrn.eps_lb if reference.rmrn else None,
+        "rmia": rmia.eps_lb if rmia else None,
+        "rmia_tpr_1pct": rmia.tpr_at_fpr.get("0.01") if rmia else None,
+        "eps_tilde_two_sided": report.two_sided.eps_tilde,
+        "rmrn_two_sided": report.two_sided.rmrn.eps_lb if report.two_sided.rmrn else None,
+        "mu_tilde": report.gdp.mu_tilde,
+        "rmrn_mu": mu.get("mu_lb"),
     }
-
-
-def _generation_seed(report: dict) -> int:
-    """The seed of D_G, the generator, the synthetic pool and h in this run."""
-    configured = report["config"].get("generation_seed")
-    return report["seed"] if configured is None else configured
 
 
 def _setting(run_dir: Path) -> set[str]:
@@ -98,40 +81,36 @@ def _setting(run_dir: Path) -> set[str]:
     return {item for item in overrides if item.split("=")[0].lstrip("+~") not in REPEATS}
 
 
-def _is_control(report: dict) -> bool:
+def _is_control(report: Report) -> bool:
     """A demo target trained on a disjoint pool, or the target the job names as its own
     control (``control=<target.name>``)."""
-    config = report["config"]
-    named = config.get("control")
-    return (config.get("target") or {}).get("members", "same") != "same" or (
-        named is not None and named == report["target"]["name"]
+    named = report.config.get("control")
+    return (report.config.get("target") or {}).get("members", "same") != "same" or (
+        named is not None and named == report.target["name"]
     )
 
 
-def _run_record(run: Path, report: dict, group: str, varied: str) -> dict:
-    claim = report.get("claim") or {}
-    claimed = ((claim.get("summary") or {}).get("epsilons") or {}).get(CLAIM_DELTA)
-    found = _verdict(report)
-    quoted_game = found["quote"]["game"]
-    unreliable = {
-        "one_sided": bool(report.get("unreliable")),
-        "two_sided": bool((report.get("two_sided") or {}).get("unreliable")),
-    }
+def _run_record(run: Path, document: dict, group: str, varied: str) -> dict:
+    report = parse_report(document)
+    claimed = ((report.claim.summary or {}).get("epsilons") or {}).get(CLAIM_DELTA)
+    found = report.verdict
+    quoted_game = found.quote.game
+    unreliable = {"one_sided": bool(report.unreliable), "two_sided": report.two_sided.unreliable}
     return {
         "run": run.name,
         "group": group,
-        "pair": (report["seed"], _generation_seed(report), varied),
+        "pair": (report.seed, report.generation_seed, varied),
         "control": _is_control(report),
-        "level": found["level"],
-        "detected": bool(found.get("detected", found["level"] in DETECTED)),
+        "level": found.level,
+        "detected": found.detected,
         "quoted_game": quoted_game,
-        "unreliable_quoted": unreliable.get(quoted_game, False),
+        "unreliable_quoted": unreliable.get(quoted_game or "", False),
         "unreliable": unreliable["one_sided"],
         "unreliable_two_sided": unreliable["two_sided"],
         "claimed_epsilon": claimed,
-        "claimed_mu": (report.get("gdp") or {}).get("claimed_mu"),
-        "violation": bool(claim.get("violation")),
-        **_quantities(report, found),
+        "claimed_mu": report.gdp.claimed_mu,
+        "violation": report.claim.violation,
+        **_quantities(report),
     }
 
 
@@ -196,7 +175,7 @@ def sweep_runs(reports: dict[Path, dict]) -> list[SweepRun]:
     for run, report in reports.items():
         varied = " ".join(sorted(settings[run] - shared))
         group = report["target"]["name"] + (f" [{varied}]" if varied else "")
-        runs.append(SweepRun(run, report, group, varied, _is_control(report)))
+        runs.append(SweepRun(run, report, group, varied, _is_control(parse_report(report))))
     return runs
 
 

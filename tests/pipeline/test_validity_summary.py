@@ -227,3 +227,22 @@ def test_ones_own_control_is_named_and_pairs_across_paths(tmp_path: Path) -> Non
     assert summary["mine"]["quoted"]["mean"] == pytest.approx(1.6)
     lines = validity_lines(checked)
     assert any(line.endswith("leak called in 0 of 3") for line in lines)
+
+
+def test_the_reference_attack_is_summarised_in_attacker_terms(tmp_path: Path) -> None:
+    """RMIA's ε lower bound and its share of members caught at 1 % false positives are
+    summarised per target beside O(1); a run without the attack counts in neither."""
+    for seed, (bound, caught) in enumerate(((1.0, 0.2), (2.0, 0.4), (None, None))):
+        _report(tmp_path, name="mlp-e100", members="same", seed=seed, eps=1.0)
+        path = sorted(tmp_path.glob("*/report.json"))[-1]
+        document = json.loads(path.read_text())
+        if bound is not None:
+            document["reference_audits"]["rmia"] = {
+                "eps_lb": bound, "tpr_at_fpr": {"0.001": None, "0.01": caught},
+            }  # fmt: skip
+        path.write_text(json.dumps(document))
+    entry = summarise(tmp_path)["mlp-e100"]
+    assert entry["rmia"]["n"] == 2
+    assert entry["rmia"]["mean"] == pytest.approx(1.5)
+    assert entry["rmia_tpr_1pct"]["mean"] == pytest.approx(0.3)
+    assert entry["o1"]["n"] == 3
