@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import fields
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,22 +34,17 @@ from panoramia.modalities.image.image_module import Normalization
 from panoramia.modalities.image.images import ImageSet
 from panoramia.modalities.image.nets import SmallCNN
 from panoramia.models.training import TrainingConfig, fit_classifier
+from panoramia.pipeline.registry import existing_config_file
 
 PROBE_EPOCHS = 10
-CONFIGS = (
-    Path(__file__).resolve().parent.parent
-    / "panoramia"
-    / "modalities"
-    / "image"
-    / "conf"
-    / "generator"
-)
 
 
 def demo_settings(model: str, **changes) -> ImageGeneratorConfig:
     """The generator of ``panoramia/modalities/image/conf/generator/<model>.yaml`` (its model
     fields), with ``changes``."""
-    settings = OmegaConf.to_container(OmegaConf.load(CONFIGS / f"{model}.yaml"))
+    settings = OmegaConf.to_container(
+        OmegaConf.load(existing_config_file(f"generator/{model}.yaml"))
+    )
     names = {field.name for field in fields(ImageGeneratorConfig)}
     settings = {key: value for key, value in settings.items() if key in names}
     return ImageGeneratorConfig(**{**settings, **changes})

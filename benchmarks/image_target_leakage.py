@@ -39,23 +39,16 @@ from panoramia.modalities.image.config import ImageDataConfig
 from panoramia.modalities.image.data import CONTROL_POOL, MEMBERS, NONMEMBERS, build_image_data
 from panoramia.modalities.image.images import ImageSet, read_npz
 from panoramia.modalities.image.training import ImageModelConfig, train_image_directory
+from panoramia.pipeline.registry import existing_config_file
 from panoramia.targets import load_target
 
 FPRS = (0.01, 0.10)
-CONFIGS = (
-    Path(__file__).resolve().parent.parent
-    / "panoramia"
-    / "modalities"
-    / "image"
-    / "conf"
-    / "target"
-)
 
 
 def recipe(name: str) -> tuple[ImageModelConfig, int]:
     """The training fields of ``panoramia/modalities/image/conf/target/<name>.yaml`` and its
     ``train_seed``."""
-    settings = OmegaConf.to_container(OmegaConf.load(CONFIGS / f"{name}.yaml"))
+    settings = OmegaConf.to_container(OmegaConf.load(existing_config_file(f"target/{name}.yaml")))
     names = {field.name for field in fields(ImageModelConfig)}
     model = ImageModelConfig(**{k: v for k, v in settings.items() if k in names})
     return model, int(settings.get("train_seed", 0))

@@ -116,16 +116,6 @@ class GpuMonitor:
         self._stop.set()
 
 
-def _config_file(relative: str) -> Path:
-    """Where Hydra finds the config ``relative`` (the shared conf/ or a plug-in's own)."""
-    from panoramia.pipeline.registry import config_file
-
-    found = config_file(relative)
-    if found is None:
-        raise FileNotFoundError(relative)
-    return found
-
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -212,7 +202,9 @@ def timed_calls(
 def experiment(name: str) -> dict:
     """An experiment's overrides (``experiment/NAME.yaml`` of a plug-in's config folder) as a
     plain dict."""
-    return OmegaConf.to_container(OmegaConf.load(_config_file(f"experiment/{name}.yaml")))
+    from panoramia.pipeline.registry import existing_config_file
+
+    return OmegaConf.to_container(OmegaConf.load(existing_config_file(f"experiment/{name}.yaml")))
 
 
 def known_fields(cls: type, settings: dict) -> dict:
@@ -298,7 +290,9 @@ def image_stages(
                             "5 models × (50,000 members + 10,000 real + 20,000 synthetic)"),
                       losses))  # fmt: skip
 
-    ddpm = OmegaConf.to_container(OmegaConf.load(_config_file("generator/ddpm.yaml")))
+    from panoramia.pipeline.registry import existing_config_file
+
+    ddpm = OmegaConf.to_container(OmegaConf.load(existing_config_file("generator/ddpm.yaml")))
     settings = {**known_fields(ImageGeneratorConfig, {**ddpm, **cifar["generator"]}),
                 **on_device, "epochs": 1}  # fmt: skip
     if args.smoke:

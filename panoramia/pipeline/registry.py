@@ -149,6 +149,15 @@ def config_file(relative: str) -> Path | None:
     return None
 
 
+def existing_config_file(relative: str) -> Path:
+    """:func:`config_file`, FileNotFoundError where no folder holds ``relative`` (for the
+    tools that read a shipped config, ``benchmarks/``)."""
+    found = config_file(relative)
+    if found is None:
+        raise FileNotFoundError(f"no {relative} in {', '.join(map(str, config_folders()))}")
+    return found
+
+
 def group_options(group: str) -> frozenset[str]:
     """The options of the config group ``group`` (``target``) across :func:`config_folders`."""
     return frozenset(
