@@ -105,6 +105,10 @@ class Bound:
     limit: Limit | None = None
     most: int | None = None
     fewest: int = 0
+    entries: tuple[tuple[str, Bound], ...] = ()
+    """For a mapping handed on as keyword arguments (``generator.options``): the bounds of
+    the entries it may hold by name, each read as its own setting
+    (``generator.options.epochs``)."""
 
 
 def ranged(
@@ -135,6 +139,17 @@ def ranged_list(
     return cast("list[T]", dataclasses.field(default_factory=factory, metadata={BOUND: bound}))
 
 
+def ranged_dict(
+    factory: Callable[[], dict[str, Any]], *, entries: Mapping[str, Bound]
+) -> dict[str, Any]:
+    """A mapping field made by ``factory`` whose entries named in ``entries`` are bounded as
+    settings of their own (the rest are the library's to check)."""
+    bound = Bound(entries=tuple(entries.items()))
+    return cast(
+        "dict[str, Any]", dataclasses.field(default_factory=factory, metadata={BOUND: bound})
+    )
+
+
 def declared_bounds(schema: type, where: str = "") -> dict[str, Bound]:
     """Every bound declared in the dataclass ``schema`` and the sections it nests, by whole
     key (``audit.null.draws``); a list's bound under the list's key."""
@@ -145,6 +160,7 @@ def declared_bounds(schema: type, where: str = "") -> dict[str, Bound]:
         bound = field.metadata.get(BOUND)
         if isinstance(bound, Bound):
             found[key] = bound
+            found |= {f"{key}.{name}": entry for name, entry in bound.entries}
         section = _section_type(hints[field.name])
         if section is not None:
             found |= declared_bounds(section, key)

@@ -156,13 +156,7 @@ def _task(cfg: DictConfig) -> dict[str, object]:
 def main() -> None:
     """Console-script entry point: Hydra parses the command line (overrides, ``-m``)."""
     from panoramia.lifeline import die_with_parent
-    from panoramia.pipeline.preflight import (
-        check_command_line,
-        config_name,
-        primary_first,
-        search_path_override,
-        with_override,
-    )
+    from panoramia.pipeline.preflight import check_command_line
 
     die_with_parent()
     chosen = modality_of_command_line(sys.argv[1:])  # None: an unknown primary config
@@ -174,11 +168,9 @@ def main() -> None:
         except InputError as error:
             print(f"panoramia-audit: error: {error}", file=sys.stderr)
             sys.exit(2)
-    # Hydra finds a primary config in its main folder only: the one holding it, the others
-    # (the shared conf/ and the plug-ins' own) as its search path.
-    ordered = primary_first(folders, config_name(sys.argv[1:]))
-    sys.argv[1:] = with_override(sys.argv[1:], search_path_override(ordered[1:]))
-    hydra.main(version_base="1.3", config_path=str(ordered[0]), config_name="config")(_task)()
+    # the plug-ins' own config folders join through Hydra's search-path plug-in
+    # (hydra_plugins/panoramia_configs)
+    hydra.main(version_base="1.3", config_path=str(folders[0]), config_name="config")(_task)()
 
 
 if __name__ == "__main__":

@@ -50,17 +50,6 @@ def _overrides(arguments: list[str]) -> list[str]:
     return found
 
 
-def with_override(arguments: list[str], override: str) -> list[str]:
-    """``arguments`` with ``override`` placed beside the overrides already there (before the
-    first one; argparse takes the positional overrides as one run, so an override after a
-    later flag, ``… x=1 --cfg job y=2``, is refused), else at the end."""
-    given = _overrides(arguments)
-    if not given:
-        return [*arguments, override]
-    first = arguments.index(given[0])
-    return [*arguments[:first], override, *arguments[first:]]
-
-
 class _ParserGaveUp(Exception):
     """Hydra's argparse parser met a flag it cannot read (a flag without its value, --version)."""
 
@@ -206,28 +195,6 @@ def missing_keys(node: DictConfig, prefix: str = "") -> list[str]:
     return found
 
 
-def primary_first(folders: Sequence[Path], name: str) -> list[Path]:
-    """``folders`` with the one that holds the primary config ``name`` first (Hydra looks for
-    a primary config in its main folder only; the rest join as its search path), else as
-    they are."""
-    holding = [folder for folder in folders if (folder / f"{name}.yaml").is_file()]
-    return [*holding[:1], *(folder for folder in folders if folder not in holding[:1])]
-
-
-def search_path_override(folders: Sequence[Path]) -> str:
-    """The ``hydra.searchpath=[…]`` override that adds ``folders`` (the plug-ins' own config
-    folders) after the shared one, so that their primary configs and options compose as if
-    they were in it."""
-    quoted = []
-    for folder in folders:
-        if "'" in str(folder) or "\\" in str(folder):
-            raise InputError(
-                f"config: a plug-in's config folder has a quote or backslash: {folder}"
-            )
-        quoted.append(f"'file://{folder}'")
-    return f"hydra.searchpath=[{','.join(quoted)}]"
-
-
 def _check_additions(folders: Sequence[Path], arguments: list[str]) -> None:
     """``+key=value`` adds a key the schema does not have, which nothing reads: refused
     (InputError naming it), except for config groups (``+experiment=validity``) and Hydra's own
@@ -239,11 +206,6 @@ def _check_additions(folders: Sequence[Path], arguments: list[str]) -> None:
     for override in parsed:
         key = override.get_key_element().lstrip("+")
         group = key.split("@")[0]
-        if key == "hydra.searchpath":
-            raise InputError(
-                "config: hydra.searchpath: set by panoramia-audit itself (the plug-ins' config "
-                "folders); add options to a plug-in's conf/ folder instead"
-            )
         is_group = any((folder / group).is_dir() for folder in folders)
         if not override.is_add() or is_group or key.startswith("hydra"):
             continue
@@ -255,7 +217,8 @@ def _check_additions(folders: Sequence[Path], arguments: list[str]) -> None:
 
 def check_command_line(folders: Sequence[Path], arguments: list[str]) -> None:
     """Raise InputError (one line) when the overrides do not compose into a valid config.
-    ``folders``: where the configs are, the shared folder first, then the plug-ins' own
+    ``folders``: where the configs are, the shared folder first (Hydra's main one), then the
+    plug-ins' own, which Hydra's search-path plug-in adds
     (:func:`panoramia.pipeline.registry.config_folders`)."""
     name = config_name(arguments)
     multirun = any(argument in ("-m", "--multirun") for argument in arguments) or any(
@@ -266,18 +229,12 @@ def check_command_line(folders: Sequence[Path], arguments: list[str]) -> None:
     _check_additions(folders, arguments)
     check_renamed(_overrides(arguments))
     configs = []
-    ordered = primary_first(folders, name)
-    searched = search_path_override(ordered[1:])
     try:
         for overrides in _override_lists(arguments):
             GlobalHydra.instance().clear()
-            with initialize_config_dir(config_dir=str(ordered[0]), version_base="1.3"):
+            with initialize_config_dir(config_dir=str(folders[0]), version_base="1.3"):
                 configs.append(
-                    compose(
-                        config_name=name,
-                        overrides=[*overrides, searched],
-                        return_hydra_config=True,
-                    )
+                    compose(config_name=name, overrides=overrides, return_hydra_config=True)
                 )
     except Exception as error:  # Hydra and OmegaConf raise several unrelated types
         check_logger_chosen(_overrides(arguments))  # logger.* set, no logger chosen: say so

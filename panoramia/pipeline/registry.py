@@ -42,25 +42,16 @@ def compose_job(arguments: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from panoramia.pipeline.preflight import (
-        config_name,
-        missing_keys,
-        one_line,
-        primary_first,
-        search_path_override,
-    )
+    from panoramia.pipeline.preflight import config_name, missing_keys, one_line
 
     with _compose_lock:
         register_schemas()
-        name = config_name(arguments)
-        folders = primary_first(config_folders(), name)
-        overrides = [line for line in arguments if not line.startswith("-")]
         try:
             GlobalHydra.instance().clear()
-            with initialize_config_dir(config_dir=str(folders[0]), version_base="1.3"):
+            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
                 composed = compose(
-                    config_name=name,
-                    overrides=[*overrides, search_path_override(folders[1:])],
+                    config_name=config_name(arguments),
+                    overrides=[line for line in arguments if not line.startswith("-")],
                 )
         except Exception as error:  # Hydra and OmegaConf raise several unrelated types
             raise InputError(f"config: {one_line(error)}") from None
@@ -128,16 +119,22 @@ def plugin_config_dir(entry: Modality) -> Path | None:
     return folder.resolve() if folder.is_dir() else None
 
 
-def config_folders() -> list[Path]:
-    """Where Hydra finds the job's configs: the shared folder (:func:`config_dir`), then each
-    registered plug-in's own (:func:`plugin_config_dir`), in the registry's order (the
-    ``hydra.searchpath`` the CLI and the service's composition add)."""
-    folders = [config_dir()]
+def plugin_config_folders() -> list[Path]:
+    """Each registered plug-in's own config folder (:func:`plugin_config_dir`), in the
+    registry's order: what Hydra's search-path plug-in
+    (``hydra_plugins/panoramia_configs``) appends after the shared folder."""
+    folders: list[Path] = []
     for entry in MODALITIES.values():
         folder = plugin_config_dir(entry)
         if folder is not None and folder not in folders:
             folders.append(folder)
     return folders
+
+
+def config_folders() -> list[Path]:
+    """Where Hydra finds the job's configs, in the order it searches them: the shared folder
+    (:func:`config_dir`), then each registered plug-in's own (:func:`plugin_config_folders`)."""
+    return [config_dir(), *plugin_config_folders()]
 
 
 def config_file(relative: str) -> Path | None:

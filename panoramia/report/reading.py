@@ -21,15 +21,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from panoramia.errors import InputError
 
 
 class Section(BaseModel):
-    """A section of the document: the fields a reader asks for, typed; the rest kept."""
+    """A section of the document: the fields a reader asks for, typed; the rest kept. A
+    field written as null reads as its default (``claim.violation: null`` is no violation),
+    as the readers before this one took it."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_read_as_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None or key not in fields or fields[key].default is None
+        }
 
 
 class NullReading(Section):
@@ -51,7 +65,7 @@ class Quote(Section):
     value: float | None = None
     game: str | None = None
     confidence: float | None = None
-    interval: list[float] | None = None
+    interval: list[float | None] | None = None
     saturated: bool = False
 
 
@@ -98,7 +112,7 @@ class ReferenceAttack(ReferenceAudit):
     auc_interval: list[float | None] | None = None
     tpr_at_fpr: dict[str, float | None] = Field(default_factory=dict)
     realised_fpr: dict[str, float | None] = Field(default_factory=dict)
-    tpr_at_fpr_interval: dict[str, list[float] | None] = Field(default_factory=dict)
+    tpr_at_fpr_interval: dict[str, list[float | None] | None] = Field(default_factory=dict)
     members: int | None = None
     nonmembers: int | None = None
     decides: bool = False
@@ -154,8 +168,9 @@ class Report(Section):
     eps_tilde: float
     confidence: float | None = None
     m: int | None = None
-    unreliable: list[str] = Field(default_factory=list)
-    """Why the paper's one-sided ε̃ is not a gap over the generator (empty: it is)."""
+    unreliable: list[str] | bool = Field(default_factory=list)
+    """Why the paper's one-sided ε̃ is not a gap over the generator (empty or false: it is;
+    hand-made documents may say ``true``)."""
     verdict: Verdict
     reference_audits: ReferenceAudits
     two_sided: TwoSided

@@ -24,26 +24,28 @@ class AuditLimits:
     """The most a contributor's audit may ask for (environment variable in brackets)."""
 
     max_epochs: int = 500
-    """Any ``epochs`` or ``*_epochs`` setting (``PANORAMIA_MAX_EPOCHS``)."""
+    """Settings that declare ``Limit.EPOCHS`` beside their field (``PANORAMIA_MAX_EPOCHS``)."""
     max_thresholds: int = 1000
     """K of ``grid:K`` thresholds, for the tests and for model selection
     (``PANORAMIA_MAX_THRESHOLDS``)."""
     max_grid: int = 16
     """Entries of a distinguisher's hyper-parameter grid (``PANORAMIA_MAX_GRID``)."""
     max_estimators: int = 5000
-    """Any ``n_estimators`` (xgboost trees) (``PANORAMIA_MAX_ESTIMATORS``)."""
+    """Settings that declare ``Limit.ESTIMATORS`` (xgboost trees), a grid's ``n_estimators``
+    (``PANORAMIA_MAX_ESTIMATORS``)."""
     max_n_jobs: int = 1
-    """Any ``n_jobs``/``nthread``/``num_workers`` (``PANORAMIA_MAX_N_JOBS``); the service sets
-    each audit's threads itself (``PANORAMIA_AUDIT_THREADS``)."""
+    """Settings that declare ``Limit.THREADS`` (``threads``, ``n_jobs``, ``num_workers``), a
+    grid's ``n_jobs`` (``PANORAMIA_MAX_N_JOBS``); the service sets each audit's threads itself
+    (``PANORAMIA_AUDIT_THREADS``)."""
     max_count: int = 1_000_000
     """Any other integer setting: counts of examples or steps (``n_rows``, ``n_images``,
     ``pool_size``, ``diffusion_steps``, batch sizes, …) (``PANORAMIA_MAX_COUNT``)."""
     max_width: int = 4096
-    """Any layer width (``hidden`` entries, ``width``, ``n_embd``, ``d_model``)
-    (``PANORAMIA_MAX_WIDTH``)."""
+    """Settings that declare ``Limit.WIDTH``: layer widths (``hidden`` entries, ``width``,
+    ``n_embd``, ``d_model``) (``PANORAMIA_MAX_WIDTH``)."""
     max_layers: int = 64
-    """``n_layer``, ``n_head``, ``depth`` and an xgboost grid's ``max_depth``
-    (``PANORAMIA_MAX_LAYERS``)."""
+    """Settings that declare ``Limit.LAYERS`` (``n_layer``, ``n_head``, ``target.max_depth``)
+    and an xgboost grid's ``max_depth`` (``PANORAMIA_MAX_LAYERS``)."""
     max_ensemble: int = 8
     """``audit.ensemble``: distinguishers (and stand-ins) per side (``PANORAMIA_MAX_ENSEMBLE``)."""
     audit_timeout_s: float = 6 * 3600

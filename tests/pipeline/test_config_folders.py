@@ -50,3 +50,12 @@ def test_a_registered_plugin_brings_its_own_folder_and_composes_from_it() -> Non
         assert composed.target.name == "toy-overfit"
     finally:
         plugins.unregister(TOY.name)
+
+
+def test_her_own_config_folder_joins_the_search_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A user's ``hydra.searchpath`` adds her folder beside the shared and the plug-ins' own."""
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "mine.yaml").write_text("name: mine\nkind: path\npath: /models/mine\n")
+    composed = compose_job([f"hydra.searchpath=[file://{tmp_path}]", "target=mine"])
+    assert composed.target.name == "mine"
+    assert composed.data.source == "adult"  # the tabular plug-in's primary config still found

@@ -82,3 +82,16 @@ def test_a_sections_keys_the_reader_does_not_name_are_kept() -> None:
 def test_a_field_that_does_not_hold_is_named_in_one_line(change: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_report(_as_written_by(SCHEMA_VERSIONS[-1]) | change)
+
+
+def test_a_null_reads_as_its_default_as_the_readers_before_took_it() -> None:
+    document = _as_written_by(SCHEMA_VERSIONS[-1]) | {
+        "claim": {"violation": None}, "unreliable": True,
+        "two_sided": {"eps_tilde": 0.2, "unreliable": None},
+    }  # fmt: skip
+    document["verdict"] = document["verdict"] | {"caveats": None, "headline": None}
+    report = parse_report(document)
+    assert report.claim.violation is False
+    assert report.unreliable is True
+    assert report.two_sided.unreliable is False
+    assert (report.verdict.caveats, report.verdict.headline) == ([], "")

@@ -106,6 +106,10 @@ def test_a_setting_is_bounded_by_its_own_declaration_not_by_a_name_it_shares() -
     with pytest.raises(InputError, match=r"^target.hidden: 33 entries, at most 32$"):
         check_ranges({"modality": "tabular", "target": {"hidden": [8] * 33}})
     assert bounds_of("text")["distinguisher.hidden"][0].most is None  # an int there, not a list
+    # a mapping handed to a library names the entries it bounds (sdv's batch_size, epochs)
+    with pytest.raises(InputError, match=r"^generator.options.batch_size: 0 is not an integer"):
+        check_ranges({"modality": "tabular", "generator": {"options": {"batch_size": 0}}})
+    check_ranges({"modality": "tabular", "generator": {"options": {"pac": 0}}})
 
 
 def _keys(primary_arguments: list[str]) -> set[str]:

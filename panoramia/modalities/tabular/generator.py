@@ -13,7 +13,7 @@ import json
 import logging
 import pickle
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from panoramia.errors import InputError
 from panoramia.generators.seeding import global_seed
 from panoramia.modalities.tabular.settings import Synthesizer
 from panoramia.modalities.tabular.table import TabularSchema, conform
-from panoramia.setting_bounds import COUNT, FRACTION, Limit, ranged
+from panoramia.setting_bounds import COUNT, FRACTION, Bound, Limit, ranged, ranged_dict
 
 log = logging.getLogger(__name__)
 TABLE = "rows"
@@ -41,7 +41,9 @@ class TabularGeneratorConfig:
     min_leaf: int = ranged(10, COUNT)
     """cart: the fewest D_G rows in a leaf of each column's tree, i.e. the fewest donors a
     synthetic value is drawn from (unused by the others)."""
-    options: dict = field(default_factory=dict)
+    options: dict = ranged_dict(
+        dict, entries={"batch_size": Bound(COUNT), "epochs": Bound(COUNT, limit=Limit.EPOCHS)}
+    )
     """Extra keyword arguments of the sdv synthesizer."""
     point_mass: float = ranged(0.3, FRACTION)
     """A continuous column whose most frequent value covers at least this fraction of rows is

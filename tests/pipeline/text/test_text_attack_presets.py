@@ -1,5 +1,5 @@
-"""The text_attack presets compose into the settings they name (the text plug-in's
-conf/text_attack/)."""
+"""The text_attack presets compose into the settings they name
+(``panoramia/modalities/text/conf/text_attack/``)."""
 
 from __future__ import annotations
 
