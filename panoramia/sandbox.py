@@ -62,7 +62,10 @@ PROC_READ = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/
              "/proc/pressure")  # fmt: skip
 """What the confined process reads of ``/proc`` beside its own ``/proc/<pid>`` (``/proc/self``):
 the machine's figures, never another process's command line, environment or files."""
-PROJECT_PACKAGES = ("panoramia",)
+PROJECT_PACKAGES = ("panoramia", "hydra_plugins")
+"""This project's packages, read where they are installed: the code, and the Hydra plug-ins'
+namespace, whose ``panoramia_configs`` puts each modality's config folder on Hydra's search
+path (an editable install keeps it beside the checkout, where Hydra must list it)."""
 SYSTEM_WRITE = ("/dev/null",)
 """Written by libraries (discarded output)."""
 DEVICES = ("/dev/nvidia*", "/dev/dri")
@@ -163,8 +166,8 @@ class Confinement:
 
 
 def _project_packages() -> list[Path]:
-    """The folders of this project's one package (an editable install puts it on no
-    ``sys.path`` entry)."""
+    """The folders of this project's packages (an editable install puts them on no
+    ``sys.path`` entry); a namespace package's every folder."""
     import importlib.util
 
     folders = []
