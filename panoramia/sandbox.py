@@ -173,7 +173,9 @@ def _project_packages() -> list[Path]:
     folders = []
     for name in PROJECT_PACKAGES:
         spec = importlib.util.find_spec(name)
-        folders += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+        found = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+        # an editable install's path hook is a name, not a folder: never read from where we are
+        folders += [path for path in found if path.is_absolute() and path.is_dir()]
     return folders
 
 

@@ -21,11 +21,11 @@ class PanoramiaConfigs(SearchPathPlugin):
     """Appends the modality plug-ins' config folders where panoramia's ``conf/`` is searched."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        from panoramia.pipeline.registry import config_dir, plugin_config_folders
+        try:  # never in the way of another Hydra app: an unreadable or stale setup is not ours
+            from panoramia.pipeline.registry import config_dir, plugin_config_folders
 
-        try:
-            shared = config_dir().resolve()
-        except FileNotFoundError:
+            shared = config_dir()
+        except Exception:
             return
         searched = {
             Path(element.path.removeprefix("file://")).resolve()

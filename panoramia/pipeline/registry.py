@@ -95,9 +95,12 @@ def register_schemas(names: Iterable[str] | None = None) -> None:
 def config_dir() -> Path:
     """The shared Hydra config directory (the groups every modality uses: ``audit``, ``run``,
     ``hydra``, ``logger``, ``gates``): ``$PANORAMIA_CONF_DIR``, else ``conf/`` of the
-    checkout. Each plug-in's own configs are in its folder (:func:`plugin_config_dir`)."""
+    checkout, as an absolute path (a relative ``$PANORAMIA_CONF_DIR`` is read from the
+    working directory). Each plug-in's own configs are in its folder
+    (:func:`plugin_config_dir`)."""
     configured = os.environ.get(CONF_DIR_ENV)
     directory = Path(configured) if configured else Path(__file__).resolve().parents[2] / "conf"
+    directory = directory.resolve()  # Hydra takes its main folder as an absolute path
     if not (directory / "run" / "default.yaml").is_file():
         raise FileNotFoundError(
             f"no run/default.yaml in {directory}; set {CONF_DIR_ENV} to the project's conf/ "

@@ -361,7 +361,8 @@ def job_command(
         trust = [f"target.trusted_modules={_quoted_list(list(trusted_modules))}"]
     return [
         sys.executable,
-        "-m",
+        "-P",  # the run directory (the child's working directory, which it writes) is no
+        "-m",  # import path: code an earlier attempt left there never runs in the next
         "panoramia.pipeline.app",
         *overrides,
         *trust,
