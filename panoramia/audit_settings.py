@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 from panoramia.errors import InputError
@@ -64,6 +65,8 @@ def setting_key(key: str) -> str:
 
 
 _POSITION = re.compile(r"\[\d+\]")
+NO_BOUNDS: Mapping[str, tuple[Bound, ...]] = MappingProxyType({})
+"""No bounds: :func:`leaves` only walks the container."""
 SKIPPED = ("claim.", "hydra.")
 
 
@@ -230,14 +233,15 @@ def not_one_of(key: str, value: str, allowed: tuple[str, ...]) -> InputError:
 
 
 # -- ranges and choices ----------------------------------------------------------------------
-def _leaves(
-    node: object, bounds: Mapping[str, tuple[Bound, ...]], where: str = ""
+def leaves(
+    node: object, bounds: Mapping[str, tuple[Bound, ...]] = NO_BOUNDS, where: str = ""
 ) -> Iterator[tuple[str, object]]:
-    """``(dotted.key, value)`` of every leaf, a list's entries as ``key[i]``; a list whose
-    ``bounds`` allow fewer or more entries raises InputError."""
+    """``(dotted.key, value)`` of every leaf of a plain container, a list's entries as
+    ``key[i]``; a list whose ``bounds`` (:func:`bounds_of`; none by default) allow fewer or
+    more entries raises InputError."""
     if isinstance(node, dict):
         for key, child in node.items():
-            yield from _leaves(child, bounds, f"{where}.{key}" if where else str(key))
+            yield from leaves(child, bounds, f"{where}.{key}" if where else str(key))
     elif isinstance(node, list):
         for bound in bounds.get(setting_key(where), ()):
             if bound.most is not None and len(node) > bound.most:
@@ -245,7 +249,7 @@ def _leaves(
             if len(node) < bound.fewest:
                 raise InputError(f"{where}: {len(node)} entries, at least {bound.fewest}")
         for position, child in enumerate(node):
-            yield from _leaves(child, bounds, f"{where}[{position}]")
+            yield from leaves(child, bounds, f"{where}[{position}]")
     else:
         yield where, node
 
@@ -258,7 +262,7 @@ def check_ranges(config: dict) -> None:
     infinities are refused in every float setting but those whose range reaches infinity."""
     modality = config.get("modality")
     bounds = bounds_of(modality)
-    for key, value in _leaves(config, bounds):
+    for key, value in leaves(config, bounds):
         if key.startswith(SKIPPED) or isinstance(value, bool) or value is None:
             continue
         if isinstance(value, str):

@@ -11,10 +11,10 @@ are enforced by the worker and the store (:mod:`panoramia.service.worker.run`,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from panoramia.audit_settings import bounds_of, setting_key
+from panoramia.audit_settings import bounds_of, leaves, setting_key
 from panoramia.errors import InputError
 from panoramia.setting_bounds import Bound, Limit
 
@@ -75,18 +75,6 @@ or ``device``, are the operator's)."""
 MAX_BIN = 1024
 
 
-def _leaves(node: object, where: str = "") -> Iterator[tuple[str, object]]:
-    """``(dotted.key, value)`` of every leaf; list items as ``key[i]``."""
-    if isinstance(node, dict):
-        for key, child in node.items():
-            yield from _leaves(child, f"{where}.{key}" if where else str(key))
-    elif isinstance(node, list):
-        for position, child in enumerate(node):
-            yield from _leaves(child, f"{where}[{position}]")
-    else:
-        yield where, node
-
-
 def _number(value: object) -> int | float | None:
     """An int or float setting (numbers written as strings count: ``'99999999'``); None for
     anything else, an interpolation of the project's own configs included."""
@@ -113,7 +101,7 @@ def check_limits(config: dict, limits: AuditLimits) -> None:
     configs (a contributor's text never holds one) and point at keys checked themselves. The
     limit a setting falls under is the one its schema declares (:func:`limit_of`)."""
     bounds = bounds_of(config.get("modality"))
-    for key, value in _leaves(config):
+    for key, value in leaves(config):
         if key.startswith("claim."):
             continue  # the declared guarantee describes the model's training, not this audit
         _check_leaf(key, value, limits, limit_of(key, bounds))

@@ -12,12 +12,12 @@ from omegaconf import OmegaConf
 from panoramia.audit_settings import (
     CHOICE_TYPES,
     SKIPPED,
-    _leaves,
     all_choices,
     bounds_of,
     check_ranges,
     check_settings,
     choices_of,
+    leaves,
     ranges_markdown,
     setting_key,
 )
@@ -49,7 +49,7 @@ def _unranged(config: dict) -> set[str]:
     bounds = bounds_of(config["modality"])
     return {
         key
-        for key, value in _leaves(config, bounds)
+        for key, value in leaves(config, bounds)
         if not key.startswith(SKIPPED)
         and ".grid[" not in key  # xgboost's own parameters: the service's allow-list
         and isinstance(value, int | float)
@@ -114,7 +114,7 @@ def test_a_setting_is_bounded_by_its_own_declaration_not_by_a_name_it_shares() -
 
 def _keys(primary_arguments: list[str]) -> set[str]:
     config = compose_job([*primary_arguments, "artifacts_dir=/tmp/unused"])
-    return {key for key, _ in _leaves(OmegaConf.to_container(config, resolve=False), {})}
+    return {key for key, _ in leaves(OmegaConf.to_container(config, resolve=False))}
 
 
 def test_the_engine_holds_only_shared_choices_and_each_plugin_its_own() -> None:
