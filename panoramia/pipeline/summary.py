@@ -90,8 +90,7 @@ def _is_control(report: Report) -> bool:
     )
 
 
-def _run_record(run: Path, document: dict, group: str, varied: str) -> dict:
-    report = parse_report(document)
+def _run_record(run: Path, report: Report, group: str, varied: str) -> dict:
     claimed = ((report.claim.summary or {}).get("epsilons") or {}).get(CLAIM_DELTA)
     found = report.verdict
     quoted_game = found.quote.game
@@ -158,13 +157,15 @@ def report_paths(sweep_dir: Path) -> list[Path]:
 class SweepRun:
     """One run of a sweep: its directory, its report, the summary's group it falls in (the
     target's name, and the settings not every run shares), those settings, and whether it is
-    a negative control (:func:`_is_control`)."""
+    a negative control (:func:`_is_control`); ``reading``: the report read once
+    (:func:`~panoramia.report.reading.parse_report`)."""
 
     directory: Path
     report: dict
     group: str
     varied: str
     control: bool
+    reading: Report
 
 
 def sweep_runs(reports: dict[Path, dict]) -> list[SweepRun]:
@@ -175,14 +176,16 @@ def sweep_runs(reports: dict[Path, dict]) -> list[SweepRun]:
     for run, report in reports.items():
         varied = " ".join(sorted(settings[run] - shared))
         group = report["target"]["name"] + (f" [{varied}]" if varied else "")
-        runs.append(SweepRun(run, report, group, varied, _is_control(parse_report(report))))
+        reading = parse_report(report)
+        runs.append(SweepRun(run, report, group, varied, _is_control(reading), reading))
     return runs
 
 
 def _records(sweep_dir: Path) -> list[dict]:
     reports = {path.parent: json.loads(path.read_text()) for path in report_paths(sweep_dir)}
     return [
-        _run_record(run.directory, run.report, run.group, run.varied) for run in sweep_runs(reports)
+        _run_record(run.directory, run.reading, run.group, run.varied)
+        for run in sweep_runs(reports)
     ]
 
 
