@@ -108,7 +108,8 @@ def test_a_group_override_is_an_existing_option_name_only(service: LiveService, 
         "data.members_path=/srv/data/bob/members.csv", "data.nonmembers_path=/x",
         "target.base_model=/srv/models/x", "generator.base_model=/m", "helper.base_model=/m",
         "target.accelerator=cuda", "target.devices=8", "claim.kind=none", "+extra=1",
-        "~seed", "seed=1,2,3",
+        "~seed", "seed=1,2,3", "hydra.searchpath=[file:///etc]",
+        "++hydra.searchpath=[file:///srv/data/bob]",
     ],
 )  # fmt: skip
 def test_keys_outside_the_contributors_remit_are_refused(refusing: LiveService, line: str) -> None:
@@ -324,6 +325,9 @@ def test_cancels_right_after_submits_get_no_server_error(service: LiveService) -
         ("target.epochs=" + "9" * 400, "target.epochs: 9999999999999999999999999999999999999..."),
         ("target.batch_size=100000000", "PANORAMIA_MAX_COUNT"),
         ("audit.ensemble=9", "PANORAMIA_MAX_ENSEMBLE"),
+        # the limit kind a field declares beside it, not one its last name would give
+        ("target.max_depth=1000", "PANORAMIA_MAX_LAYERS"),
+        ("target.hidden=[8,0]", "target.hidden[1]: 0 is not an integer in [1, 1000000000]"),
         # the settings' own checks (panoramia/audit_settings.py) come first: a negative count
         # is out of range, not "over", and a grid no audit can run is not one of the strategies
         ("audit.thresholds=grid:2000000000", "audit.thresholds: grid:K takes at most K = "),
