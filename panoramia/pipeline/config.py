@@ -130,15 +130,15 @@ class AuditConfig:
     attack_side: str = AttackSide.TARGET_HELPER.value
     """The attack's side information: ``target`` (f's losses: the paper's MIA) or
     ``target+helper`` (f's and h's losses; the default: text's attack preset,
-    ``panoramia/modalities/text/conf/text_attack/``, sets ``target``). With ``target+helper`` the
-    attack knows all that
-    the baseline knows, so ε̃ measures what f adds to it; with ``target`` a baseline helped by
-    h (h, trained on synthetic data, finds real images harder) may out-score an attack that
-    lacks h, and ε̃ reads 0 whatever f leaks. ``target+helper+reference_models`` adds, for the j-th
-    distinguisher, the losses of every stand-in but f̂_j as reference models (f's loss
-    against models that never saw the example, as in LiRA/RMIA); it goes with
-    ``baseline_side=stand_in+helper+reference_models`` and ``ensemble`` ≥ 2, and RM;RN is not run
-    with it (the stand-ins train on the data's real non-members, RM;RN's among them)."""
+    ``panoramia/modalities/text/conf/text_attack/``, sets ``target``). With ``target+helper``
+    the attack knows all that the baseline knows, so ε̃ measures what f adds to it; with
+    ``target`` a baseline helped by h (h, trained on synthetic data, finds real images harder)
+    may out-score an attack that lacks h, and ε̃ reads 0 whatever f leaks.
+    ``target+helper+reference_models`` adds, for the j-th distinguisher, the losses of every
+    stand-in but f̂_j as reference models (f's loss against models that never saw the example,
+    as in LiRA/RMIA); it goes with ``baseline_side=stand_in+helper+reference_models`` and
+    ``ensemble`` ≥ 2, and RM;RN is not run with it (the stand-ins train on the data's real
+    non-members, RM;RN's among them)."""
     baseline_side: str = BaselineSide.STAND_IN_HELPER.value
     """The baseline's side information (the default ``stand_in+helper``; text's attack preset
     sets ``stand_in``): ``helper`` (h's losses: the paper's baseline),

@@ -1,9 +1,8 @@
-"""The demo target configs a request may name (``target.config``): the YAML files of
-``target/`` (the plug-ins' config folders) whose settings are all of one modality's target schema,
-less the configs that
-need a path (``TargetRef.path`` names those models). The door checks a request against these
-(:func:`panoramia.service.submission.command.audit_plan`) and the OpenAPI document lists
-them (:class:`panoramia.service.schemas.TargetRef`)."""
+"""The demo target configs a request may name (``target.config``): the YAML files of ``target/``
+(the plug-ins' config folders) whose settings are all of one modality's target schema, less the
+configs that need a path (``TargetRef.path`` names those models). The door checks a request
+against these (:func:`panoramia.service.submission.command.audit_plan`) and the OpenAPI document
+lists them (:class:`panoramia.service.schemas.TargetRef`)."""
 
 from __future__ import annotations
 

@@ -10,13 +10,12 @@ drawn for, in proportion to D_G's class frequencies) / ``.save(dir)`` /
 images completely, whatever its variant, which pins the baseline's c_lb at its ceiling; the DDPM's,
 with the black level below, it does not, which is why the DDPM is the image audit's default.
 
-With the DDPM the audit's weak point moves to the losses: a target trained on real images
-rates the samples differently from real images whether or not it saw the members (guided
-samples are easier), and the attack reads that gap.
-``panoramia/modalities/image/conf/generator/ddpm.yaml`` therefore
-turns on loss matching (:mod:`panoramia.modalities.image.loss_matching`, in the synthetic stage).
-The DDPM costs far more than the DCGAN to train and to sample (``sampling_steps`` guided network
-evaluations per sample); ``generation_seed`` lets repeated seeds reuse its stages.
+With the DDPM the audit's weak point moves to the losses: a target trained on real images rates
+the samples differently from real images whether or not it saw the members (guided samples are
+easier), and the attack reads that gap. The plug-in's ``conf/generator/ddpm.yaml`` therefore
+turns on loss matching (:mod:`panoramia.modalities.image.loss_matching`, in the synthetic
+stage). The DDPM costs far more than the DCGAN to train and to sample (``sampling_steps`` guided
+network evaluations per sample); ``generation_seed`` lets repeated seeds reuse its stages.
 ``benchmarks/image_generator_quality.py`` prints the separability figures and
 ``benchmarks/image_throughput.py`` the training and sampling throughput.
 
@@ -56,9 +55,8 @@ class ImageGeneratorConfig(DeviceSettings):
     """The generative model and its training (Lightning, Adam, EMA of the weights)."""
 
     model: str = ImageGeneratorModel.DCGAN.value
-    """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's;
-    panoramia/modalities/image/conf/generator/ddpm.yaml has
-    the DDPM's)."""
+    """``dcgan`` or ``ddpm`` (defaults below are the DCGAN's; the plug-in's
+    ``conf/generator/ddpm.yaml`` has the DDPM's)."""
     epochs: int = ranged(100, COUNT, limit=Limit.EPOCHS)
     batch_size: int = ranged(64, COUNT)
     width: int = ranged(32, COUNT, limit=Limit.WIDTH)

@@ -42,10 +42,9 @@ class TabularDataConfig(DataConfigBase):
     pool_size: int = ranged(15000, COUNT)
     """adult: rows in each pool (the target's training set)."""
     held_out: str = AdultHeldOut.FILE.value
-    """adult: the real non-members, drawn with the pools from both files pooled (``drawn``,
-    what ``panoramia/modalities/tabular/conf/data/adult.yaml`` sets) or UCI's test file (``file``:
-    the audit did not draw
-    them, so its reference audits are figures); in the data stage's key only where not
+    """adult: the real non-members, drawn with the pools from both files pooled (``drawn``, what
+    the plug-in's ``conf/data/adult.yaml`` sets) or UCI's test file (``file``: the audit did not
+    draw them, so its reference audits are figures); in the data stage's key only where not
     ``file``. Other sources ignore it (their held-out rows are ``nonmembers_path``)."""
 
 

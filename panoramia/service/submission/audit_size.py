@@ -36,10 +36,9 @@ SCORED_SHARE = 0.5
 @cache
 def default_split(source: str) -> dict[str, float]:
     """The ``data.split`` fractions of the data source ``source``'s config (``data/`` of its
-    plug-in's config folder),
-    as the audit composes them without overrides; KeyError for a source that no plug-in
-    registers (the name may come from a request: only a registered one names a file) or
-    whose config has no split."""
+    plug-in's config folder), as the audit composes them without overrides; KeyError for a
+    source that no plug-in registers (the name may come from a request: only a registered one
+    names a file) or whose config has no split."""
     import yaml
 
     from panoramia.pipeline.registry import config_file
